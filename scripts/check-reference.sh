@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# By-hand fidelity check (not a test: it reads files outside the repo). With the reference prompt
+# texts as --prompts-dir, `harness-proxy rewrite` must reproduce the reference example bodies.
+#
+#   scripts/check-reference.sh [REFERENCE_DIR]     (default: ../shared/spec/reference)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ref=${1:-../shared/spec/reference}
+cargo build --quiet
+bin=target/debug/harness-proxy
+request=$(mktemp)
+trap 'rm -f "$request"' EXIT
+cat >"$request" <<'JSON'
+{"model":"mock-model","messages":[
+ {"role":"system","content":"You are a coding agent."},
+ {"role":"developer","content":"<skills_instructions>\n## Skills\n...\n</skills_instructions>"},
+ {"role":"user","content":"Run the QA pass\nthen report"}]}
+JSON
+export HARNESS_PROXY__OPENCODE__TOOLS=reference HARNESS_PROXY__OPENCODE__TODAY="Sat Nov 29 2025" \
+  HARNESS_PROXY__OPENCODE__PLATFORM=linux
+args=(rewrite --harness opencode --header "x-harness-cwd: /home/user/project" --prompts-dir "$ref/prompts")
+status=0
+for kind in main title; do
+  if [ "$kind" = main ]; then
+    expected="$ref/examples/opencode_request.linux.json"; extra=()
+  else
+    expected="$ref/examples/opencode_title_request.json"; extra=(--title)
+  fi
+  if cmp -s <("$bin" "${args[@]}" "${extra[@]}" <"$request" | tr -d '\n') <(tr -d '\n' <"$expected"); then
+    echo "$kind: byte-identical to $(basename "$expected")"
+  else
+    echo "$kind: DIFFERS from $(basename "$expected")"; status=1
+  fi
+done
+exit $status

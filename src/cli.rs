@@ -1,0 +1,198 @@
+//! Commands: `serve` (default), `check-config`, `rewrite`. Parsing lives here; `main` only calls
+//! `run`. Start-up errors are returned, never `process::exit`ed, so they print once and exit 1.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use crate::config::{self, Config, FlagOverrides};
+use crate::harness::HarnessRequest;
+use crate::prompts::Prompts;
+use crate::state::{AppState, build_registry};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "harness-proxy",
+    version,
+    about = "Chat Completions proxy that runs any coding agent as opencode"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the proxy (the default command).
+    Serve,
+    /// Print the effective config with secrets redacted; exit 1 if it is invalid.
+    CheckConfig,
+    /// Print the upstream body a request (read from stdin) would produce.
+    Rewrite(RewriteArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CommonArgs {
+    /// TOML config file.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to listen on (default 127.0.0.1:8080).
+    #[arg(long, global = true, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// Upstream base URL, up to and including /v1 (default https://api.openai.com/v1).
+    #[arg(long, global = true, value_name = "URL")]
+    pub upstream: Option<String>,
+    /// Harness used when a request names none.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub default_harness: Option<String>,
+    /// Log format: human or json.
+    #[arg(long, global = true, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// Directory whose files replace the built-in prompts.
+    #[arg(long, global = true, value_name = "DIR")]
+    pub prompts_dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RewriteArgs {
+    /// Harness to rewrite with.
+    #[arg(long)]
+    pub harness: String,
+    /// Request header `K:V`, as the client would send it (repeatable).
+    #[arg(long = "header", value_name = "K:V")]
+    pub headers: Vec<String>,
+    /// Print the title request instead of the main request.
+    #[arg(long)]
+    pub title: bool,
+}
+
+fn load_config(common: &CommonArgs) -> Result<Config, String> {
+    let env: BTreeMap<String, String> = std::env::vars().collect();
+    let flags = FlagOverrides {
+        listen: common.listen.clone(),
+        upstream: common.upstream.clone(),
+        default_harness: common.default_harness.clone(),
+        log_format: common.log_format.clone(),
+        prompts_dir: common.prompts_dir.clone(),
+    };
+    config::load(common.config.as_deref(), &env, &flags).map_err(|e| e.to_string())
+}
+
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+pub async fn run(cli: Cli) -> Result<ExitCode, String> {
+    match cli.command.unwrap_or(Command::Serve) {
+        Command::Serve => serve(&cli.common).await,
+        Command::CheckConfig => check_config(&cli.common),
+        Command::Rewrite(args) => rewrite(&cli.common, &args),
+    }
+}
+
+async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
+    let config = load_config(common)?;
+    crate::telemetry::init_logging(&config)?;
+    let listen = config.listen;
+    let state = AppState::build(config, &process_env).map_err(|e| e.to_string())?;
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    tracing::info!(listen = %listen, upstream = %state.config.upstream.base_url, default_harness = %state.config.default_harness, "harness-proxy serving");
+    crate::server::run(listener, state, shutdown_signal())
+        .await
+        .map_err(|e| format!("server error: {e}"))?;
+    tracing::info!("harness-proxy stopped");
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = terminate => {},
+    }
+}
+
+fn check_config(common: &CommonArgs) -> Result<ExitCode, String> {
+    let config = load_config(common)?;
+    let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
+    build_registry(&config, &prompts, &process_env).map_err(|e| e.to_string())?;
+    print!("{}", config::redacted_toml(&config));
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rewrite(common: &CommonArgs, args: &RewriteArgs) -> Result<ExitCode, String> {
+    let config = load_config(common)?;
+    let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
+    let registry = build_registry(&config, &prompts, &process_env).map_err(|e| e.to_string())?;
+    let harness = registry.get(&args.harness).ok_or_else(|| {
+        format!(
+            "unknown harness `{}`; known harnesses: {}",
+            args.harness,
+            registry.names()
+        )
+    })?;
+    let mut headers = HeaderMap::new();
+    for raw in &args.headers {
+        let (name, value) = raw
+            .split_once(':')
+            .ok_or_else(|| format!("--header `{raw}`: expected K:V"))?;
+        let name: HeaderName = name
+            .trim()
+            .parse()
+            .map_err(|_| format!("--header `{raw}`: bad header name"))?;
+        let value: HeaderValue = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("--header `{raw}`: bad header value"))?;
+        headers.append(name, value);
+    }
+    let mut body = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut body)
+        .map_err(|e| format!("cannot read stdin: {e}"))?;
+    let body = bytes::Bytes::from(body);
+    let prepared = harness
+        .prepare(&HarnessRequest {
+            body: &body,
+            headers: &headers,
+            now: chrono::Utc::now(),
+        })
+        .map_err(|e| e.to_string())?;
+    let out = if args.title {
+        let facts = prepared
+            .facts
+            .or_else(|| crate::harness::ConversationFacts::peek(&body))
+            .ok_or("the request is not a chat completions request")?;
+        let model = config.titles.model.as_deref().unwrap_or(&facts.model);
+        crate::titles::request::title_body(model, &prompts.title, &facts.first_user_text)
+    } else {
+        prepared.upstream_body.unwrap_or(body).to_vec()
+    };
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    text.push('\n');
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}

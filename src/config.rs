@@ -1,0 +1,705 @@
+//! Typed configuration: defaults < TOML file < env `HARNESS_PROXY__SECTION__KEY` < CLI flags.
+//!
+//! Owns parsing, layering and validation; every error names the offending key. It must not read the
+//! process environment itself: callers pass the variables in, so tests never mutate global state.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+/// Prefix of environment variables that override config keys.
+pub const ENV_PREFIX: &str = "HARNESS_PROXY__";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path} is not valid TOML: {message}")]
+    Syntax { path: PathBuf, message: String },
+    #[error("config key `{key}`{origin}: {message}")]
+    Key {
+        key: String,
+        origin: String,
+        message: String,
+    },
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    /// Address the server binds.
+    pub listen: SocketAddr,
+    /// Harness used when neither the header nor the path names one.
+    pub default_harness: String,
+    /// Request header that names the harness.
+    pub harness_header: String,
+    /// Directory whose files replace the built-in prompts of the same relative path.
+    pub prompts_dir: Option<PathBuf>,
+    pub log_format: LogFormat,
+    /// `tracing` filter directive, e.g. `info` or `harness_proxy=debug`.
+    pub log_level: String,
+    /// How long in-flight streams and title tasks may run after SIGTERM/SIGINT.
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+    pub upstream: UpstreamConfig,
+    pub limits: LimitsConfig,
+    pub opencode: OpencodeConfig,
+    pub titles: TitlesConfig,
+    pub collaboration: CollaborationConfig,
+    pub auth: AuthConfig,
+    pub clients: ClientsConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 8080)),
+            default_harness: "opencode".to_owned(),
+            harness_header: "x-harness".to_owned(),
+            prompts_dir: None,
+            log_format: LogFormat::Human,
+            log_level: "info".to_owned(),
+            shutdown_grace: Duration::from_secs(30),
+            upstream: UpstreamConfig::default(),
+            limits: LimitsConfig::default(),
+            opencode: OpencodeConfig::default(),
+            titles: TitlesConfig::default(),
+            collaboration: CollaborationConfig::default(),
+            auth: AuthConfig::default(),
+            clients: ClientsConfig::default(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Human,
+    Json,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct UpstreamConfig {
+    /// Base URL of the model server, up to and including `/v1`.
+    pub base_url: String,
+    /// Upstream key; when no key source is set the client's `Authorization` is forwarded.
+    pub api_key: Option<String>,
+    /// File holding the key (re-read after an upstream 401 so rotated secrets are picked up).
+    pub api_key_file: Option<PathBuf>,
+    /// Name of an environment variable holding the key (re-read after an upstream 401).
+    pub api_key_env: Option<String>,
+    #[serde(with = "humantime_serde")]
+    pub connect_timeout: Duration,
+    /// Time allowed until the upstream response head arrives.
+    #[serde(with = "humantime_serde")]
+    pub first_byte_timeout: Duration,
+    /// Longest silence allowed between two body chunks.
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
+    /// Retries of a request that has not reached the client yet (connect errors, 429/502/503).
+    pub max_retries: u32,
+    /// A `Retry-After` longer than this is not waited for: the status goes to the client.
+    #[serde(with = "humantime_serde")]
+    pub max_retry_wait: Duration,
+    /// Idle pooled connections kept per upstream host.
+    pub pool_max_idle_per_host: usize,
+}
+
+impl Default for UpstreamConfig {
+    fn default() -> Self {
+        Self {
+            base_url: "https://api.openai.com/v1".to_owned(),
+            api_key: None,
+            api_key_file: None,
+            api_key_env: None,
+            connect_timeout: Duration::from_secs(10),
+            first_byte_timeout: Duration::from_secs(300),
+            idle_timeout: Duration::from_secs(120),
+            max_retries: 2,
+            max_retry_wait: Duration::from_secs(10),
+            pool_max_idle_per_host: 64,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    pub max_body_bytes: usize,
+    /// Requests served at once; beyond it clients get 503 with `Retry-After`.
+    pub max_concurrent_requests: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: 32 * 1024 * 1024,
+            max_concurrent_requests: 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HistoryMode {
+    /// Assistant text stays in the history, as real opencode sends it.
+    Keep,
+    /// The reference converter's exact behaviour: plain assistant text is dropped.
+    Reference,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolsPolicy {
+    /// Canonical opencode definitions of the opencode tools the client can run.
+    Intersect,
+    /// All of the flavour's opencode tools, whatever the client has.
+    Reference,
+    /// The client's own definitions, filtered to the flavour's allowed names.
+    Client,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExtraTools {
+    Drop,
+    Append,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct OpencodeConfig {
+    /// Identity-line model name template; `{model}` is the request's model.
+    pub model_name: String,
+    /// Identity-line model id template; `{model}` is the request's model, `{provider}` the next key.
+    pub model_id: String,
+    /// Value of `{provider}` in the identity templates.
+    pub provider: String,
+    pub history: HistoryMode,
+    pub tools: ToolsPolicy,
+    pub extra_tools: ExtraTools,
+    pub cwd: Option<String>,
+    pub workspace_root: Option<String>,
+    /// `yes` / `no`.
+    pub git: Option<String>,
+    pub platform: Option<String>,
+    /// Pins the `<env>` date line verbatim (e.g. `Sat Nov 29 2025`).
+    pub today: Option<String>,
+    /// IANA zone for the date line; the proxy's local zone when absent.
+    pub timezone: Option<String>,
+}
+
+impl Default for OpencodeConfig {
+    fn default() -> Self {
+        Self {
+            model_name: "deepseek-chat".to_owned(),
+            model_id: "deepseek/{model}".to_owned(),
+            provider: "deepseek".to_owned(),
+            history: HistoryMode::Keep,
+            tools: ToolsPolicy::Intersect,
+            extra_tools: ExtraTools::Drop,
+            cwd: None,
+            workspace_root: None,
+            git: None,
+            platform: None,
+            today: None,
+            timezone: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TitleOrder {
+    Parallel,
+    Before,
+    After,
+    Off,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TitlesConfig {
+    /// Harnesses whose first turns get a title request.
+    pub harnesses: Vec<String>,
+    pub order: TitleOrder,
+    #[serde(with = "humantime_serde")]
+    pub timeout: Duration,
+    /// Model for title requests; the request's own model when absent.
+    pub model: Option<String>,
+    pub max_chars: usize,
+    /// `sqlite://PATH` or `memory`.
+    pub store: String,
+    #[serde(with = "humantime_serde")]
+    pub retention: Duration,
+    pub max_records: usize,
+}
+
+impl Default for TitlesConfig {
+    fn default() -> Self {
+        Self {
+            harnesses: vec!["opencode".to_owned()],
+            order: TitleOrder::Parallel,
+            timeout: Duration::from_secs(10),
+            model: None,
+            max_chars: 50,
+            store: "sqlite://./harness-proxy.db".to_owned(),
+            retention: Duration::from_secs(30 * 24 * 3600),
+            max_records: 100_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CollaborationConfig {
+    /// Keep `request_user_input` in Default mode (off, as in the reference).
+    pub default_request_user_input: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthConfig {
+    /// Bearer token that may read every caller's titles.
+    pub admin_token: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientsConfig {
+    /// Extra alias-profile files (TOML), loaded at start-up.
+    pub profiles: Vec<PathBuf>,
+}
+
+/// Values given on the command line; `None` leaves the lower layers in charge.
+#[derive(Debug, Clone, Default)]
+pub struct FlagOverrides {
+    pub listen: Option<String>,
+    pub upstream: Option<String>,
+    pub default_harness: Option<String>,
+    pub log_format: Option<String>,
+    pub prompts_dir: Option<PathBuf>,
+}
+
+/// Where a layered value came from, for error messages.
+#[derive(Debug, Clone)]
+enum Origin {
+    Env(String),
+    Flag(&'static str),
+}
+
+/// Builds the effective config. `env` is the process environment (or a test's map).
+pub fn load(
+    file: Option<&std::path::Path>,
+    env: &BTreeMap<String, String>,
+    flags: &FlagOverrides,
+) -> Result<Config, ConfigError> {
+    let mut tree = toml::Table::new();
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        tree = text
+            .parse::<toml::Table>()
+            .map_err(|e| ConfigError::Syntax {
+                path: path.to_owned(),
+                message: e.to_string(),
+            })?;
+    }
+    let mut origins: Vec<(Vec<String>, Origin)> = Vec::new();
+    for (name, raw) in env {
+        let Some(rest) = name.strip_prefix(ENV_PREFIX) else {
+            continue;
+        };
+        let path: Vec<String> = rest.split("__").map(str::to_ascii_lowercase).collect();
+        if path.iter().any(String::is_empty) {
+            return Err(ConfigError::Key {
+                key: rest.to_ascii_lowercase().replace("__", "."),
+                origin: format!(" (from env {name})"),
+                message: "malformed variable name".to_owned(),
+            });
+        }
+        insert(&mut tree, &path, env_value(raw));
+        origins.push((path, Origin::Env(name.clone())));
+    }
+    let flag_values: [(&'static str, &[&str], Option<String>); 5] = [
+        ("--listen", &["listen"], flags.listen.clone()),
+        (
+            "--upstream",
+            &["upstream", "base_url"],
+            flags.upstream.clone(),
+        ),
+        (
+            "--default-harness",
+            &["default_harness"],
+            flags.default_harness.clone(),
+        ),
+        ("--log-format", &["log_format"], flags.log_format.clone()),
+        (
+            "--prompts-dir",
+            &["prompts_dir"],
+            flags.prompts_dir.as_ref().map(|p| p.display().to_string()),
+        ),
+    ];
+    for (flag, path, value) in flag_values {
+        if let Some(value) = value {
+            let path: Vec<String> = path.iter().map(|s| (*s).to_owned()).collect();
+            insert(&mut tree, &path, toml::Value::String(value));
+            origins.push((path, Origin::Flag(flag)));
+        }
+    }
+    let config = deserialize(tree, &origins)?;
+    validate(&config)?;
+    Ok(config)
+}
+
+/// Env values are typed by TOML syntax (`true`, `8`, `["a"]`); anything else is a string.
+fn env_value(raw: &str) -> toml::Value {
+    match format!("v = {raw}").parse::<toml::Table>() {
+        Ok(mut t) => match t.remove("v") {
+            Some(
+                v @ (toml::Value::Boolean(_) | toml::Value::Integer(_) | toml::Value::Array(_)),
+            ) => v,
+            _ => toml::Value::String(raw.to_owned()),
+        },
+        Err(_) => toml::Value::String(raw.to_owned()),
+    }
+}
+
+fn insert(tree: &mut toml::Table, path: &[String], value: toml::Value) {
+    let Some((last, parents)) = path.split_last() else {
+        return;
+    };
+    let mut table = tree;
+    for key in parents {
+        let entry = table
+            .entry(key.clone())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        if !entry.is_table() {
+            *entry = toml::Value::Table(toml::Table::new());
+        }
+        let toml::Value::Table(next) = entry else {
+            return;
+        };
+        table = next;
+    }
+    table.insert(last.clone(), value);
+}
+
+fn lookup_mut<'a>(tree: &'a mut toml::Table, path: &[String]) -> Option<&'a mut toml::Value> {
+    let (last, parents) = path.split_last()?;
+    let mut table = tree;
+    for key in parents {
+        table = table.get_mut(key)?.as_table_mut()?;
+    }
+    table.get_mut(last)
+}
+
+fn deserialize(
+    mut tree: toml::Table,
+    origins: &[(Vec<String>, Origin)],
+) -> Result<Config, ConfigError> {
+    // An env value that looked like a number or bool may be meant as a string (a numeric model
+    // name): retry such keys as strings before reporting.
+    for _ in 0..=origins.len() {
+        let value = toml::Value::Table(tree.clone());
+        match serde_path_to_error::deserialize::<_, Config>(value) {
+            Ok(config) => return Ok(config),
+            Err(err) => {
+                let key = err.path().to_string();
+                let message = err.inner().to_string();
+                let path: Vec<String> = key.split('.').map(str::to_owned).collect();
+                let from_env = origins.iter().find(|(p, _)| *p == path);
+                if let Some((_, Origin::Env(_))) = from_env
+                    && message.contains("expected a string")
+                    && let Some(slot) = lookup_mut(&mut tree, &path)
+                    && !slot.is_str()
+                {
+                    let text = slot.to_string();
+                    *slot = toml::Value::String(text);
+                    continue;
+                }
+                return Err(key_error(&key, &message, origins));
+            }
+        }
+    }
+    Err(ConfigError::Key {
+        key: ".".into(),
+        origin: String::new(),
+        message: "unresolvable".into(),
+    })
+}
+
+fn key_error(key: &str, message: &str, origins: &[(Vec<String>, Origin)]) -> ConfigError {
+    // For unknown fields serde reports the parent path; name the full key instead.
+    let mut full = if key == "." {
+        String::new()
+    } else {
+        key.to_owned()
+    };
+    if let Some(field) = message
+        .strip_prefix("unknown field `")
+        .and_then(|m| m.split('`').next())
+        && full.rsplit('.').next() != Some(field)
+    {
+        if !full.is_empty() {
+            full.push('.');
+        }
+        full.push_str(field);
+    }
+    let path: Vec<&str> = full.split('.').collect();
+    let origin = origins
+        .iter()
+        .find(|(p, _)| p.iter().map(String::as_str).eq(path.iter().copied()))
+        .map(|(_, o)| match o {
+            Origin::Env(name) => format!(" (from env {name})"),
+            Origin::Flag(flag) => format!(" (from {flag})"),
+        })
+        .unwrap_or_default();
+    // The TOML layer appends "in `section`"; the key already says where.
+    let message = message.lines().next().unwrap_or(message).to_owned();
+    ConfigError::Key {
+        key: full,
+        origin,
+        message,
+    }
+}
+
+fn validate(config: &Config) -> Result<(), ConfigError> {
+    let bad = |key: &str, message: String| ConfigError::Key {
+        key: key.to_owned(),
+        origin: String::new(),
+        message,
+    };
+    let url = reqwest::Url::parse(&config.upstream.base_url)
+        .map_err(|e| bad("upstream.base_url", format!("not a URL: {e}")))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(bad(
+            "upstream.base_url",
+            "must be an http or https URL".into(),
+        ));
+    }
+    if config
+        .upstream
+        .api_key
+        .as_deref()
+        .is_some_and(str::is_empty)
+    {
+        return Err(bad(
+            "upstream.api_key",
+            "is empty; remove it to forward the client's key".into(),
+        ));
+    }
+    if config.limits.max_body_bytes == 0 {
+        return Err(bad(
+            "limits.max_body_bytes",
+            "must be greater than 0".into(),
+        ));
+    }
+    if config.limits.max_concurrent_requests == 0 {
+        return Err(bad(
+            "limits.max_concurrent_requests",
+            "must be greater than 0".into(),
+        ));
+    }
+    if let Some(git) = &config.opencode.git
+        && !matches!(git.as_str(), "yes" | "no")
+    {
+        return Err(bad(
+            "opencode.git",
+            format!("must be `yes` or `no`, not `{git}`"),
+        ));
+    }
+    if let Some(tz) = &config.opencode.timezone
+        && tz.parse::<chrono_tz::Tz>().is_err()
+    {
+        return Err(bad(
+            "opencode.timezone",
+            format!("unknown IANA time zone `{tz}`"),
+        ));
+    }
+    if config.titles.max_chars == 0 {
+        return Err(bad("titles.max_chars", "must be greater than 0".into()));
+    }
+    if config.titles.max_records == 0 {
+        return Err(bad("titles.max_records", "must be greater than 0".into()));
+    }
+    if config.titles.store != "memory" && !config.titles.store.starts_with("sqlite://") {
+        return Err(bad(
+            "titles.store",
+            format!(
+                "expected `memory` or `sqlite://PATH`, got `{}`",
+                config.titles.store
+            ),
+        ));
+    }
+    if config.harness_header.parse::<http::HeaderName>().is_err() {
+        return Err(bad(
+            "harness_header",
+            format!("`{}` is not a valid header name", config.harness_header),
+        ));
+    }
+    Ok(())
+}
+
+/// The effective config as TOML with every secret replaced, for `check-config`.
+pub fn redacted_toml(config: &Config) -> String {
+    let mut shown = config.clone();
+    let hide = |v: &mut Option<String>| {
+        if v.is_some() {
+            *v = Some("<redacted>".to_owned());
+        }
+    };
+    hide(&mut shown.upstream.api_key);
+    hide(&mut shown.auth.admin_token);
+    toml::to_string_pretty(&shown).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn defaults_load_without_any_source() {
+        let config =
+            load(None, &BTreeMap::new(), &FlagOverrides::default()).expect("defaults are valid");
+        assert_eq!(config.listen.to_string(), "127.0.0.1:8080");
+        assert_eq!(config.upstream.base_url, "https://api.openai.com/v1");
+        assert_eq!(config.limits.max_body_bytes, 32 * 1024 * 1024);
+        assert_eq!(config.shutdown_grace, Duration::from_secs(30));
+    }
+
+    #[test]
+    fn precedence_is_file_then_env_then_flags() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "listen = \"127.0.0.1:1\"\ndefault_harness = \"file\"\n[upstream]\nbase_url = \"http://file/v1\"\nmax_retries = 5\n")
+            .expect("write");
+        let env = env(&[
+            ("HARNESS_PROXY__DEFAULT_HARNESS", "env"),
+            ("HARNESS_PROXY__UPSTREAM__BASE_URL", "http://env/v1"),
+            ("OTHER", "ignored"),
+        ]);
+        let flags = FlagOverrides {
+            upstream: Some("http://flag/v1".into()),
+            ..FlagOverrides::default()
+        };
+        let config = load(Some(&file), &env, &flags).expect("valid");
+        assert_eq!(config.listen.to_string(), "127.0.0.1:1");
+        assert_eq!(config.default_harness, "env");
+        assert_eq!(config.upstream.base_url, "http://flag/v1");
+        assert_eq!(config.upstream.max_retries, 5);
+    }
+
+    #[test]
+    fn env_values_are_typed_and_strings_stay_strings() {
+        let env = env(&[
+            ("HARNESS_PROXY__UPSTREAM__MAX_RETRIES", "0"),
+            (
+                "HARNESS_PROXY__TITLES__HARNESSES",
+                "[\"opencode\", \"passthrough\"]",
+            ),
+            ("HARNESS_PROXY__OPENCODE__TODAY", "Sat Nov 29 2025"),
+            ("HARNESS_PROXY__TITLES__MODEL", "4"),
+            ("HARNESS_PROXY__TITLES__TIMEOUT", "250ms"),
+        ]);
+        let config = load(None, &env, &FlagOverrides::default()).expect("valid");
+        assert_eq!(config.upstream.max_retries, 0);
+        assert_eq!(config.titles.harnesses, ["opencode", "passthrough"]);
+        assert_eq!(config.opencode.today.as_deref(), Some("Sat Nov 29 2025"));
+        assert_eq!(config.titles.model.as_deref(), Some("4"));
+        assert_eq!(config.titles.timeout, Duration::from_millis(250));
+    }
+
+    #[test]
+    fn unknown_keys_are_named_with_their_origin() {
+        let err = load(
+            None,
+            &env(&[("HARNESS_PROXY__UPSTREAM__BASEURL", "x")]),
+            &FlagOverrides::default(),
+        )
+        .expect_err("unknown key");
+        let text = err.to_string();
+        assert!(text.contains("`upstream.baseurl`"), "{text}");
+        assert!(text.contains("HARNESS_PROXY__UPSTREAM__BASEURL"), "{text}");
+
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("c.toml");
+        std::fs::write(&file, "[titles]\nordr = \"before\"\n").expect("write");
+        let text = load(Some(&file), &BTreeMap::new(), &FlagOverrides::default())
+            .expect_err("unknown key")
+            .to_string();
+        assert!(text.contains("`titles.ordr`"), "{text}");
+    }
+
+    #[test]
+    fn bad_values_name_the_key() {
+        let cases = [
+            ("HARNESS_PROXY__TITLES__ORDER", "sideways", "titles.order"),
+            (
+                "HARNESS_PROXY__LIMITS__MAX_BODY_BYTES",
+                "lots",
+                "limits.max_body_bytes",
+            ),
+            ("HARNESS_PROXY__SHUTDOWN_GRACE", "soon", "shutdown_grace"),
+            (
+                "HARNESS_PROXY__UPSTREAM__BASE_URL",
+                "ftp://x",
+                "upstream.base_url",
+            ),
+            (
+                "HARNESS_PROXY__OPENCODE__TIMEZONE",
+                "Mars/Base",
+                "opencode.timezone",
+            ),
+            ("HARNESS_PROXY__LISTEN", "nowhere", "listen"),
+        ];
+        for (var, value, key) in cases {
+            let text = load(None, &env(&[(var, value)]), &FlagOverrides::default())
+                .expect_err(var)
+                .to_string();
+            assert!(text.contains(&format!("`{key}`")), "{var}: {text}");
+        }
+        let flags = FlagOverrides {
+            log_format: Some("xml".into()),
+            ..FlagOverrides::default()
+        };
+        let text = load(None, &BTreeMap::new(), &flags)
+            .expect_err("bad flag")
+            .to_string();
+        assert!(
+            text.contains("`log_format`") && text.contains("--log-format"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn redaction_hides_secrets() {
+        let env = env(&[
+            ("HARNESS_PROXY__UPSTREAM__API_KEY", "sk-secret-value"),
+            ("HARNESS_PROXY__AUTH__ADMIN_TOKEN", "admin-secret"),
+        ]);
+        let config = load(None, &env, &FlagOverrides::default()).expect("valid");
+        let shown = redacted_toml(&config);
+        assert!(
+            !shown.contains("sk-secret-value") && !shown.contains("admin-secret"),
+            "{shown}"
+        );
+        assert!(shown.contains("<redacted>"));
+    }
+}

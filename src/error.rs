@@ -1,0 +1,152 @@
+//! `ProxyError`: every failure a client can see, mapped to one status and one OpenAI error body.
+//! Logged once, here, at the boundary; internals never reach the client.
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use crate::api::error::{ErrorBody, ErrorDetail};
+use crate::harness::HarnessError;
+use crate::upstream::UpstreamError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProxyError {
+    #[error("{0}")]
+    InvalidJson(String),
+    #[error("{message}")]
+    InvalidRequest {
+        message: String,
+        param: Option<&'static str>,
+        code: &'static str,
+    },
+    #[error("unknown harness `{name}`; known harnesses: {known}")]
+    UnknownHarness { name: String, known: String },
+    #[error("request body exceeds the limit of {limit} bytes")]
+    BodyTooLarge { limit: usize },
+    #[error("cannot read the request body: {0}")]
+    BodyRead(String),
+    #[error("no route for {method} {path}")]
+    NotFound { method: String, path: String },
+    #[error("method {method} is not allowed on {path}")]
+    MethodNotAllowed { method: String, path: String },
+    #[error("{0}")]
+    Unauthorized(&'static str),
+    #[error("{what} not found")]
+    ResourceNotFound { what: String },
+    #[error("the proxy is at its limit of concurrent requests; retry shortly")]
+    Overloaded,
+    #[error("the proxy is shutting down")]
+    Draining,
+    #[error(transparent)]
+    Upstream(#[from] UpstreamError),
+    #[error("internal error")]
+    Internal(String),
+}
+
+impl From<HarnessError> for ProxyError {
+    fn from(err: HarnessError) -> Self {
+        match err {
+            HarnessError::InvalidJson(message) => Self::InvalidJson(message),
+            HarnessError::Invalid {
+                message,
+                param,
+                code,
+            } => Self::InvalidRequest {
+                message,
+                param,
+                code,
+            },
+        }
+    }
+}
+
+impl ProxyError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::InvalidJson(_)
+            | Self::InvalidRequest { .. }
+            | Self::UnknownHarness { .. }
+            | Self::BodyRead(_) => StatusCode::BAD_REQUEST,
+            Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
+            Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Overloaded | Self::Draining => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Upstream(e) => e.status(),
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::InvalidJson(_) => "invalid_json",
+            Self::InvalidRequest { code, .. } => code,
+            Self::UnknownHarness { .. } => "unknown_harness",
+            Self::BodyTooLarge { .. } => "request_too_large",
+            Self::BodyRead(_) => "invalid_body",
+            Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
+            Self::MethodNotAllowed { .. } => "method_not_allowed",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::Overloaded => "overloaded",
+            Self::Draining => "shutting_down",
+            Self::Upstream(e) => e.code(),
+            Self::Internal(_) => "internal_error",
+        }
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.status().as_u16() {
+            401 => "authentication_error",
+            404 => "not_found_error",
+            400..=499 => "invalid_request_error",
+            _ => "server_error",
+        }
+    }
+
+    fn param(&self) -> Option<&'static str> {
+        match self {
+            Self::InvalidRequest { param, .. } => *param,
+            _ => None,
+        }
+    }
+
+    /// The message shown to the client; internal details stay in the log.
+    fn public_message(&self) -> String {
+        match self {
+            Self::Internal(_) => "internal error".to_owned(),
+            other => other.to_string(),
+        }
+    }
+}
+
+/// Marker put in response extensions so the access log can name the error code.
+#[derive(Debug, Clone, Copy)]
+pub struct ErrorCode(pub &'static str);
+
+impl IntoResponse for ProxyError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        if status.is_server_error() {
+            tracing::warn!(code = self.code(), error = %self, "request failed");
+        }
+        let message = self.public_message();
+        let body = ErrorBody {
+            error: ErrorDetail {
+                message: &message,
+                kind: self.kind(),
+                param: self.param(),
+                code: self.code(),
+            },
+        };
+        let mut response = (status, body.to_json()).into_response();
+        let headers = response.headers_mut();
+        headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        if matches!(self, Self::Overloaded | Self::Draining) {
+            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        }
+        response.extensions_mut().insert(ErrorCode(self.code()));
+        response
+    }
+}

@@ -1,0 +1,81 @@
+//! The upstream body of §1.7, field order as opencode sends it. Serialized compactly.
+
+use serde::Serialize;
+use serde_json::value::RawValue;
+
+#[derive(Debug, Serialize)]
+pub struct UpstreamBody<'a> {
+    pub model: &'a str,
+    pub max_tokens: u32,
+    pub stream: bool,
+    pub stream_options: StreamOptions,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<&'static str>,
+    pub messages: Vec<OutMessage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<std::borrow::Cow<'a, RawValue>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<u8>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<&'a str>,
+}
+
+#[derive(Debug, Serialize)]
+pub struct StreamOptions {
+    pub include_usage: bool,
+}
+
+/// Messages as opencode shapes them: `{role, content}`, assistant with calls, tool result.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum OutMessage {
+    Text {
+        role: &'static str,
+        content: String,
+    },
+    Calls {
+        role: &'static str,
+        content: String,
+        tool_calls: Vec<OutCall>,
+    },
+    ToolResult {
+        role: &'static str,
+        content: String,
+        tool_call_id: String,
+    },
+}
+
+impl OutMessage {
+    pub fn system(content: String) -> Self {
+        Self::Text {
+            role: "system",
+            content,
+        }
+    }
+    pub fn user(content: String) -> Self {
+        Self::Text {
+            role: "user",
+            content,
+        }
+    }
+    pub fn assistant(content: String) -> Self {
+        Self::Text {
+            role: "assistant",
+            content,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutCall {
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    pub id: String,
+    pub function: OutFunction,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutFunction {
+    pub name: String,
+    pub arguments: String,
+}

@@ -1,0 +1,509 @@
+//! Recognises "contextual" user text (spec §2.2): fragments the agent injects into the user
+//! role (AGENTS.md instructions, environment context, hook prompts, …) rather than words the
+//! user typed.
+//!
+//! Owns only the predicate over text parts. Which messages are dropped from the history or
+//! skipped for the title is decided by the callers; image and audio parts never reach this
+//! module, so they can never match.
+
+/// Recognisers whose text must "wrap" between two markers: after trimming, it starts with
+/// the first and ends with the second, both compared ASCII-case-insensitively.
+const WRAPPING_MARKERS: [(&str, &str); 8] = [
+    ("# AGENTS.md instructions", "</INSTRUCTIONS>"),
+    ("<environment_context>", "</environment_context>"),
+    ("<skill>", "</skill>"),
+    ("<user_shell_command>", "</user_shell_command>"),
+    ("<turn_aborted>", "</turn_aborted>"),
+    ("<subagent_notification>", "</subagent_notification>"),
+    ("<cron-fire", "</cron-fire>"),
+    ("<recommended_plugins>", "</recommended_plugins>"),
+];
+
+const ADDITIONAL_CONTEXT_OPEN: &str = "<external_";
+
+const GOAL_CONTEXT_OPEN: &str = "<goal_context>";
+const GOAL_CONTEXT_CLOSE: &str = "</goal_context>";
+const INTERNAL_CONTEXT_OPEN: &str = "<codex_internal_context source=\"";
+const INTERNAL_CONTEXT_OPEN_END: &str = "\">";
+const INTERNAL_CONTEXT_CLOSE: &str = "</codex_internal_context>";
+
+/// Warnings older agent versions injected as user text; a prefix is enough to recognise them.
+const LEGACY_WARNING_PREFIXES: [&str; 2] = [
+    "Warning: The maximum number of unified exec processes you can keep open is",
+    "Warning: Your account was flagged for potentially high-risk cyber activity",
+];
+const APPLY_PATCH_WARNING_START: &str = "Warning: apply_patch was requested via ";
+const APPLY_PATCH_WARNING_END: &str = "Use the apply_patch tool instead of exec_command.";
+
+const HOOK_PROMPT_OPEN: &str = "<hook_prompt";
+const HOOK_PROMPT_CLOSE: &str = "</hook_prompt>";
+const HOOK_RUN_ID: &str = "hook_run_id";
+
+/// Whether any of the text parts of a user message is contextual.
+pub fn is_contextual<'a>(parts: impl IntoIterator<Item = &'a str>) -> bool {
+    parts.into_iter().any(is_contextual_text)
+}
+
+/// Whether one text part matches any of the twelve recognisers of spec §2.2.
+#[must_use]
+pub fn is_contextual_text(text: &str) -> bool {
+    let trimmed = text.trim();
+    WRAPPING_MARKERS
+        .iter()
+        .any(|(open, close)| wraps(trimmed, open, close))
+        || is_additional_context(trimmed)
+        || is_internal_model_context(trimmed)
+        || is_legacy_warning(trimmed)
+        || is_hook_prompt(trimmed)
+}
+
+/// `trimmed` starts with `open` and ends with `close`, ignoring ASCII case. A marker pair with
+/// an empty half never matches, so an unmarked fragment cannot claim arbitrary text.
+fn wraps(trimmed: &str, open: &str, close: &str) -> bool {
+    !open.is_empty()
+        && !close.is_empty()
+        && starts_with_ignore_ascii_case(trimmed, open)
+        && ends_with_ignore_ascii_case(trimmed, close)
+}
+
+// Byte comparison is enough: the markers are ASCII, and an ASCII byte never equals a byte of a
+// multi-byte character, so a window cutting a character in half simply does not match.
+fn starts_with_ignore_ascii_case(text: &str, prefix: &str) -> bool {
+    text.as_bytes()
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix.as_bytes()))
+}
+
+fn ends_with_ignore_ascii_case(text: &str, suffix: &str) -> bool {
+    text.len()
+        .checked_sub(suffix.len())
+        .and_then(|start| text.as_bytes().get(start..))
+        .is_some_and(|tail| tail.eq_ignore_ascii_case(suffix.as_bytes()))
+}
+
+/// `<external_KEY>…</external_KEY>`, the key being everything up to the first `>`.
+fn is_additional_context(trimmed: &str) -> bool {
+    let Some(rest) = trimmed.strip_prefix(ADDITIONAL_CONTEXT_OPEN) else {
+        return false;
+    };
+    let Some((key, body_and_close)) = rest.split_once('>') else {
+        return false;
+    };
+    // Checking the text after the start tag keeps the closing tag from overlapping it.
+    body_and_close.ends_with(&format!("</external_{key}>"))
+}
+
+/// The legacy `<goal_context>` wrapper, or `<codex_internal_context source="…">` with a
+/// lowercase identifier as source.
+fn is_internal_model_context(trimmed: &str) -> bool {
+    if trimmed.starts_with(GOAL_CONTEXT_OPEN) && trimmed.ends_with(GOAL_CONTEXT_CLOSE) {
+        return true;
+    }
+    let Some(rest) = trimmed.strip_prefix(INTERNAL_CONTEXT_OPEN) else {
+        return false;
+    };
+    let Some((source, body_and_close)) = rest.split_once(INTERNAL_CONTEXT_OPEN_END) else {
+        return false;
+    };
+    is_internal_context_source(source) && body_and_close.ends_with(INTERNAL_CONTEXT_CLOSE)
+}
+
+/// `[a-z][a-z0-9_]*`.
+fn is_internal_context_source(source: &str) -> bool {
+    let mut bytes = source.bytes();
+    bytes.next().is_some_and(|first| first.is_ascii_lowercase())
+        && bytes.all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'_')
+}
+
+fn is_legacy_warning(trimmed: &str) -> bool {
+    LEGACY_WARNING_PREFIXES
+        .iter()
+        .any(|prefix| trimmed.starts_with(prefix))
+        || (trimmed.starts_with(APPLY_PATCH_WARNING_START)
+            && trimmed.ends_with(APPLY_PATCH_WARNING_END))
+}
+
+/// `<hook_prompt hook_run_id="…">text</hook_prompt>` with a non-blank `hook_run_id`.
+///
+/// The start tag is parsed like XML would (attributes separated by whitespace, values quoted
+/// with `"` or `'`, a `>` inside a quoted value does not close the tag) so that the
+/// `hook_run_id` found is really an attribute of this tag; the body is not validated.
+fn is_hook_prompt(trimmed: &str) -> bool {
+    let Some(attributes) = trimmed.strip_prefix(HOOK_PROMPT_OPEN) else {
+        return false;
+    };
+    let Some((hook_run_id, body_and_close)) = parse_hook_prompt_attributes(attributes) else {
+        return false;
+    };
+    !hook_run_id.trim().is_empty() && body_and_close.ends_with(HOOK_PROMPT_CLOSE)
+}
+
+/// Reads the attributes of a start tag whose element name has just been consumed, up to and
+/// including the `>` that closes it. Returns the `hook_run_id` value and the text after the
+/// tag; `None` when the tag is malformed, self-closing, or has no (or two) `hook_run_id`.
+fn parse_hook_prompt_attributes(mut rest: &str) -> Option<(&str, &str)> {
+    let mut hook_run_id = None;
+    loop {
+        let after_space = rest.trim_start_matches(is_xml_space);
+        if let Some(after_tag) = after_space.strip_prefix('>') {
+            return hook_run_id.map(|id| (id, after_tag));
+        }
+        // Without whitespace here the element name goes on (`<hook_promptx`) or two
+        // attributes run together; neither is the tag we look for.
+        if after_space.len() == rest.len() {
+            return None;
+        }
+        let name_end = after_space
+            .find(|c: char| is_xml_space(c) || matches!(c, '=' | '>' | '/' | '<' | '"' | '\''))?;
+        let (name, after_name) = after_space.split_at(name_end);
+        if name.is_empty() {
+            return None;
+        }
+        let value_start = after_name
+            .trim_start_matches(is_xml_space)
+            .strip_prefix('=')?
+            .trim_start_matches(is_xml_space);
+        let quote = value_start
+            .chars()
+            .next()
+            .filter(|c| matches!(c, '"' | '\''))?;
+        let (value, after_value) = value_start.strip_prefix(quote)?.split_once(quote)?;
+        // `<` is not allowed in an XML attribute value.
+        if value.contains('<') {
+            return None;
+        }
+        if name == HOOK_RUN_ID {
+            // A repeated attribute makes the document ill-formed.
+            if hook_run_id.is_some() {
+                return None;
+            }
+            hook_run_id = Some(value);
+        }
+        rest = after_value;
+    }
+}
+
+fn is_xml_space(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\r' | '\n')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{is_contextual, is_contextual_text, wraps};
+
+    fn assert_contextual(text: &str) {
+        assert!(is_contextual_text(text), "expected contextual: {text:?}");
+    }
+
+    fn assert_not_contextual(text: &str) {
+        assert!(
+            !is_contextual_text(text),
+            "expected not contextual: {text:?}"
+        );
+    }
+
+    #[test]
+    fn plain_user_text_is_not_contextual() {
+        assert_not_contextual("Run the QA pass\nthen report");
+        assert_not_contextual("");
+        assert_not_contextual("   \n\t");
+    }
+
+    // 1. AGENTS.md instructions
+
+    #[test]
+    fn agents_md_instructions_match() {
+        assert_contextual(
+            "# AGENTS.md instructions for /home/user/project\n\n\
+             <INSTRUCTIONS>\nBe terse.\n</INSTRUCTIONS>",
+        );
+    }
+
+    #[test]
+    fn agents_md_markers_ignore_ascii_case() {
+        assert_contextual("# agents.MD Instructions for /x\n<instructions>\nx\n</instructions>");
+    }
+
+    #[test]
+    fn agents_md_without_closing_marker_does_not_match() {
+        assert_not_contextual("# AGENTS.md instructions for /x\n<INSTRUCTIONS>\nBe terse.");
+    }
+
+    #[test]
+    fn agents_md_marker_not_at_the_start_does_not_match() {
+        assert_not_contextual("Please read # AGENTS.md instructions </INSTRUCTIONS>");
+    }
+
+    // 2. environment context
+
+    #[test]
+    fn environment_context_matches() {
+        assert_contextual("<environment_context>\n  <cwd>/tmp</cwd>\n</environment_context>");
+    }
+
+    #[test]
+    fn environment_context_markers_ignore_ascii_case() {
+        assert_contextual("<ENVIRONMENT_CONTEXT><cwd>/tmp</cwd></Environment_Context>");
+    }
+
+    #[test]
+    fn environment_context_without_closing_marker_does_not_match() {
+        assert_not_contextual("<environment_context>\n  <cwd>/tmp</cwd>");
+    }
+
+    // 3. additional context
+
+    #[test]
+    fn additional_context_matches_with_the_same_key() {
+        assert_contextual("<external_calendar>Standup at 10</external_calendar>");
+    }
+
+    #[test]
+    fn additional_context_with_another_closing_key_does_not_match() {
+        assert_not_contextual("<external_calendar>Standup at 10</external_mail>");
+    }
+
+    #[test]
+    fn additional_context_is_case_sensitive() {
+        assert_not_contextual("<External_calendar>Standup at 10</External_calendar>");
+        assert_not_contextual("<external_calendar>Standup at 10</external_Calendar>");
+    }
+
+    #[test]
+    fn additional_context_key_runs_to_the_first_angle_bracket() {
+        // The key is `a id="1"`, so the closing tag would have to repeat it.
+        assert_not_contextual("<external_a id=\"1\">x</external_a>");
+        assert_contextual("<external_a id=\"1\">x</external_a id=\"1\">");
+    }
+
+    #[test]
+    fn additional_context_without_start_tag_end_does_not_match() {
+        assert_not_contextual("<external_calendar");
+    }
+
+    #[test]
+    fn additional_context_with_an_empty_key_matches_as_written() {
+        assert_contextual("<external_>x</external_>");
+    }
+
+    // 4. explicit skill prompt
+
+    #[test]
+    fn skill_matches_ignoring_ascii_case() {
+        assert_contextual("<skill>\n<name>qa</name>\n</skill>");
+        assert_contextual("<SKILL>\n<name>qa</name>\n</Skill>");
+    }
+
+    #[test]
+    fn skill_without_closing_marker_does_not_match() {
+        assert_not_contextual("<skill>\n<name>qa</name>");
+    }
+
+    // 5. user shell command
+
+    #[test]
+    fn user_shell_command_matches() {
+        assert_contextual("<user_shell_command>\n<command>ls</command>\n</user_shell_command>");
+    }
+
+    #[test]
+    fn user_shell_command_after_user_words_does_not_match() {
+        assert_not_contextual("I ran <user_shell_command>ls</user_shell_command>");
+    }
+
+    // 6. turn aborted
+
+    #[test]
+    fn turn_aborted_matches() {
+        assert_contextual("<turn_aborted>\nThe user interrupted.\n</turn_aborted>");
+    }
+
+    #[test]
+    fn turn_aborted_without_closing_marker_does_not_match() {
+        assert_not_contextual("<turn_aborted>\nThe user interrupted.");
+    }
+
+    // 7. sub-agent notification
+
+    #[test]
+    fn subagent_notification_matches() {
+        assert_contextual("<subagent_notification>{\"status\":\"done\"}</subagent_notification>");
+    }
+
+    #[test]
+    fn subagent_notification_with_trailing_user_words_does_not_match() {
+        assert_not_contextual("<subagent_notification>done</subagent_notification> thanks");
+    }
+
+    // 8. internal model context
+
+    #[test]
+    fn goal_context_matches() {
+        assert_contextual("<goal_context>Ship the release</goal_context>");
+    }
+
+    #[test]
+    fn goal_context_is_case_sensitive() {
+        assert_not_contextual("<GOAL_CONTEXT>Ship the release</GOAL_CONTEXT>");
+    }
+
+    #[test]
+    fn internal_context_with_a_valid_source_matches() {
+        assert_contextual(
+            "<codex_internal_context source=\"goal\">\nKeep going.\n</codex_internal_context>",
+        );
+        assert_contextual("<codex_internal_context source=\"g0al_2\">x</codex_internal_context>");
+    }
+
+    #[test]
+    fn internal_context_source_must_be_a_lowercase_identifier() {
+        for source in ["Goal", "gOal", "2goal", "_goal", "goal-x", "goal x", ""] {
+            assert_not_contextual(&format!(
+                "<codex_internal_context source=\"{source}\">x</codex_internal_context>"
+            ));
+        }
+    }
+
+    #[test]
+    fn internal_context_needs_its_exact_start_and_close() {
+        assert_not_contextual("<codex_internal_context source=\"goal\">x");
+        assert_not_contextual("<codex_internal_context source=\"goal\">x</CODEX_INTERNAL_CONTEXT>");
+        assert_not_contextual(
+            "<codex_internal_context  source=\"goal\">x</codex_internal_context>",
+        );
+        assert_not_contextual("<codex_internal_context source='goal'>x</codex_internal_context>");
+    }
+
+    // 9. kimi cron fire
+
+    #[test]
+    fn cron_fire_matches_with_attributes_and_any_case() {
+        assert_contextual("<cron-fire id=\"daily\">tick</cron-fire>");
+        assert_contextual("<CRON-FIRE id=\"daily\">tick</Cron-Fire>");
+    }
+
+    #[test]
+    fn cron_fire_without_closing_marker_does_not_match() {
+        assert_not_contextual("<cron-fire id=\"daily\">tick");
+    }
+
+    // 10. recommended plugins
+
+    #[test]
+    fn recommended_plugins_match() {
+        assert_contextual("<recommended_plugins>\n- github\n</recommended_plugins>");
+    }
+
+    #[test]
+    fn recommended_plugins_with_another_closing_marker_does_not_match() {
+        assert_not_contextual("<recommended_plugins>\n- github\n</recommended_plugin>");
+    }
+
+    // 11. legacy warnings
+
+    #[test]
+    fn legacy_warnings_match_by_prefix() {
+        assert_contextual(
+            "Warning: The maximum number of unified exec processes you can keep open is 64.",
+        );
+        assert_contextual(
+            "Warning: Your account was flagged for potentially high-risk cyber activity; see docs.",
+        );
+        assert_contextual(
+            "Warning: apply_patch was requested via exec_command. \
+             Use the apply_patch tool instead of exec_command.",
+        );
+    }
+
+    #[test]
+    fn legacy_warnings_are_case_sensitive() {
+        assert_not_contextual(
+            "warning: the maximum number of unified exec processes you can keep open is 64.",
+        );
+    }
+
+    #[test]
+    fn apply_patch_warning_needs_its_closing_sentence() {
+        assert_not_contextual("Warning: apply_patch was requested via exec_command.");
+    }
+
+    // 12. hook prompt
+
+    #[test]
+    fn hook_prompt_matches() {
+        assert_contextual(
+            "<hook_prompt hook_run_id=\"stop:0:/home/u/hooks.json\">Keep going.</hook_prompt>",
+        );
+    }
+
+    #[test]
+    fn hook_prompt_accepts_other_attributes_single_quotes_and_a_quoted_angle_bracket() {
+        assert_contextual("<hook_prompt\n  event=\"stop\"\n  hook_run_id='r1'>go</hook_prompt>");
+        assert_contextual("<hook_prompt hook_run_id = \"a>b\">go</hook_prompt>");
+        assert_contextual("<hook_prompt hook_run_id=\"r1\"></hook_prompt>");
+    }
+
+    #[test]
+    fn hook_prompt_with_a_blank_or_missing_run_id_does_not_match() {
+        assert_not_contextual("<hook_prompt hook_run_id=\"  \">go</hook_prompt>");
+        assert_not_contextual("<hook_prompt hook_run_id=\"\">go</hook_prompt>");
+        assert_not_contextual("<hook_prompt>go</hook_prompt>");
+        assert_not_contextual("<hook_prompt event=\"stop\">go</hook_prompt>");
+        assert_not_contextual("<hook_prompt xhook_run_id=\"r1\">go</hook_prompt>");
+    }
+
+    #[test]
+    fn hook_prompt_with_a_malformed_start_tag_does_not_match() {
+        assert_not_contextual("<hook_promptx hook_run_id=\"r1\">go</hook_prompt>");
+        assert_not_contextual("<hook_prompt hook_run_id=\"r1\"</hook_prompt>");
+        assert_not_contextual("<hook_prompt hook_run_id=\"r1\"/></hook_prompt>");
+        assert_not_contextual("<hook_prompt hook_run_id=r1>go</hook_prompt>");
+        assert_not_contextual("<hook_prompt hook_run_id=\"r1\"event=\"x\">go</hook_prompt>");
+        assert_not_contextual("<hook_prompt hook_run_id=\"a\" hook_run_id=\"b\">go</hook_prompt>");
+        assert_not_contextual("<hook_prompt hook_run_id=\"a<b\">go</hook_prompt>");
+    }
+
+    #[test]
+    fn hook_prompt_needs_its_closing_tag_and_exact_case() {
+        assert_not_contextual("<hook_prompt hook_run_id=\"r1\">go");
+        assert_not_contextual("<HOOK_PROMPT hook_run_id=\"r1\">go</HOOK_PROMPT>");
+    }
+
+    // Shared rules
+
+    #[test]
+    fn surrounding_whitespace_is_ignored_by_every_kind_of_rule() {
+        assert_contextual("\n  <environment_context>x</environment_context>\n\n");
+        assert_contextual(" \t<external_k>v</external_k>\r\n");
+        assert_contextual("\n<codex_internal_context source=\"goal\">x</codex_internal_context> ");
+        assert_contextual(
+            "  Warning: Your account was flagged for potentially high-risk cyber activity",
+        );
+        assert_contextual("\n\n<hook_prompt hook_run_id=\"r1\">go</hook_prompt>\n");
+    }
+
+    #[test]
+    fn a_marker_pair_with_an_empty_half_never_matches() {
+        assert!(!wraps("anything</x>", "", "</x>"));
+        assert!(!wraps("<x>anything", "<x>", ""));
+        assert!(!wraps("", "", ""));
+        assert!(wraps("<x>anything</x>", "<x>", "</x>"));
+    }
+
+    #[test]
+    fn a_marker_window_cutting_a_character_does_not_match_or_panic() {
+        assert_not_contextual("é<skill>x</skill");
+        assert_not_contextual("<skill>x</skill>é");
+        assert_not_contextual("日本");
+    }
+
+    #[test]
+    fn a_message_is_contextual_when_any_part_is() {
+        assert!(is_contextual([
+            "hello",
+            "<environment_context>x</environment_context>"
+        ]));
+        assert!(!is_contextual(["hello", "world"]));
+        assert!(!is_contextual(std::iter::empty::<&str>()));
+    }
+}

@@ -1,0 +1,319 @@
+//! Values of the `<env>` block. For each value the first source that has it wins: request headers,
+//! then what the client's own prompt says, then config, then the reference's rules (§1.2).
+
+use chrono::{DateTime, Utc};
+use http::HeaderMap;
+
+use crate::config::OpencodeConfig;
+
+/// The resolved `<env>` values of one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvValues {
+    pub cwd: String,
+    pub workspace_root: String,
+    pub git: String,
+    pub platform: String,
+    pub today: String,
+}
+
+/// Values found in one source; `None` means "ask the next source".
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Partial {
+    pub cwd: Option<String>,
+    pub workspace_root: Option<String>,
+    pub git: Option<String>,
+    pub platform: Option<String>,
+    pub today: Option<String>,
+}
+
+impl Partial {
+    fn or(self, lower: Self) -> Self {
+        Self {
+            cwd: self.cwd.or(lower.cwd),
+            workspace_root: self.workspace_root.or(lower.workspace_root),
+            git: self.git.or(lower.git),
+            platform: self.platform.or(lower.platform),
+            today: self.today.or(lower.today),
+        }
+    }
+
+    pub fn from_headers(headers: &HeaderMap) -> Self {
+        let get = |name: &str| {
+            headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::trim)
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        };
+        Self {
+            cwd: get("x-harness-cwd"),
+            workspace_root: get("x-harness-workspace-root"),
+            git: get("x-harness-git").map(|v| yes_no(&v)),
+            platform: get("x-harness-platform"),
+            today: get("x-harness-date"),
+        }
+    }
+
+    /// What the client's own prompt says: Codex `<environment_context><cwd>…</cwd>`, an opencode
+    /// `<env>` block, or a bare `Working directory:` line. The first text that has a value wins.
+    pub fn from_client_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
+        let mut found = Self::default();
+        for text in texts {
+            if !text.contains("<cwd>") && !text.contains(':') {
+                continue;
+            }
+            found = found.or(Self::scan(text));
+        }
+        found
+    }
+
+    fn scan(text: &str) -> Self {
+        let mut found = Self::default();
+        if let Some(start) = text.find("<cwd>") {
+            let rest = &text[start + "<cwd>".len()..];
+            if let Some(end) = rest.find("</cwd>") {
+                found.cwd = non_empty(&rest[..end]);
+            }
+        }
+        for line in text.lines() {
+            let line = line.trim();
+            let field = |label: &str| line.strip_prefix(label).and_then(non_empty);
+            if found.cwd.is_none() {
+                found.cwd = field("Working directory:");
+            }
+            if found.workspace_root.is_none() {
+                found.workspace_root = field("Workspace root folder:");
+            }
+            if found.git.is_none() {
+                found.git = field("Is directory a git repo:").map(|v| yes_no(&v));
+            }
+            if found.platform.is_none() {
+                found.platform = field("Platform:");
+            }
+            if found.today.is_none() {
+                found.today = field("Today's date:");
+            }
+        }
+        found
+    }
+
+    pub fn from_config(config: &OpencodeConfig) -> Self {
+        Self {
+            cwd: config.cwd.clone(),
+            workspace_root: config.workspace_root.clone(),
+            git: config.git.clone(),
+            platform: config.platform.clone(),
+            today: config.today.clone(),
+        }
+    }
+}
+
+fn non_empty(text: &str) -> Option<String> {
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_owned())
+}
+
+/// Anything that is not a clear "no" reads as the reference's constant `yes`.
+fn yes_no(value: &str) -> String {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "no" | "false" | "0" => "no".to_owned(),
+        _ => "yes".to_owned(),
+    }
+}
+
+/// The proxy's own platform name as the reference prints it (`macos` → `darwin`).
+pub fn process_platform() -> &'static str {
+    match std::env::consts::OS {
+        "macos" => "darwin",
+        other => other,
+    }
+}
+
+/// The reference date format, `Sat Nov 29 2025`, in the configured zone (local when absent).
+pub fn format_today(now: DateTime<Utc>, timezone: Option<chrono_tz::Tz>) -> String {
+    const FORMAT: &str = "%a %b %-d %Y";
+    match timezone {
+        Some(tz) => now.with_timezone(&tz).format(FORMAT).to_string(),
+        None => now.with_timezone(&chrono::Local).format(FORMAT).to_string(),
+    }
+}
+
+/// On Linux a top-level cwd (`/work`) has the root as workspace; everywhere else it is cwd itself.
+pub fn reference_workspace_root(cwd: &str, platform: &str) -> String {
+    if platform == "linux" {
+        let trimmed = cwd.trim_end_matches('/');
+        if let Some(rest) = trimmed.strip_prefix('/')
+            && !rest.is_empty()
+            && !rest.contains('/')
+        {
+            return "/".to_owned();
+        }
+    }
+    cwd.to_owned()
+}
+
+/// Layers the sources and fills the gaps with the reference's rules.
+pub fn resolve(
+    headers: Partial,
+    client: Partial,
+    config: Partial,
+    now: DateTime<Utc>,
+    timezone: Option<chrono_tz::Tz>,
+) -> EnvValues {
+    let merged = headers.or(client).or(config);
+    let cwd = merged.cwd.unwrap_or_else(|| ".".to_owned());
+    let platform = merged
+        .platform
+        .unwrap_or_else(|| process_platform().to_owned());
+    let workspace_root = merged
+        .workspace_root
+        .unwrap_or_else(|| reference_workspace_root(&cwd, &platform));
+    EnvValues {
+        workspace_root,
+        git: merged.git.unwrap_or_else(|| "yes".to_owned()),
+        today: merged.today.unwrap_or_else(|| format_today(now, timezone)),
+        platform,
+        cwd,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use chrono::TimeZone;
+
+    fn at(y: i32, m: u32, d: u32, h: u32) -> DateTime<Utc> {
+        Utc.with_ymd_and_hms(y, m, d, h, 0, 0)
+            .single()
+            .expect("valid date")
+    }
+
+    #[test]
+    fn date_format_is_the_reference_one() {
+        assert_eq!(
+            format_today(at(2025, 11, 29, 12), Some(chrono_tz::UTC)),
+            "Sat Nov 29 2025"
+        );
+        assert_eq!(
+            format_today(at(2025, 12, 1, 12), Some(chrono_tz::UTC)),
+            "Mon Dec 1 2025"
+        );
+        // The zone decides the day: 02:00 UTC is still the previous evening in New York.
+        assert_eq!(
+            format_today(at(2025, 12, 1, 2), Some(chrono_tz::America::New_York)),
+            "Sun Nov 30 2025"
+        );
+    }
+
+    #[test]
+    fn workspace_root_rule() {
+        assert_eq!(reference_workspace_root("/work", "linux"), "/");
+        assert_eq!(
+            reference_workspace_root("/home/user/project", "linux"),
+            "/home/user/project"
+        );
+        assert_eq!(reference_workspace_root("/", "linux"), "/");
+        assert_eq!(reference_workspace_root(".", "linux"), ".");
+        assert_eq!(reference_workspace_root("/work", "darwin"), "/work");
+    }
+
+    #[test]
+    fn headers_beat_client_prompt_beat_config_beat_reference() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-harness-cwd", "/from/header".parse().expect("header"));
+        let client = Partial::from_client_texts([
+            "<environment_context>\n  <cwd>/from/codex</cwd>\n</environment_context>",
+            "Platform: darwin\n",
+        ]);
+        let config = Partial {
+            cwd: Some("/from/config".into()),
+            platform: Some("windows".into()),
+            git: Some("no".into()),
+            ..Partial::default()
+        };
+        let env = resolve(
+            Partial::from_headers(&headers),
+            client,
+            config,
+            at(2025, 11, 29, 12),
+            Some(chrono_tz::UTC),
+        );
+        assert_eq!(
+            env,
+            EnvValues {
+                cwd: "/from/header".into(),
+                workspace_root: "/from/header".into(),
+                git: "no".into(),
+                platform: "darwin".into(),
+                today: "Sat Nov 29 2025".into(),
+            }
+        );
+    }
+
+    #[test]
+    fn reference_defaults_apply_when_nothing_is_given() {
+        let env = resolve(
+            Partial::default(),
+            Partial::default(),
+            Partial::default(),
+            at(2025, 11, 29, 12),
+            Some(chrono_tz::UTC),
+        );
+        assert_eq!(env.cwd, ".");
+        assert_eq!(env.workspace_root, ".");
+        assert_eq!(env.git, "yes");
+        assert_eq!(env.platform, process_platform());
+    }
+
+    #[test]
+    fn client_prompt_forms_are_recognised() {
+        let opencode = Partial::from_client_texts([concat!(
+            "Here is some useful information about the environment you are running in:\n<env>\n",
+            "  Working directory: /srv/app\n  Workspace root folder: /srv\n  Is directory a git repo: no\n",
+            "  Platform: darwin\n  Today's date: Mon Dec 1 2025\n</env>"
+        )]);
+        assert_eq!(
+            opencode,
+            Partial {
+                cwd: Some("/srv/app".into()),
+                workspace_root: Some("/srv".into()),
+                git: Some("no".into()),
+                platform: Some("darwin".into()),
+                today: Some("Mon Dec 1 2025".into()),
+            }
+        );
+        let plain = Partial::from_client_texts(["You are helpful.\nWorking directory: /tmp/x\n"]);
+        assert_eq!(plain.cwd.as_deref(), Some("/tmp/x"));
+        let first_wins =
+            Partial::from_client_texts(["Working directory: /a", "Working directory: /b"]);
+        assert_eq!(first_wins.cwd.as_deref(), Some("/a"));
+    }
+
+    #[test]
+    fn workspace_root_header_overrides_the_rule() {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-harness-cwd", "/work".parse().expect("header"));
+        headers.insert("x-harness-workspace-root", "/work".parse().expect("header"));
+        headers.insert("x-harness-platform", "linux".parse().expect("header"));
+        let env = resolve(
+            Partial::from_headers(&headers),
+            Partial::default(),
+            Partial::default(),
+            at(2025, 1, 1, 0),
+            None,
+        );
+        assert_eq!(env.workspace_root, "/work");
+        let mut headers = HeaderMap::new();
+        headers.insert("x-harness-cwd", "/work".parse().expect("header"));
+        headers.insert("x-harness-platform", "linux".parse().expect("header"));
+        let env = resolve(
+            Partial::from_headers(&headers),
+            Partial::default(),
+            Partial::default(),
+            at(2025, 1, 1, 0),
+            None,
+        );
+        assert_eq!(env.workspace_root, "/");
+    }
+}

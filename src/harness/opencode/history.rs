@@ -1,0 +1,173 @@
+//! History → `messages` (§1.3): one left-to-right pass with pending calls, awaited call ids and
+//! pending assistant text. `HistoryMode::Reference` is the reference converter exactly (plain
+//! assistant text dropped); `Keep` emits assistant text in place, as real opencode does.
+
+use std::collections::HashMap;
+
+use super::aliases::Profile;
+use super::args::reserialize_arguments;
+use super::body::{OutCall, OutFunction, OutMessage};
+use super::contextual::is_contextual;
+use super::quote::quote_prompt;
+use crate::api::chat::{Content, Message, Role};
+use crate::config::HistoryMode;
+
+const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";
+
+pub struct HistoryOptions<'a> {
+    pub mode: HistoryMode,
+    /// JSON-quote user text (main flavour only).
+    pub quote_user: bool,
+    pub profile: &'a Profile,
+}
+
+struct Converter<'a> {
+    options: &'a HistoryOptions<'a>,
+    out: Vec<OutMessage>,
+    pending_calls: Vec<OutCall>,
+    awaiting: Vec<String>,
+    pending_text: Option<String>,
+    /// Client tool name of every call seen, by id, so its output can be translated.
+    call_tools: HashMap<String, String>,
+}
+
+/// Converts the client's messages (system messages are ignored here).
+pub fn convert(messages: &[Message], options: &HistoryOptions<'_>) -> Vec<OutMessage> {
+    let mut c = Converter {
+        options,
+        out: Vec::with_capacity(messages.len()),
+        pending_calls: Vec::new(),
+        awaiting: Vec::new(),
+        pending_text: None,
+        call_tools: HashMap::new(),
+    };
+    for message in messages {
+        match message.role {
+            Role::Assistant => c.assistant(message),
+            Role::User => {
+                if is_contextual(message.text_parts()) {
+                    continue;
+                }
+                c.discard();
+                let text = message.text();
+                let content = if options.quote_user {
+                    quote_prompt(&text)
+                } else {
+                    text
+                };
+                c.out.push(OutMessage::user(content));
+            }
+            Role::Developer => {
+                c.discard();
+                let text = message.text();
+                if !text.is_empty() {
+                    c.out.push(OutMessage::user(text));
+                }
+            }
+            Role::Tool => c.tool_output(message),
+            Role::System | Role::Function | Role::Other => {}
+        }
+    }
+    c.flush_calls();
+    if let Some(text) = c.pending_text.take().filter(|t| !t.is_empty()) {
+        c.out.push(OutMessage::assistant(text));
+    }
+    c.out
+}
+
+impl Converter<'_> {
+    fn keep(&self) -> bool {
+        self.options.mode == HistoryMode::Keep
+    }
+
+    fn assistant(&mut self, message: &Message) {
+        let text = message.text();
+        if !text.is_empty() {
+            if self.keep() {
+                // Earlier text is emitted, not replaced; calls before it go first to keep order.
+                self.flush_calls();
+                if let Some(previous) = self.pending_text.take() {
+                    self.out.push(OutMessage::assistant(previous));
+                }
+            }
+            self.pending_text = Some(text);
+        }
+        for call in message.tool_calls.iter().flatten() {
+            let client_name = call.function.name.as_str();
+            let args = call.function.arguments.as_text();
+            let (name, args) = self.options.profile.call_to_opencode(client_name, &args);
+            let arguments = reserialize_arguments(&name, &args);
+            let id = call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("call_{}", name.replace('.', "_")));
+            self.call_tools.insert(id.clone(), client_name.to_owned());
+            self.pending_calls.push(OutCall {
+                kind: "function",
+                id,
+                function: OutFunction { name, arguments },
+            });
+        }
+    }
+
+    fn tool_output(&mut self, message: &Message) {
+        self.flush_calls();
+        let Some(id) = message.tool_call_id.as_deref() else {
+            return;
+        };
+        let Some(pos) = self.awaiting.iter().position(|a| a == id) else {
+            return;
+        };
+        self.awaiting.remove(pos);
+        let text = output_text(message.content.as_ref());
+        let text = text.strip_prefix(NO_TRUNCATE_MARKER).unwrap_or(&text);
+        let client_tool = self.call_tools.get(id).map_or("", String::as_str);
+        let content = self.options.profile.output_to_opencode(client_tool, text);
+        self.out.push(OutMessage::ToolResult {
+            role: "tool",
+            content,
+            tool_call_id: id.to_owned(),
+        });
+    }
+
+    /// Before a user or developer message: unanswered calls are dropped; pending text is dropped
+    /// (reference) or emitted (keep).
+    fn discard(&mut self) {
+        self.pending_calls.clear();
+        self.awaiting.clear();
+        let text = self.pending_text.take();
+        if self.keep()
+            && let Some(text) = text
+        {
+            self.out.push(OutMessage::assistant(text));
+        }
+    }
+
+    fn flush_calls(&mut self) {
+        if self.pending_calls.is_empty() {
+            return;
+        }
+        let calls = std::mem::take(&mut self.pending_calls);
+        self.awaiting.extend(calls.iter().map(|c| c.id.clone()));
+        let content = self.pending_text.take().unwrap_or_default();
+        self.out.push(OutMessage::Calls {
+            role: "assistant",
+            content,
+            tool_calls: calls,
+        });
+    }
+}
+
+/// A tool result's text: the string, or its non-blank text parts joined by `\n`.
+fn output_text(content: Option<&Content>) -> String {
+    match content {
+        None => String::new(),
+        Some(Content::Text(text)) => text.clone(),
+        Some(Content::Parts(parts)) => parts
+            .iter()
+            .filter_map(|p| p.text())
+            .filter(|t| !t.trim().is_empty())
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}

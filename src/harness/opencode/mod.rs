@@ -1,0 +1,240 @@
+//! `opencode`: every request rebuilt in the form opencode sends (opencode-wire §1): one system
+//! message (prefix + identity + `<env>` + skills), converted history, quoted user text, opencode's
+//! tools, and the fixed body parameters. Pure: headers, body and the clock in; bytes out.
+
+pub mod aliases;
+pub mod args;
+pub mod body;
+pub mod contextual;
+pub mod env;
+pub mod flavour;
+pub mod history;
+pub mod quote;
+pub mod system;
+pub mod tools;
+
+use bytes::Bytes;
+use chrono::{DateTime, Utc};
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use self::aliases::Profile;
+use self::body::{OutMessage, StreamOptions, UpstreamBody};
+use self::contextual::is_contextual;
+use self::flavour::Flavour;
+use self::history::HistoryOptions;
+use self::tools::{Catalog, HostInfo};
+use super::{ConversationFacts, Harness, HarnessError, HarnessRequest, Prepared};
+use crate::api::chat::{ChatRequest, Role};
+use crate::config::OpencodeConfig;
+use crate::prompts::Prompts;
+use crate::response::{Reshape, ResponsePlan};
+
+/// opencode's fixed output budget.
+const MAX_TOKENS: u32 = 32_000;
+
+pub struct Opencode {
+    config: OpencodeConfig,
+    timezone: Option<chrono_tz::Tz>,
+    system_prefix: String,
+    search_prefix: String,
+    search_prompt: String,
+    skills: String,
+    catalog: Catalog,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Tools(#[from] tools::CatalogError),
+    #[error(
+        "config key `opencode.{key}`: unknown placeholder in `{value}`; only {{model}} and {{provider}} are known"
+    )]
+    Identity { key: &'static str, value: String },
+}
+
+/// The upstream request for one client request, plus what the route needs to know about it.
+pub struct Built {
+    pub body: Bytes,
+    pub dropped_tools: Vec<String>,
+    pub facts: ConversationFacts,
+    pub client_stream: bool,
+    pub include_usage: bool,
+}
+
+impl Opencode {
+    pub fn new(
+        config: &OpencodeConfig,
+        prompts: &Prompts,
+        host: HostInfo,
+    ) -> Result<Self, SetupError> {
+        for (key, value) in [
+            ("model_name", &config.model_name),
+            ("model_id", &config.model_id),
+        ] {
+            let stripped = value.replace("{model}", "").replace("{provider}", "");
+            if stripped.contains('{') || stripped.contains('}') {
+                return Err(SetupError::Identity {
+                    key,
+                    value: value.clone(),
+                });
+            }
+        }
+        let platform = config
+            .platform
+            .clone()
+            .unwrap_or_else(|| env::process_platform().to_owned());
+        Ok(Self {
+            config: config.clone(),
+            timezone: config.timezone.as_deref().and_then(|tz| tz.parse().ok()),
+            system_prefix: prompts.system.trim_end().to_owned(),
+            search_prefix: prompts.search_agent.trim_end().to_owned(),
+            search_prompt: prompts.search_agent.clone(),
+            skills: prompts.skills.clone(),
+            catalog: Catalog::new(&prompts.tools, &platform, host)?,
+        })
+    }
+
+    /// Builds the upstream request for an already parsed client request.
+    pub fn build(&self, request: &ChatRequest, headers: &HeaderMap, now: DateTime<Utc>) -> Built {
+        let profile = Profile::identity();
+        let system_texts: Vec<String> = request
+            .messages
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(crate::api::chat::Message::text)
+            .collect();
+        let flavour = Flavour::detect(&system_texts, &self.search_prompt);
+
+        // The client's own prompt may say where it runs: system and developer text, and the
+        // contextual user messages (Codex's `<environment_context>`), never the user's own words.
+        let prompt_texts: Vec<String> = request
+            .messages
+            .iter()
+            .filter(|m| match m.role {
+                Role::System | Role::Developer => true,
+                Role::User => is_contextual(m.text_parts()),
+                _ => false,
+            })
+            .map(crate::api::chat::Message::text)
+            .collect();
+        let env = env::resolve(
+            env::Partial::from_headers(headers),
+            env::Partial::from_client_texts(prompt_texts.iter().map(String::as_str)),
+            env::Partial::from_config(&self.config),
+            now,
+            self.timezone,
+        );
+
+        let prefix = if flavour == Flavour::SearchAgent {
+            &self.search_prefix
+        } else {
+            &self.system_prefix
+        };
+        let skills = if flavour.has_skills() {
+            system::skills_block(&self.skills, &env.cwd)
+        } else {
+            String::new()
+        };
+        let model_name = system::render_identity(
+            &self.config.model_name,
+            &request.model,
+            &self.config.provider,
+        );
+        let model_id =
+            system::render_identity(&self.config.model_id, &request.model, &self.config.provider);
+        let system = system::system_prompt(prefix, &model_name, &model_id, &env, &skills);
+
+        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        messages.push(OutMessage::system(system));
+        messages.extend(history::convert(
+            &request.messages,
+            &HistoryOptions {
+                mode: self.config.history,
+                quote_user: flavour.quotes_user_text(),
+                profile: &profile,
+            },
+        ));
+
+        let client_tools = request.tools.as_deref().unwrap_or_default();
+        let selection = self.catalog.select(
+            client_tools,
+            flavour,
+            self.config.tools,
+            self.config.extra_tools,
+            &profile,
+            &env.platform,
+        );
+        let has_tools = !selection.tools.is_empty();
+        let body = UpstreamBody {
+            model: &request.model,
+            max_tokens: MAX_TOKENS,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            tool_choice: has_tools.then_some("auto"),
+            messages,
+            tools: has_tools.then_some(selection.tools),
+            temperature: flavour.has_temperature().then_some(1),
+            reasoning_effort: request.reasoning_effort.as_deref(),
+        };
+        // Serializing owned strings and valid raw JSON cannot fail.
+        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        Built {
+            body: Bytes::from(bytes),
+            dropped_tools: selection.dropped,
+            facts: ConversationFacts::from_request(request),
+            client_stream: request.wants_stream(),
+            include_usage: request.wants_usage(),
+        }
+    }
+}
+
+/// Parses a Chat Completions body, saying where it is broken.
+pub fn parse_request(body: &[u8]) -> Result<ChatRequest, HarnessError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let result: Result<ChatRequest, _> = serde_path_to_error::deserialize(&mut deserializer);
+    let request = result.map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            HarnessError::InvalidJson(format!("request body is not valid JSON: {inner}"))
+        } else {
+            HarnessError::Invalid {
+                message: format!("invalid chat completions request at `{path}`: {inner}"),
+                param: None,
+                code: "invalid_request",
+            }
+        }
+    })?;
+    deserializer
+        .end()
+        .map_err(|e| HarnessError::InvalidJson(format!("request body is not valid JSON: {e}")))?;
+    Ok(request)
+}
+
+impl Harness for Opencode {
+    fn name(&self) -> &'static str {
+        "opencode"
+    }
+
+    fn prepare(&self, request: &HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
+        let parsed = parse_request(request.body)?;
+        let built = self.build(&parsed, request.headers, request.now);
+        let mut response_headers = Vec::new();
+        if !built.dropped_tools.is_empty()
+            && let Ok(value) = HeaderValue::from_str(&built.dropped_tools.join(","))
+        {
+            response_headers.push((HeaderName::from_static("x-harness-dropped-tools"), value));
+        }
+        Ok(Prepared {
+            upstream_body: Some(built.body),
+            response: ResponsePlan::Reshape(Reshape {
+                client_stream: built.client_stream,
+                include_usage: built.include_usage,
+            }),
+            response_headers,
+            facts: Some(built.facts),
+        })
+    }
+}

@@ -1,0 +1,31 @@
+//! harness-proxy: an OpenAI Chat Completions proxy that runs any coding agent "as if it were
+//! opencode" against any model server.
+//!
+//! # Layout
+//! - `cli`, `config`, `telemetry`: start-up (commands, layered config, logging and metrics).
+//! - `server`: router, middleware (request id, access log, concurrency limit), graceful `run`.
+//! - `routes`: thin handlers — `chat` (the proxied call), `forward` (other `/v1/*`), `health`.
+//! - `harness`: pure, synchronous request rewriting behind the `Harness` trait (`passthrough`,
+//!   `opencode`); no I/O, no axum.
+//! - `response`: pure response shaping for rewritten requests (stream filter, fold, synthetic SSE).
+//! - `upstream`: the only HTTP client of the model server.
+//! - `sse`: split-safe SSE codec. `api`: OpenAI wire types. `error`: `ProxyError` → OpenAI error.
+//! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
+//! - `titles`: title sanitizing (and, with the title service, first-turn titles).
+//! - `state`: `AppState`, everything handlers share.
+
+pub mod api;
+pub mod cli;
+pub mod config;
+pub mod error;
+pub mod harness;
+pub mod prompts;
+pub mod response;
+pub mod routes;
+pub mod server;
+pub mod sse;
+pub mod state;
+pub mod telemetry;
+pub mod template;
+pub mod titles;
+pub mod upstream;

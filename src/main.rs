@@ -1,0 +1,17 @@
+//! Thin entry point: parse the command line and hand over to `cli::run`.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = harness_proxy::cli::Cli::parse();
+    match harness_proxy::cli::run(cli).await {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("harness-proxy: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,258 @@
+//! Prompt texts: compiled in from `prompts/`, each replaceable by the same relative path under a
+//! prompts directory. Everything is read, parsed and rendered once at start-up, so a broken file
+//! fails start-up with its path named and never fails a request.
+
+use std::path::{Path, PathBuf};
+
+use crate::template::{Template, format_mode_names};
+
+/// Display names of the collaboration modes a client can select, in the reference's order.
+pub const KNOWN_MODE_NAMES: [&str; 2] = ["Default", "Plan"];
+
+struct Builtin {
+    path: &'static str,
+    text: &'static str,
+}
+
+const SYSTEM: Builtin = Builtin {
+    path: "opencode/system.md",
+    text: include_str!("../prompts/opencode/system.md"),
+};
+const SEARCH_AGENT: Builtin = Builtin {
+    path: "opencode/search_agent.md",
+    text: include_str!("../prompts/opencode/search_agent.md"),
+};
+const TITLE: Builtin = Builtin {
+    path: "opencode/title.md",
+    text: include_str!("../prompts/opencode/title.md"),
+};
+const SKILLS: Builtin = Builtin {
+    path: "opencode/skills.md",
+    text: include_str!("../prompts/opencode/skills.md"),
+};
+const TOOLS: Builtin = Builtin {
+    path: "opencode/tools.json",
+    text: include_str!("../prompts/opencode/tools.json"),
+};
+const DEFAULT_MODE: Builtin = Builtin {
+    path: "collaboration/default.md",
+    text: include_str!("../prompts/collaboration/default.md"),
+};
+const PLAN_MODE: Builtin = Builtin {
+    path: "collaboration/plan.md",
+    text: include_str!("../prompts/collaboration/plan.md"),
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum PromptError {
+    #[error("prompt file {path}: cannot read: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("prompt file {path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+/// One opencode tool definition as shipped: its name and its JSON text.
+#[derive(Debug, Clone)]
+pub struct ToolText {
+    pub name: String,
+    pub json: String,
+}
+
+/// Every prompt, loaded and checked.
+#[derive(Debug, Clone)]
+pub struct Prompts {
+    /// Main system prefix (file text; trimmed where used).
+    pub system: String,
+    pub search_agent: String,
+    /// Title system prompt, sent whole (final newline included).
+    pub title: String,
+    /// Skills block with a `{cwd}` placeholder.
+    pub skills: String,
+    /// The ten tool definitions in file order; bash keeps its `{os}`-style placeholders.
+    pub tools: Vec<ToolText>,
+    /// Default collaboration instructions, rendered.
+    pub collaboration_default: String,
+    /// Plan collaboration instructions, rendered.
+    pub collaboration_plan: String,
+}
+
+impl Prompts {
+    /// The built-in prompts, with files under `dir` taking precedence.
+    pub fn load(dir: Option<&Path>) -> Result<Self, PromptError> {
+        let read = |builtin: &Builtin| -> Result<(String, String), PromptError> {
+            if let Some(dir) = dir {
+                let path = dir.join(builtin.path);
+                match std::fs::read_to_string(&path) {
+                    Ok(text) => return Ok((text, path.display().to_string())),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(source) => return Err(PromptError::Read { path, source }),
+                }
+            }
+            Ok((
+                builtin.text.to_owned(),
+                format!("<built-in>/{}", builtin.path),
+            ))
+        };
+        let (system, _) = read(&SYSTEM)?;
+        let (search_agent, _) = read(&SEARCH_AGENT)?;
+        let (title, _) = read(&TITLE)?;
+        let (skills, _) = read(&SKILLS)?;
+        let (tools_text, tools_path) = read(&TOOLS)?;
+        let tools = parse_tools(&tools_text).map_err(|message| PromptError::Invalid {
+            path: tools_path,
+            message,
+        })?;
+        let (default_text, default_path) = read(&DEFAULT_MODE)?;
+        let names = format_mode_names(&KNOWN_MODE_NAMES);
+        let collaboration_default = render(&default_text, &[("KNOWN_MODE_NAMES", &names)])
+            .map_err(|message| PromptError::Invalid {
+                path: default_path,
+                message,
+            })?;
+        let (plan_text, plan_path) = read(&PLAN_MODE)?;
+        let collaboration_plan =
+            render(&plan_text, &[]).map_err(|message| PromptError::Invalid {
+                path: plan_path,
+                message,
+            })?;
+        Ok(Self {
+            system,
+            search_agent,
+            title,
+            skills,
+            tools,
+            collaboration_default,
+            collaboration_plan,
+        })
+    }
+}
+
+fn render(text: &str, values: &[(&str, &str)]) -> Result<String, String> {
+    Template::parse(text)
+        .and_then(|t| t.render(values))
+        .map_err(|e| e.to_string())
+}
+
+/// The tools file must be a JSON array of `{"type":"function","function":{"name":…}}` objects.
+fn parse_tools(text: &str) -> Result<Vec<ToolText>, String> {
+    let values: Vec<serde_json::Value> =
+        serde_json::from_str(text).map_err(|e| format!("not a JSON array of tools: {e}"))?;
+    let mut tools = Vec::with_capacity(values.len());
+    for (i, value) in values.iter().enumerate() {
+        let name = value
+            .pointer("/function/name")
+            .and_then(serde_json::Value::as_str)
+            .ok_or_else(|| format!("tool #{i} has no function.name"))?;
+        if value.pointer("/function/parameters").is_none() {
+            return Err(format!("tool `{name}` has no function.parameters"));
+        }
+        if tools.iter().any(|t: &ToolText| t.name == name) {
+            return Err(format!("tool `{name}` is defined twice"));
+        }
+        tools.push(ToolText {
+            name: name.to_owned(),
+            json: value.to_string(),
+        });
+    }
+    Ok(tools)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_load_and_render() {
+        let prompts = Prompts::load(None).expect("built-in prompts are valid");
+        assert!(
+            prompts
+                .collaboration_default
+                .contains("Known mode names are Default and Plan.")
+        );
+        assert!(!prompts.collaboration_default.contains("{{"));
+        let names: Vec<&str> = prompts.tools.iter().map(|t| t.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "bash",
+                "edit",
+                "glob",
+                "grep",
+                "read",
+                "skill",
+                "task",
+                "todowrite",
+                "webfetch",
+                "write"
+            ]
+        );
+        assert!(prompts.title.starts_with("You are a title generator."));
+        assert!(prompts.title.ends_with("</examples>\n"));
+        assert!(prompts.skills.contains("{cwd}"));
+    }
+
+    #[test]
+    fn directory_files_override_and_missing_ones_fall_back() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("opencode")).expect("mkdir");
+        std::fs::write(dir.path().join("opencode/system.md"), "custom prefix\n").expect("write");
+        let prompts = Prompts::load(Some(dir.path())).expect("valid");
+        assert_eq!(prompts.system, "custom prefix\n");
+        assert!(prompts.title.starts_with("You are a title generator."));
+    }
+
+    #[test]
+    fn a_bad_template_fails_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("collaboration")).expect("mkdir");
+        std::fs::write(
+            dir.path().join("collaboration/plan.md"),
+            "Plan {{ missing }}\n",
+        )
+        .expect("write");
+        let err = Prompts::load(Some(dir.path()))
+            .expect_err("bad template")
+            .to_string();
+        assert!(err.contains("collaboration/plan.md"), "{err}");
+        assert!(
+            err.contains("template placeholder `missing` is missing a value"),
+            "{err}"
+        );
+
+        std::fs::write(dir.path().join("collaboration/plan.md"), "ok\n").expect("write");
+        std::fs::write(
+            dir.path().join("collaboration/default.md"),
+            "no placeholder here\n",
+        )
+        .expect("write");
+        let err = Prompts::load(Some(dir.path()))
+            .expect_err("unused value")
+            .to_string();
+        assert!(
+            err.contains("collaboration/default.md")
+                && err.contains("is not used by this template"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_bad_tools_file_fails_naming_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("opencode")).expect("mkdir");
+        std::fs::write(
+            dir.path().join("opencode/tools.json"),
+            "[{\"type\":\"function\"}]",
+        )
+        .expect("write");
+        let err = Prompts::load(Some(dir.path()))
+            .expect_err("bad tools")
+            .to_string();
+        assert!(
+            err.contains("opencode/tools.json") && err.contains("no function.name"),
+            "{err}"
+        );
+    }
+}

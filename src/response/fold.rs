@@ -1,0 +1,302 @@
+//! Folds a Chat Completions stream into one `chat.completion` for a client that did not stream:
+//! content, reasoning, tool calls (assembled by index), finish reason and usage.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::api::stream::{
+    Chunk, CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
+    ToolCallDelta,
+};
+use crate::sse::Decoder;
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum FoldError {
+    #[error("failed to parse chat completions chunk: {0}")]
+    BadChunk(String),
+    /// The upstream sent an error object inside the stream.
+    #[error("the upstream reported an error in its stream")]
+    Upstream(Value),
+}
+
+#[derive(Default)]
+pub struct Folder {
+    decoder: Decoder,
+    id: Option<String>,
+    created: Option<i64>,
+    model: Option<String>,
+    system_fingerprint: Option<Value>,
+    choices: BTreeMap<u32, ChoiceAcc>,
+    usage: Option<Value>,
+}
+
+#[derive(Default)]
+struct ChoiceAcc {
+    role: Option<String>,
+    content: Option<String>,
+    reasoning: Option<String>,
+    calls: Vec<CallAcc>,
+    finish_reason: Option<String>,
+}
+
+struct CallAcc {
+    index: Option<u32>,
+    id: Option<String>,
+    kind: Option<String>,
+    name: String,
+    arguments: String,
+}
+
+impl Folder {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), FoldError> {
+        self.decoder.push(bytes);
+        while let Some(event) = self.decoder.next_event() {
+            self.event(event.data.as_deref())?;
+        }
+        Ok(())
+    }
+
+    pub fn finish(mut self, fallback_model: &str) -> Result<Completion, FoldError> {
+        if let Some(event) = self.decoder.finish() {
+            self.event(event.data.as_deref())?;
+        }
+        let choices = if self.choices.is_empty() {
+            vec![CompletionChoice {
+                index: 0,
+                message: CompletionMessage {
+                    role: "assistant".into(),
+                    content: Some(String::new()),
+                    reasoning_content: None,
+                    tool_calls: None,
+                },
+                finish_reason: None,
+            }]
+        } else {
+            self.choices
+                .into_iter()
+                .map(|(index, acc)| acc.complete(index))
+                .collect()
+        };
+        let mut extra = serde_json::Map::new();
+        if let Some(fp) = self.system_fingerprint {
+            extra.insert("system_fingerprint".into(), fp);
+        }
+        Ok(Completion {
+            id: self.id.unwrap_or_else(|| "chatcmpl-harness-proxy".into()),
+            object: "chat.completion".into(),
+            created: self
+                .created
+                .unwrap_or_else(|| chrono::Utc::now().timestamp()),
+            model: self.model.unwrap_or_else(|| fallback_model.to_owned()),
+            choices,
+            usage: self.usage,
+            extra,
+        })
+    }
+
+    fn event(&mut self, data: Option<&[u8]>) -> Result<(), FoldError> {
+        let Some(data) = data else { return Ok(()) };
+        if data.trim_ascii() == b"[DONE]" || data.trim_ascii().is_empty() {
+            return Ok(());
+        }
+        let chunk: Chunk =
+            serde_json::from_slice(data).map_err(|e| FoldError::BadChunk(e.to_string()))?;
+        if let Some(error) = chunk.error {
+            return Err(FoldError::Upstream(error));
+        }
+        self.id = self.id.take().or(chunk.id);
+        self.created = self.created.or(chunk.created);
+        self.model = self.model.take().or(chunk.model);
+        if self.system_fingerprint.is_none() {
+            self.system_fingerprint = chunk
+                .extra
+                .get("system_fingerprint")
+                .filter(|v| !v.is_null())
+                .cloned();
+        }
+        if chunk.usage.as_ref().is_some_and(|u| !u.is_null()) {
+            self.usage = chunk.usage;
+        }
+        for choice in chunk.choices {
+            let acc = self.choices.entry(choice.index).or_default();
+            let delta = choice.delta;
+            if let Some(text) = delta.text() {
+                acc.content.get_or_insert_with(String::new).push_str(&text);
+            }
+            if let Some(reasoning) = delta.reasoning_content {
+                acc.reasoning
+                    .get_or_insert_with(String::new)
+                    .push_str(&reasoning);
+            }
+            if let Some(role) = delta.role {
+                acc.role = Some(role);
+            }
+            for call in delta.tool_calls.unwrap_or_default() {
+                acc.add_call(call);
+            }
+            if choice.finish_reason.is_some() {
+                acc.finish_reason = choice.finish_reason;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ChoiceAcc {
+    /// A delta with a new index starts a call; one without index continues the latest (Groq).
+    fn add_call(&mut self, delta: ToolCallDelta) {
+        let position = match delta.index {
+            Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
+            None => self.calls.len().checked_sub(1),
+        };
+        let function = delta.function.unwrap_or_default();
+        match position {
+            Some(i) => {
+                let call = &mut self.calls[i];
+                if call.id.is_none() {
+                    call.id = delta.id;
+                }
+                if let Some(name) = function.name {
+                    call.name.push_str(&name);
+                }
+                if let Some(args) = function.arguments {
+                    call.arguments.push_str(&args);
+                }
+            }
+            None => self.calls.push(CallAcc {
+                index: delta.index,
+                id: delta.id,
+                kind: delta.kind,
+                name: function.name.unwrap_or_default(),
+                arguments: function.arguments.unwrap_or_default(),
+            }),
+        }
+    }
+
+    fn complete(self, index: u32) -> CompletionChoice {
+        let tool_calls: Vec<CompletedToolCall> = self
+            .calls
+            .into_iter()
+            .map(|c| CompletedToolCall {
+                id: c
+                    .id
+                    .unwrap_or_else(|| format!("call_{}", c.name.replace('.', "_"))),
+                kind: c.kind.unwrap_or_else(|| "function".into()),
+                function: CompletedFunction {
+                    name: c.name,
+                    arguments: c.arguments,
+                },
+            })
+            .collect();
+        let has_calls = !tool_calls.is_empty();
+        CompletionChoice {
+            index,
+            message: CompletionMessage {
+                role: self.role.unwrap_or_else(|| "assistant".into()),
+                // OpenAI sends `null` content beside tool calls and `""` for an empty answer.
+                content: if has_calls {
+                    self.content
+                } else {
+                    Some(self.content.unwrap_or_default())
+                },
+                reasoning_content: self.reasoning,
+                tool_calls: has_calls.then_some(tool_calls),
+            },
+            finish_reason: self.finish_reason,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn fold(stream: &str) -> Result<Value, FoldError> {
+        let mut folder = Folder::new();
+        // Feed in awkward pieces to prove boundaries do not matter.
+        for piece in stream.as_bytes().chunks(7) {
+            folder.push(piece)?;
+        }
+        Ok(serde_json::to_value(folder.finish("fallback")?).expect("serializable"))
+    }
+
+    #[test]
+    fn folds_text_finish_and_usage() {
+        let stream = concat!(
+            "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\" world\"},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":7,\"model\":\"m\",\"choices\":[],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":2,\"total_tokens\":7}}\n\n",
+            "data: [DONE]\n\n",
+        );
+        assert_eq!(
+            fold(stream).expect("folds"),
+            json!({
+                "id": "chatcmpl-1", "object": "chat.completion", "created": 7, "model": "m",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "Hello world"}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+            })
+        );
+    }
+
+    #[test]
+    fn assembles_tool_calls_by_index_and_without_index() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"command\\\":\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"type\":\"function\",\"function\":{\"name\":\"read\",\"arguments\":\"{}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"ls\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"function\":{\"arguments\":\"\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let folded = fold(stream).expect("folds");
+        assert_eq!(
+            folded["choices"][0],
+            json!({
+                "index": 0,
+                "message": {"role": "assistant", "content": null, "tool_calls": [
+                    {"id": "call_a", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}},
+                    {"id": "call_b", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+                ]},
+                "finish_reason": "tool_calls"
+            })
+        );
+        assert_eq!(folded["model"], "fallback");
+    }
+
+    #[test]
+    fn missing_call_id_is_derived_from_the_name() {
+        let stream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"name\":\"ns.tool\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\n";
+        assert_eq!(
+            fold(stream).expect("folds")["choices"][0]["message"]["tool_calls"][0]["id"],
+            "call_ns_tool"
+        );
+    }
+
+    #[test]
+    fn reasoning_content_is_kept() {
+        let stream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"think\"}}]}\n\ndata: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n";
+        let folded = fold(stream).expect("folds");
+        assert_eq!(
+            folded["choices"][0]["message"]["reasoning_content"],
+            "think"
+        );
+        assert_eq!(folded["choices"][0]["message"]["content"], "ok");
+    }
+
+    #[test]
+    fn errors_in_stream_and_bad_chunks_are_reported() {
+        let err = fold("data: {\"error\":{\"message\":\"boom\"}}\n\n").expect_err("error event");
+        assert_eq!(err, FoldError::Upstream(json!({"message": "boom"})));
+        assert!(matches!(
+            fold("data: {not json\n\n"),
+            Err(FoldError::BadChunk(_))
+        ));
+    }
+}

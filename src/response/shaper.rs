@@ -1,0 +1,99 @@
+//! Stream → stream shaping. Every event is forwarded with its original bytes unless it must change.
+
+use bytes::Bytes;
+
+use crate::api::stream::Chunk;
+use crate::sse::{Decoder, Event};
+
+pub struct Shaper {
+    decoder: Decoder,
+    include_usage: bool,
+}
+
+impl Shaper {
+    pub fn new(include_usage: bool) -> Self {
+        Self {
+            decoder: Decoder::new(),
+            include_usage,
+        }
+    }
+
+    /// Feeds upstream bytes; appends what the client must receive to `out`.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Bytes>) {
+        self.decoder.push(chunk);
+        while let Some(event) = self.decoder.next_event() {
+            self.event(event, out);
+        }
+    }
+
+    /// The upstream body ended.
+    pub fn finish(&mut self, out: &mut Vec<Bytes>) {
+        if let Some(event) = self.decoder.finish() {
+            self.event(event, out);
+        }
+    }
+
+    fn event(&mut self, event: Event, out: &mut Vec<Bytes>) {
+        if !self.include_usage && is_usage_only(&event) {
+            return;
+        }
+        out.push(event.raw);
+    }
+}
+
+/// The trailing `choices: []` chunk that carries only usage.
+fn is_usage_only(event: &Event) -> bool {
+    let Some(data) = event.data.as_deref() else {
+        return false;
+    };
+    // Cheap pre-check so ordinary deltas are never parsed.
+    if memchr::memmem::find(data, b"\"usage\"").is_none() {
+        return false;
+    }
+    serde_json::from_slice::<Chunk>(data).is_ok_and(|c| c.choices.is_empty() && c.usage.is_some())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STREAM: &str = concat!(
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":null}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    fn run(include_usage: bool, pieces: &[&str]) -> String {
+        let mut shaper = Shaper::new(include_usage);
+        let mut out = Vec::new();
+        for p in pieces {
+            shaper.push(p.as_bytes(), &mut out);
+        }
+        shaper.finish(&mut out);
+        out.iter()
+            .map(|b| String::from_utf8_lossy(b).into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn usage_chunk_kept_when_asked_bytes_unchanged() {
+        assert_eq!(run(true, &[STREAM]), STREAM);
+    }
+
+    #[test]
+    fn usage_chunk_dropped_when_not_asked() {
+        let expected = STREAM.replace(
+            "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":1,\"total_tokens\":4}}\n\n",
+            "",
+        );
+        let (a, b) = STREAM.split_at(57);
+        assert_eq!(run(false, &[a, b]), expected);
+    }
+
+    #[test]
+    fn usage_inside_a_content_chunk_is_not_touched() {
+        let s = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}],\"usage\":{\"total_tokens\":1}}\n\n";
+        assert_eq!(run(false, &[s]), s);
+    }
+}

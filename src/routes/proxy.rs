@@ -1,0 +1,191 @@
+//! Plumbing shared by the proxied routes: bounded body reading, header filtering both ways, and the
+//! byte-transparent response body with its mid-stream error event.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
+use bytes::Bytes;
+use futures_util::Stream;
+
+use crate::api::error::sse_error_event;
+use crate::error::ProxyError;
+use crate::upstream::{BodyStream, UpstreamError, is_hop_by_hop};
+
+/// Reads the whole request body, refusing more than `limit` bytes.
+pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ProxyError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(ProxyError::BodyTooLarge { limit });
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|err| {
+        let too_large = std::error::Error::source(&err)
+            .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+        if too_large {
+            ProxyError::BodyTooLarge { limit }
+        } else {
+            ProxyError::BodyRead(err.to_string())
+        }
+    })
+}
+
+/// Headers of the proxy's own dialect, never sent upstream.
+fn is_control_header(name: &HeaderName, harness_header: &HeaderName) -> bool {
+    name == harness_header
+        || name.as_str().starts_with("x-harness-")
+        || name.as_str() == "x-collaboration-mode"
+}
+
+/// The client's end-to-end headers to send upstream. `rewritten` bodies get fresh content headers.
+pub fn upstream_headers(
+    client: &HeaderMap,
+    harness_header: &HeaderName,
+    rewritten: bool,
+    request_id: &str,
+) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(client.len() + 2);
+    for (name, value) in client {
+        if is_hop_by_hop(name)
+            || is_control_header(name, harness_header)
+            || matches!(
+                *name,
+                header::HOST | header::CONTENT_LENGTH | header::AUTHORIZATION | header::EXPECT
+            )
+            || name.as_str() == "x-request-id"
+        {
+            continue;
+        }
+        if rewritten
+            && matches!(
+                *name,
+                header::ACCEPT_ENCODING | header::ACCEPT | header::CONTENT_TYPE
+            )
+        {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    if rewritten {
+        out.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
+        out.insert(
+            header::ACCEPT,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        // The response is parsed, so it must not arrive compressed.
+        out.insert(
+            header::ACCEPT_ENCODING,
+            HeaderValue::from_static("identity"),
+        );
+    }
+    if let Ok(value) = HeaderValue::from_str(request_id) {
+        out.insert("x-request-id", value);
+    }
+    out
+}
+
+/// The upstream's end-to-end response headers. `reshaped` drops length and type, which change.
+pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
+    let mut out = HeaderMap::with_capacity(upstream.len());
+    for (name, value) in upstream {
+        if is_hop_by_hop(name) || name.as_str() == "x-request-id" {
+            continue;
+        }
+        if reshaped
+            && matches!(
+                *name,
+                header::CONTENT_LENGTH | header::CONTENT_TYPE | header::CONTENT_ENCODING
+            )
+        {
+            continue;
+        }
+        out.append(name.clone(), value.clone());
+    }
+    out
+}
+
+pub fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+}
+
+/// The upstream body, byte for byte. If the upstream fails mid-stream, an SSE response gets one
+/// final error event (after closing any half-sent line); any other body is cut off.
+pub struct PassthroughBody {
+    inner: BodyStream,
+    sse: bool,
+    /// The last two bytes forwarded, to know whether an event boundary was reached.
+    tail: [u8; 2],
+    done: bool,
+}
+
+impl PassthroughBody {
+    pub fn new(inner: BodyStream, sse: bool) -> Self {
+        Self {
+            inner,
+            sse,
+            tail: *b"\n\n",
+            done: false,
+        }
+    }
+
+    pub fn into_body(self) -> Body {
+        Body::from_stream(self)
+    }
+
+    /// Extra blank lines are harmless to SSE parsers, so anything but `\n\n` gets them.
+    fn at_boundary(&self) -> bool {
+        self.tail == *b"\n\n"
+    }
+}
+
+impl Stream for PassthroughBody {
+    type Item = Result<Bytes, UpstreamError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.done {
+            return Poll::Ready(None);
+        }
+        match self.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) => {
+                match chunk.len() {
+                    0 => {}
+                    1 => self.tail = [self.tail[1], chunk[0]],
+                    n => self.tail = [chunk[n - 2], chunk[n - 1]],
+                }
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            Poll::Ready(Some(Err(err))) => {
+                self.done = true;
+                metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
+                tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
+                if !self.sse {
+                    return Poll::Ready(Some(Err(err)));
+                }
+                let mut event = String::new();
+                if !self.at_boundary() {
+                    event.push_str("\n\n");
+                }
+                event.push_str(&sse_error_event(&err.to_string(), err.code()));
+                Poll::Ready(Some(Ok(Bytes::from(event))))
+            }
+            Poll::Ready(None) => {
+                self.done = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}

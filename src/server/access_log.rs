@@ -1,0 +1,191 @@
+//! Request id, one access-log line per request (written when the response body ends, so streamed
+//! bytes are counted), and the concurrency limit. No header value that may carry a key is logged.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use http_body::{Frame, SizeHint};
+use tokio::sync::OwnedSemaphorePermit;
+
+use crate::error::{ErrorCode, ProxyError};
+use crate::state::AppState;
+
+/// The request's id: the client's `x-request-id` when sane, else a fresh UUID.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// Facts a handler reports for the access log, via response extensions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResponseFacts {
+    pub harness: Option<&'static str>,
+    pub upstream_status: Option<u16>,
+}
+
+struct AccessLog {
+    request_id: String,
+    method: String,
+    path: String,
+    status: u16,
+    facts: ResponseFacts,
+    error: Option<&'static str>,
+    started: Instant,
+}
+
+impl AccessLog {
+    fn emit(&self, bytes: u64, outcome: &'static str) {
+        let duration_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+        tracing::info!(
+            target: "harness_proxy::access",
+            request_id = %self.request_id,
+            method = %self.method,
+            path = %self.path,
+            harness = self.facts.harness.unwrap_or("-"),
+            status = self.status,
+            upstream_status = self.facts.upstream_status,
+            error = self.error,
+            duration_ms = format_args!("{duration_ms:.2}"),
+            bytes,
+            outcome,
+            "request"
+        );
+        let status = StatusCode::from_u16(self.status).map_or("other", super::status_label);
+        metrics::counter!("harness_proxy_requests_total", "harness" => self.facts.harness.unwrap_or("-"), "status" => status).increment(1);
+        metrics::histogram!("harness_proxy_request_duration_seconds", "harness" => self.facts.harness.unwrap_or("-")).record(duration_ms / 1000.0);
+    }
+}
+
+fn sane_request_id(value: &HeaderValue) -> Option<String> {
+    let text = value.to_str().ok()?;
+    (!text.is_empty() && text.len() <= 128 && text.bytes().all(|b| b.is_ascii_graphic()))
+        .then(|| text.to_owned())
+}
+
+pub async fn access_log(mut request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let id = request
+        .headers()
+        .get("x-request-id")
+        .and_then(sane_request_id)
+        .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+    request.extensions_mut().insert(RequestId(id.clone()));
+    let method = request.method().to_string();
+    let path = request.uri().path().to_owned();
+    let span = tracing::info_span!("request", request_id = %id);
+    let response = tracing::Instrument::instrument(next.run(request), span).await;
+    let (mut parts, body) = response.into_parts();
+    if let Ok(value) = HeaderValue::from_str(&id) {
+        parts.headers.insert("x-request-id", value);
+    }
+    let log = AccessLog {
+        request_id: id,
+        method,
+        path,
+        status: parts.status.as_u16(),
+        facts: parts
+            .extensions
+            .get::<ResponseFacts>()
+            .copied()
+            .unwrap_or_default(),
+        error: parts.extensions.get::<ErrorCode>().map(|c| c.0),
+        started,
+    };
+    let permit = parts
+        .extensions
+        .remove::<PermitSlot>()
+        .and_then(|slot| slot.0);
+    Response::from_parts(
+        parts,
+        Body::new(LoggedBody {
+            inner: body,
+            bytes: 0,
+            log: Some(log),
+            _permit: permit,
+        }),
+    )
+}
+
+/// Carries the concurrency permit from the limiter to the logged body, which holds it until the
+/// last byte is sent (a stream counts as in flight until it ends).
+#[derive(Clone)]
+struct PermitSlot(Option<std::sync::Arc<OwnedSemaphorePermit>>);
+
+pub async fn limit_concurrency(
+    State(state): State<AppState>,
+    request: Request,
+    next: Next,
+) -> Response {
+    let Ok(permit) = state.limiter.clone().try_acquire_owned() else {
+        return ProxyError::Overloaded.into_response();
+    };
+    let mut response = next.run(request).await;
+    response
+        .extensions_mut()
+        .insert(PermitSlot(Some(std::sync::Arc::new(permit))));
+    response
+}
+
+struct LoggedBody {
+    inner: Body,
+    bytes: u64,
+    log: Option<AccessLog>,
+    _permit: Option<std::sync::Arc<OwnedSemaphorePermit>>,
+}
+
+impl http_body::Body for LoggedBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    self.bytes += data.len() as u64;
+                }
+            }
+            Poll::Ready(Some(Err(_))) => self.finish("upstream_error"),
+            Poll::Ready(None) => self.finish("complete"),
+            Poll::Pending => {}
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl LoggedBody {
+    fn finish(&mut self, outcome: &'static str) {
+        if let Some(log) = self.log.take() {
+            log.emit(self.bytes, outcome);
+        }
+    }
+}
+
+impl Drop for LoggedBody {
+    fn drop(&mut self) {
+        // Dropped before its end: the client went away (or shutdown cut the connection). A body
+        // that was empty from the start may never be polled at all.
+        let outcome = if http_body::Body::is_end_stream(&self.inner) {
+            "complete"
+        } else {
+            "client_disconnected"
+        };
+        self.finish(outcome);
+    }
+}

@@ -1,0 +1,117 @@
+//! The HTTP server: `router(state)` and `run(listener, state, shutdown)`. Takes an already-bound
+//! listener so tests can use port 0; shutdown is any future, so tests need no signals.
+
+pub mod access_log;
+
+use std::future::Future;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::Request;
+use axum::http::{Method, StatusCode};
+use axum::response::IntoResponse;
+use axum::routing::{any, get, post};
+use axum::serve::ListenerExt;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::catch_panic::CatchPanicLayer;
+
+use crate::error::ProxyError;
+use crate::routes;
+use crate::state::AppState;
+
+pub use access_log::RequestId;
+
+pub fn router(state: AppState) -> Router {
+    let proxied = Router::new()
+        .route("/v1/chat/completions", post(routes::chat::default_route))
+        .route(
+            "/harness/{name}/v1/chat/completions",
+            post(routes::chat::path_route),
+        )
+        .route("/v1/{*rest}", any(routes::forward::default_route))
+        .route(
+            "/harness/{name}/v1/{*rest}",
+            any(routes::forward::path_route),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access_log::limit_concurrency,
+        ));
+    Router::new()
+        .merge(proxied)
+        .route("/healthz", get(routes::health::healthz))
+        .route("/readyz", get(routes::health::readyz))
+        .route("/metrics", get(routes::health::metrics))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(access_log::access_log))
+        .layer(CatchPanicLayer::custom(|_| {
+            ProxyError::Internal("handler panicked".into()).into_response()
+        }))
+        .with_state(state)
+}
+
+async fn not_found(method: Method, request: Request) -> ProxyError {
+    ProxyError::NotFound {
+        method: method.to_string(),
+        path: request.uri().path().to_owned(),
+    }
+}
+
+async fn method_not_allowed(method: Method, request: Request) -> ProxyError {
+    ProxyError::MethodNotAllowed {
+        method: method.to_string(),
+        path: request.uri().path().to_owned(),
+    }
+}
+
+/// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish for
+/// up to `shutdown_grace`. Returns once everything has finished or the grace period ran out.
+pub async fn run(
+    listener: TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let grace = state.config.shutdown_grace;
+    let stopping = CancellationToken::new();
+    let trigger = stopping.clone();
+    let draining_state = state.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        draining_state.start_draining();
+        tracing::info!("shutdown requested; draining in-flight requests");
+        trigger.cancel();
+    });
+    // TCP_NODELAY: without it a small SSE event can wait ~40 ms for Nagle's algorithm.
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    });
+    let graceful = stopping.clone();
+    let serve = axum::serve(listener, router(state.clone()))
+        .with_graceful_shutdown(async move { graceful.cancelled().await })
+        .into_future();
+    let deadline = async {
+        stopping.cancelled().await;
+        tokio::time::sleep(grace).await;
+    };
+    tokio::select! {
+        result = serve => result?,
+        () = deadline => tracing::warn!(grace = ?grace, "grace period over; closing remaining connections"),
+    }
+    Ok(())
+}
+
+/// How long `run` may still wait after the grace period for background work (title tasks).
+pub const BACKGROUND_FLUSH: Duration = Duration::from_secs(1);
+
+pub(crate) fn status_label(status: StatusCode) -> &'static str {
+    match status.as_u16() {
+        200..=299 => "2xx",
+        400..=499 => "4xx",
+        500..=599 => "5xx",
+        _ => "other",
+    }
+}

@@ -1,0 +1,106 @@
+//! `AppState`: everything a handler shares, built once at start-up. No process-wide mutable state
+//! lives anywhere else (the metrics recorder aside, which is global by the `metrics` crate's design).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use metrics_exporter_prometheus::PrometheusHandle;
+use tokio::sync::Semaphore;
+
+use crate::config::Config;
+use crate::harness::Registry;
+use crate::harness::opencode::tools::HostInfo;
+use crate::harness::opencode::{Opencode, SetupError};
+use crate::prompts::{PromptError, Prompts};
+use crate::upstream::{BuildError, Upstream};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    #[error(transparent)]
+    Prompts(#[from] PromptError),
+    #[error(transparent)]
+    Harness(#[from] SetupError),
+    #[error(transparent)]
+    Upstream(#[from] BuildError),
+    #[error("config key `default_harness`: unknown harness `{name}`; known harnesses: {known}")]
+    DefaultHarness { name: String, known: String },
+    #[error("config key `titles.harnesses`: unknown harness `{name}`; known harnesses: {known}")]
+    TitleHarness { name: String, known: String },
+}
+
+#[derive(Clone)]
+pub struct AppState(Arc<Inner>);
+
+pub struct Inner {
+    pub config: Config,
+    pub harnesses: Registry,
+    pub upstream: Upstream,
+    /// Bounds concurrent proxied requests; a permit lives as long as the response body.
+    pub limiter: Arc<Semaphore>,
+    /// Set once shutdown begins; `/readyz` then reports not ready.
+    pub draining: AtomicBool,
+    pub metrics: Option<PrometheusHandle>,
+}
+
+impl std::ops::Deref for AppState {
+    type Target = Inner;
+    fn deref(&self) -> &Inner {
+        &self.0
+    }
+}
+
+impl AppState {
+    /// Builds everything from config. `env` reads environment variables (injected for tests).
+    pub fn build(
+        config: Config,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, StartupError> {
+        let prompts = Prompts::load(config.prompts_dir.as_deref())?;
+        let harnesses = build_registry(&config, &prompts, env)?;
+        let upstream = Upstream::new(&config.upstream, env)?;
+        Ok(Self(Arc::new(Inner {
+            limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),
+            config,
+            harnesses,
+            upstream,
+            draining: AtomicBool::new(false),
+            metrics: crate::telemetry::metrics_handle(),
+        })))
+    }
+
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+}
+
+/// The harness registry, checked against the config's harness names.
+pub fn build_registry(
+    config: &Config,
+    prompts: &Prompts,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Registry, StartupError> {
+    let opencode = Opencode::new(&config.opencode, prompts, HostInfo::from_env(env))?;
+    let registry = Registry::build(opencode);
+    if registry.get(&config.default_harness).is_none() {
+        return Err(StartupError::DefaultHarness {
+            name: config.default_harness.clone(),
+            known: registry.names(),
+        });
+    }
+    if let Some(name) = config
+        .titles
+        .harnesses
+        .iter()
+        .find(|h| registry.get(h).is_none())
+    {
+        return Err(StartupError::TitleHarness {
+            name: name.clone(),
+            known: registry.names(),
+        });
+    }
+    Ok(registry)
+}

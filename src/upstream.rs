@@ -1,0 +1,390 @@
+//! The only HTTP client of the model server: one pooled `reqwest::Client`, key handling, timeouts
+//! (connect, first byte, idle between chunks) and bounded retries before any byte reached the client.
+//!
+//! It returns the response head and a body stream; it never buffers a body and never parses one.
+
+use std::pin::Pin;
+use std::sync::RwLock;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use tokio::time::{Instant, Sleep};
+
+use crate::config::UpstreamConfig;
+
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum UpstreamError {
+    #[error("the upstream is unreachable: {0}")]
+    Unreachable(String),
+    #[error("the upstream did not answer in time ({0})")]
+    Timeout(&'static str),
+    #[error("the upstream stream failed: {0}")]
+    Interrupted(String),
+}
+
+impl UpstreamError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::Unreachable(_) | Self::Interrupted(_) => StatusCode::BAD_GATEWAY,
+            Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unreachable(_) => "upstream_unreachable",
+            Self::Timeout(_) => "upstream_timeout",
+            Self::Interrupted(_) => "upstream_interrupted",
+        }
+    }
+}
+
+/// Body chunks of an upstream response; an `Err` is the last item.
+pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, UpstreamError>> + Send>>;
+
+pub struct UpstreamResponse {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: BodyStream,
+}
+
+/// One request to send: `path` is relative to the base URL (e.g. `/chat/completions?x=1`).
+pub struct Outbound {
+    pub method: Method,
+    pub path: String,
+    /// End-to-end headers to forward (already filtered by the caller).
+    pub headers: HeaderMap,
+    pub body: Bytes,
+    /// The client's `Authorization`, used when no upstream key is configured.
+    pub client_authorization: Option<HeaderValue>,
+}
+
+/// A secret string that never prints itself.
+#[derive(Clone)]
+pub struct Secret(String);
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// Where the upstream key comes from. File and env sources are re-read after an upstream 401.
+enum KeySource {
+    ClientForwarded,
+    Static(Secret),
+    File {
+        path: std::path::PathBuf,
+        current: RwLock<Option<Secret>>,
+    },
+    Env {
+        var: String,
+        current: RwLock<Option<Secret>>,
+    },
+}
+
+pub struct Upstream {
+    client: reqwest::Client,
+    /// Base URL without its trailing slash.
+    base: String,
+    key: KeySource,
+    first_byte_timeout: Duration,
+    idle_timeout: Duration,
+    max_retries: u32,
+    max_retry_wait: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("cannot build the HTTP client: {0}")]
+    Client(String),
+    #[error("config key `upstream.api_key_file`: cannot read {path}: {source}")]
+    KeyFile {
+        path: std::path::PathBuf,
+        source: std::io::Error,
+    },
+}
+
+impl Upstream {
+    pub fn new(
+        config: &UpstreamConfig,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, BuildError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .tcp_nodelay(true)
+            .pool_max_idle_per_host(config.pool_max_idle_per_host)
+            .pool_idle_timeout(Duration::from_secs(90))
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| BuildError::Client(e.to_string()))?;
+        let key = if let Some(key) = &config.api_key {
+            KeySource::Static(Secret(key.clone()))
+        } else if let Some(path) = &config.api_key_file {
+            let key = read_key_file(path).map_err(|source| BuildError::KeyFile {
+                path: path.clone(),
+                source,
+            })?;
+            KeySource::File {
+                path: path.clone(),
+                current: RwLock::new(key),
+            }
+        } else if let Some(var) = &config.api_key_env {
+            let key = env(var)
+                .filter(|k| !k.trim().is_empty())
+                .map(|k| Secret(k.trim().to_owned()));
+            KeySource::Env {
+                var: var.clone(),
+                current: RwLock::new(key),
+            }
+        } else {
+            KeySource::ClientForwarded
+        };
+        Ok(Self {
+            client,
+            base: config.base_url.trim_end_matches('/').to_owned(),
+            key,
+            first_byte_timeout: config.first_byte_timeout,
+            idle_timeout: config.idle_timeout,
+            max_retries: config.max_retries,
+            max_retry_wait: config.max_retry_wait,
+        })
+    }
+
+    /// Re-reads a file or env key (after an upstream 401). Returns whether a key is now available.
+    pub fn reload_key(&self) -> bool {
+        match &self.key {
+            KeySource::ClientForwarded => false,
+            KeySource::Static(_) => true,
+            KeySource::File { path, current } => {
+                let fresh = read_key_file(path).ok().flatten();
+                let found = fresh.is_some();
+                if let Ok(mut slot) = current.write() {
+                    *slot = fresh;
+                }
+                found
+            }
+            KeySource::Env { var, current } => {
+                let fresh = std::env::var(var)
+                    .ok()
+                    .filter(|k| !k.trim().is_empty())
+                    .map(|k| Secret(k.trim().to_owned()));
+                let found = fresh.is_some();
+                if let Ok(mut slot) = current.write() {
+                    *slot = fresh;
+                }
+                found
+            }
+        }
+    }
+
+    fn authorization(&self, client: Option<&HeaderValue>) -> Option<HeaderValue> {
+        let secret = match &self.key {
+            KeySource::ClientForwarded => return client.cloned(),
+            KeySource::Static(secret) => Some(secret.clone()),
+            KeySource::File { current, .. } | KeySource::Env { current, .. } => {
+                current.read().ok().and_then(|k| k.clone())
+            }
+        };
+        match secret {
+            Some(Secret(key)) => {
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).ok()?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+            None => client.cloned(),
+        }
+    }
+
+    /// Sends the request and waits for the response head, retrying while nothing has been
+    /// committed to the client. The body is returned as a stream guarded by the idle timeout.
+    pub async fn send(&self, outbound: Outbound) -> Result<UpstreamResponse, UpstreamError> {
+        let url = format!("{}{}", self.base, outbound.path);
+        let authorization = self.authorization(outbound.client_authorization.as_ref());
+        let mut attempt = 0u32;
+        loop {
+            let mut request = self
+                .client
+                .request(outbound.method.clone(), &url)
+                .headers(outbound.headers.clone());
+            if let Some(auth) = &authorization {
+                request = request.header(header::AUTHORIZATION, auth.clone());
+            }
+            if !outbound.body.is_empty() || outbound.method == Method::POST {
+                request = request.body(outbound.body.clone());
+            }
+            let sent = tokio::time::timeout(self.first_byte_timeout, request.send()).await;
+            let retries_left = attempt < self.max_retries;
+            match sent {
+                Err(_) => return Err(UpstreamError::Timeout("waiting for the response head")),
+                Ok(Err(err)) => {
+                    if err.is_connect() && retries_left {
+                        attempt += 1;
+                        metrics::counter!("harness_proxy_upstream_retries_total", "reason" => "connect").increment(1);
+                        tokio::time::sleep(backoff(attempt)).await;
+                        continue;
+                    }
+                    return Err(classify(&err));
+                }
+                Ok(Ok(response)) => {
+                    let status = response.status();
+                    if retries_left && matches!(status.as_u16(), 429 | 502 | 503) {
+                        let wait =
+                            retry_after(response.headers()).unwrap_or_else(|| backoff(attempt + 1));
+                        if wait <= self.max_retry_wait {
+                            attempt += 1;
+                            metrics::counter!("harness_proxy_upstream_retries_total", "reason" => status.as_str().to_owned()).increment(1);
+                            drop(response);
+                            tokio::time::sleep(wait).await;
+                            continue;
+                        }
+                    }
+                    let headers = response.headers().clone();
+                    let body = response
+                        .bytes_stream()
+                        .map(|chunk| chunk.map_err(|e| UpstreamError::Interrupted(describe(&e))));
+                    let body: BodyStream =
+                        Box::pin(IdleTimeout::new(Box::pin(body), self.idle_timeout));
+                    return Ok(UpstreamResponse {
+                        status,
+                        headers,
+                        body,
+                    });
+                }
+            }
+        }
+    }
+}
+
+fn read_key_file(path: &std::path::Path) -> std::io::Result<Option<Secret>> {
+    let text = std::fs::read_to_string(path)?;
+    let key = text.trim();
+    Ok((!key.is_empty()).then(|| Secret(key.to_owned())))
+}
+
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(100u64.saturating_mul(1 << attempt.min(6)))
+}
+
+fn retry_after(headers: &HeaderMap) -> Option<Duration> {
+    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
+    value
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(Duration::from_secs_f64)
+}
+
+fn classify(err: &reqwest::Error) -> UpstreamError {
+    if err.is_timeout() {
+        UpstreamError::Timeout("connecting")
+    } else {
+        UpstreamError::Unreachable(describe(err))
+    }
+}
+
+/// The error chain as text, without the URL (which may carry credentials in userinfo).
+fn describe(err: &reqwest::Error) -> String {
+    let mut text = err.without_url_ref();
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+trait WithoutUrlRef {
+    fn without_url_ref(&self) -> String;
+}
+
+impl WithoutUrlRef for reqwest::Error {
+    fn without_url_ref(&self) -> String {
+        if self.is_connect() {
+            "connection failed".to_owned()
+        } else if self.is_timeout() {
+            "timed out".to_owned()
+        } else if self.is_body() || self.is_decode() {
+            "body error".to_owned()
+        } else {
+            "request error".to_owned()
+        }
+    }
+}
+
+/// Hop-by-hop headers (RFC 9110 §7.6.1) never cross the proxy.
+pub fn is_hop_by_hop(name: &HeaderName) -> bool {
+    matches!(
+        name.as_str(),
+        "connection"
+            | "keep-alive"
+            | "proxy-authenticate"
+            | "proxy-authorization"
+            | "proxy-connection"
+            | "te"
+            | "trailer"
+            | "transfer-encoding"
+            | "upgrade"
+    )
+}
+
+/// Ends the stream with `Timeout` when the inner stream stays silent longer than `idle`.
+struct IdleTimeout<S> {
+    inner: S,
+    idle: Duration,
+    sleep: Pin<Box<Sleep>>,
+    finished: bool,
+}
+
+impl<S> IdleTimeout<S> {
+    fn new(inner: S, idle: Duration) -> Self {
+        Self {
+            inner,
+            idle,
+            sleep: Box::pin(tokio::time::sleep(idle)),
+            finished: false,
+        }
+    }
+}
+
+impl<S> Stream for IdleTimeout<S>
+where
+    S: Stream<Item = Result<Bytes, UpstreamError>> + Unpin,
+{
+    type Item = Result<Bytes, UpstreamError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.finished {
+            return Poll::Ready(None);
+        }
+        match self.inner.poll_next_unpin(cx) {
+            Poll::Ready(Some(item)) => {
+                if item.is_err() {
+                    self.finished = true;
+                } else {
+                    let deadline = Instant::now() + self.idle;
+                    self.sleep.as_mut().reset(deadline);
+                }
+                Poll::Ready(Some(item))
+            }
+            Poll::Ready(None) => {
+                self.finished = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => match self.sleep.as_mut().poll(cx) {
+                Poll::Ready(()) => {
+                    self.finished = true;
+                    Poll::Ready(Some(Err(UpstreamError::Timeout(
+                        "idle between stream chunks",
+                    ))))
+                }
+                Poll::Pending => Poll::Pending,
+            },
+        }
+    }
+}

@@ -1,0 +1,11 @@
+//! One integration binary: the real server on 127.0.0.1:0 against a recording fake upstream.
+
+#![allow(clippy::unwrap_used)]
+
+mod support;
+
+mod errors;
+mod opencode;
+mod passthrough;
+mod routing;
+mod shutdown;

@@ -1,0 +1,122 @@
+//! Test support: start the real app on 127.0.0.1:0 against a recording fake upstream.
+
+pub mod fake_upstream;
+pub mod sse;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use harness_proxy::config::Config;
+use harness_proxy::state::AppState;
+use tokio::sync::oneshot;
+
+#[allow(unused_imports)]
+pub use fake_upstream::{FakeUpstream, Recorded, Reply, Step};
+
+/// A running proxy. Dropping it stops the server.
+pub struct TestApp {
+    pub addr: SocketAddr,
+    pub client: reqwest::Client,
+    shutdown: Option<oneshot::Sender<()>>,
+    pub server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
+}
+
+/// Config for tests: the given upstream, in-memory titles, short timeouts, no retries.
+pub fn test_config(upstream: &str) -> Config {
+    let mut config = Config::default();
+    config.upstream.base_url = upstream.to_owned();
+    config.upstream.max_retries = 0;
+    config.upstream.connect_timeout = Duration::from_secs(2);
+    config.shutdown_grace = Duration::from_secs(5);
+    config.titles.store = "memory".to_owned();
+    config.opencode.today = Some("Sat Nov 29 2025".to_owned());
+    config.opencode.platform = Some("linux".to_owned());
+    config
+}
+
+impl TestApp {
+    pub async fn start(config: Config) -> Self {
+        Self::start_with_env(config, |_| None).await
+    }
+
+    pub async fn start_with_env(config: Config, env: impl Fn(&str) -> Option<String>) -> Self {
+        let state = AppState::build(config, &env).expect("app state builds");
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (tx, rx) = oneshot::channel::<()>();
+        let server = tokio::spawn(harness_proxy::server::run(listener, state, async move {
+            let _ = rx.await;
+        }));
+        let client = reqwest::Client::builder().build().expect("client");
+        Self {
+            addr,
+            client,
+            shutdown: Some(tx),
+            server: Some(server),
+        }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("http://{}{}", self.addr, path)
+    }
+
+    pub fn post(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client
+            .post(self.url(path))
+            .header("content-type", "application/json")
+    }
+
+    pub fn get(&self, path: &str) -> reqwest::RequestBuilder {
+        self.client.get(self.url(path))
+    }
+
+    /// Triggers shutdown and waits for the server to finish.
+    pub async fn stop(&mut self) -> std::io::Result<()> {
+        self.trigger_shutdown();
+        match self.server.take() {
+            Some(handle) => handle.await.expect("server task"),
+            None => Ok(()),
+        }
+    }
+
+    pub fn trigger_shutdown(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(handle) = self.server.take() {
+            handle.abort();
+        }
+    }
+}
+
+/// Reads an OpenAI error body and returns (status, code, message).
+pub async fn error_of(response: reqwest::Response) -> (u16, String, String) {
+    let status = response.status().as_u16();
+    let body: serde_json::Value = response.json().await.expect("error body is JSON");
+    let error = &body["error"];
+    assert!(
+        error.get("type").is_some() && error.get("param").is_some(),
+        "OpenAI error shape: {body}"
+    );
+    (
+        status,
+        error["code"].as_str().unwrap_or_default().to_owned(),
+        error["message"].as_str().unwrap_or_default().to_owned(),
+    )
+}
+
+/// A minimal chat request.
+pub fn chat_body(stream: bool) -> serde_json::Value {
+    serde_json::json!({
+        "model": "mock-model",
+        "stream": stream,
+        "messages": [{"role": "user", "content": "hello"}]
+    })
+}

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use harness_proxy::config::Config;
-use harness_proxy::harness::{Harness, HarnessRequest};
+use harness_proxy::harness::HarnessRequest;
 use harness_proxy::prompts::Prompts;
 use harness_proxy::response::{Folder, Shaper};
 use http::HeaderMap;

@@ -5,6 +5,7 @@
 mod support;
 
 mod errors;
+mod golden;
 mod opencode;
 mod passthrough;
 mod routing;

@@ -194,6 +194,26 @@ mod tests {
         assert!(prompts.skills.contains("{cwd}"));
     }
 
+    /// The seed documents' texts ship verbatim: their hashes as the spec lists them.
+    #[test]
+    fn verbatim_prompts_match_the_spec_hashes() {
+        use sha2::{Digest, Sha256};
+        let hash = |text: &str| hex::encode(Sha256::digest(text.as_bytes()));
+        let cases = [
+            (TITLE.text, 2120, "e7a6848e", "656f"),
+            (SEARCH_AGENT.text, 871, "97c4780d", "1e13"),
+            (DEFAULT_MODE.text, 929, "94a6a72b", "58d7"),
+        ];
+        for (text, len, head, tail) in cases {
+            let digest = hash(text);
+            assert_eq!(text.len(), len);
+            assert!(
+                digest.starts_with(head) && digest.ends_with(tail),
+                "{digest}"
+            );
+        }
+    }
+
     #[test]
     fn directory_files_override_and_missing_ones_fall_back() {
         let dir = tempfile::tempdir().expect("tempdir");

@@ -12,6 +12,8 @@ use crate::harness::Registry;
 use crate::harness::opencode::tools::HostInfo;
 use crate::harness::opencode::{Opencode, SetupError};
 use crate::prompts::{PromptError, Prompts};
+use crate::titles::TitleService;
+use crate::titles::store::{self, StoreError};
 use crate::upstream::{BuildError, Upstream};
 
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +24,8 @@ pub enum StartupError {
     Harness(#[from] SetupError),
     #[error(transparent)]
     Upstream(#[from] BuildError),
+    #[error("config key `titles.store`: {0}")]
+    Store(#[from] StoreError),
     #[error("config key `default_harness`: unknown harness `{name}`; known harnesses: {known}")]
     DefaultHarness { name: String, known: String },
     #[error("config key `titles.harnesses`: unknown harness `{name}`; known harnesses: {known}")]
@@ -34,7 +38,8 @@ pub struct AppState(Arc<Inner>);
 pub struct Inner {
     pub config: Config,
     pub harnesses: Registry,
-    pub upstream: Upstream,
+    pub upstream: Arc<Upstream>,
+    pub titles: Arc<TitleService>,
     /// Bounds concurrent proxied requests; a permit lives as long as the response body.
     pub limiter: Arc<Semaphore>,
     /// Set once shutdown begins; `/readyz` then reports not ready.
@@ -57,8 +62,16 @@ impl AppState {
     ) -> Result<Self, StartupError> {
         let prompts = Prompts::load(config.prompts_dir.as_deref())?;
         let harnesses = build_registry(&config, &prompts, env)?;
-        let upstream = Upstream::new(&config.upstream, env)?;
+        let upstream = Arc::new(Upstream::new(&config.upstream, env)?);
+        let store = store::open(&config.titles.store, config.titles.max_records)?;
+        let titles = Arc::new(TitleService::new(
+            config.titles.clone(),
+            prompts.title,
+            store,
+            upstream.clone(),
+        ));
         Ok(Self(Arc::new(Inner {
+            titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),
             config,
             harnesses,

@@ -60,6 +60,8 @@ pub struct Outbound {
     pub body: Bytes,
     /// The client's `Authorization`, used when no upstream key is configured.
     pub client_authorization: Option<HeaderValue>,
+    /// Told when the request body starts going out (its head is written): "dispatched".
+    pub dispatched: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 /// A secret string that never prints itself.
@@ -154,6 +156,11 @@ impl Upstream {
         })
     }
 
+    /// Whether the key comes from a file or env variable that may have been rotated.
+    fn key_is_reloadable(&self) -> bool {
+        matches!(self.key, KeySource::File { .. } | KeySource::Env { .. })
+    }
+
     /// Re-reads a file or env key (after an upstream 401). Returns whether a key is now available.
     pub fn reload_key(&self) -> bool {
         match &self.key {
@@ -201,10 +208,12 @@ impl Upstream {
 
     /// Sends the request and waits for the response head, retrying while nothing has been
     /// committed to the client. The body is returned as a stream guarded by the idle timeout.
-    pub async fn send(&self, outbound: Outbound) -> Result<UpstreamResponse, UpstreamError> {
+    /// A 401 with a file or env key re-reads the key and retries once (keys get rotated).
+    pub async fn send(&self, mut outbound: Outbound) -> Result<UpstreamResponse, UpstreamError> {
         let url = format!("{}{}", self.base, outbound.path);
-        let authorization = self.authorization(outbound.client_authorization.as_ref());
+        let mut authorization = self.authorization(outbound.client_authorization.as_ref());
         let mut attempt = 0u32;
+        let mut reloaded = false;
         loop {
             let mut request = self
                 .client
@@ -213,7 +222,14 @@ impl Upstream {
             if let Some(auth) = &authorization {
                 request = request.header(header::AUTHORIZATION, auth.clone());
             }
-            if !outbound.body.is_empty() || outbound.method == Method::POST {
+            if let Some(signal) = outbound.dispatched.take() {
+                request = request
+                    .header(header::CONTENT_LENGTH, outbound.body.len())
+                    .body(reqwest::Body::wrap_stream(SignalOnFirstPoll::new(
+                        outbound.body.clone(),
+                        signal,
+                    )));
+            } else if !outbound.body.is_empty() || outbound.method == Method::POST {
                 request = request.body(outbound.body.clone());
             }
             let sent = tokio::time::timeout(self.first_byte_timeout, request.send()).await;
@@ -231,6 +247,15 @@ impl Upstream {
                 }
                 Ok(Ok(response)) => {
                     let status = response.status();
+                    if status == StatusCode::UNAUTHORIZED && !reloaded && self.key_is_reloadable() {
+                        reloaded = true;
+                        self.reload_key();
+                        authorization = self.authorization(outbound.client_authorization.as_ref());
+                        metrics::counter!("harness_proxy_upstream_retries_total", "reason" => "401")
+                            .increment(1);
+                        drop(response);
+                        continue;
+                    }
                     if retries_left && matches!(status.as_u16(), 429 | 502 | 503) {
                         let wait =
                             retry_after(response.headers()).unwrap_or_else(|| backoff(attempt + 1));
@@ -317,6 +342,18 @@ impl WithoutUrlRef for reqwest::Error {
     }
 }
 
+/// Whether a response is Server-Sent Events.
+pub fn is_event_stream(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("text/event-stream")
+        })
+}
+
 /// Hop-by-hop headers (RFC 9110 §7.6.1) never cross the proxy.
 pub fn is_hop_by_hop(name: &HeaderName) -> bool {
     matches!(
@@ -331,6 +368,33 @@ pub fn is_hop_by_hop(name: &HeaderName) -> bool {
             | "transfer-encoding"
             | "upgrade"
     )
+}
+
+/// A one-chunk request body that reports when the client starts sending it: the request head has
+/// been written by then, so a caller can order two requests without waiting for an answer.
+struct SignalOnFirstPoll {
+    body: Option<Bytes>,
+    signal: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl SignalOnFirstPoll {
+    fn new(body: Bytes, signal: tokio::sync::oneshot::Sender<()>) -> Self {
+        Self {
+            body: Some(body),
+            signal: Some(signal),
+        }
+    }
+}
+
+impl Stream for SignalOnFirstPoll {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if let Some(signal) = self.signal.take() {
+            let _ = signal.send(());
+        }
+        Poll::Ready(self.body.take().map(Ok))
+    }
 }
 
 /// Ends the stream with `Timeout` when the inner stream stays silent longer than `idle`.

@@ -13,16 +13,21 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
+use std::time::Duration;
+
 use crate::api::error::sse_error_event;
+use crate::config::TitleOrder;
 use crate::error::ProxyError;
-use crate::harness::{HarnessRequest, Prepared};
+use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::response::{FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::proxy::{
-    PassthroughBody, client_headers, is_event_stream, read_body, upstream_headers,
+    PassthroughBody, client_headers, is_event_stream, on_end, read_body, upstream_headers,
 };
 use crate::server::RequestId;
 use crate::server::access_log::ResponseFacts;
 use crate::state::AppState;
+use crate::titles::TitleJob;
+use crate::titles::identity::{Caller, conversation_id};
 use crate::upstream::{BodyStream, Outbound, UpstreamError, UpstreamResponse};
 
 pub async fn default_route(
@@ -69,30 +74,63 @@ async fn handle(
         }
         .into_response();
     };
-    let mut facts = ResponseFacts {
-        harness: Some(harness.name()),
-        upstream_status: None,
+    let mut exchange = Exchange {
+        facts: ResponseFacts {
+            harness: Some(harness.name()),
+            upstream_status: None,
+        },
+        conversation_id: None,
+        deferred_title: None,
     };
-    let mut response = match serve(
+    let result = serve(
         &state,
         harness.as_ref(),
         &id,
         query,
         &headers,
         body,
-        &mut facts,
+        &mut exchange,
     )
-    .await
-    {
+    .await;
+    let mut response = match result {
         Ok(response) => response,
         Err(err) => err.into_response(),
     };
-    response
-        .headers_mut()
-        .insert("x-harness", HeaderValue::from_static(harness.name()));
-    response.extensions_mut().insert(facts);
+    if let Some(title) = exchange.deferred_title.take() {
+        // `after` mode: the title goes out once the answer is over (or failed, or was abandoned).
+        let titles = state.titles.clone();
+        let body = std::mem::take(response.body_mut());
+        *response.body_mut() = on_end(body, move || {
+            titles.start(title.live, title.job);
+        });
+    }
+    let out = response.headers_mut();
+    out.insert("x-harness", HeaderValue::from_static(harness.name()));
+    if let Some(conversation) = exchange
+        .conversation_id
+        .as_deref()
+        .and_then(|c| HeaderValue::from_str(c).ok())
+    {
+        out.insert("x-conversation-id", conversation);
+    }
+    response.extensions_mut().insert(exchange.facts);
     response
 }
+
+/// What `serve` learns on the way, kept even when it ends in an error.
+struct Exchange {
+    facts: ResponseFacts,
+    conversation_id: Option<String>,
+    deferred_title: Option<DeferredTitle>,
+}
+
+struct DeferredTitle {
+    live: std::sync::Arc<crate::titles::live::LiveTitle>,
+    job: TitleJob,
+}
+
+/// Longest wait for a `parallel` title request to be on its way before the main one goes.
+const TITLE_DISPATCH_WAIT: Duration = Duration::from_secs(2);
 
 async fn serve(
     state: &AppState,
@@ -101,7 +139,7 @@ async fn serve(
     query: Option<String>,
     headers: &HeaderMap,
     body: Body,
-    facts: &mut ResponseFacts,
+    exchange: &mut Exchange,
 ) -> Result<Response, ProxyError> {
     let body = read_body(headers, body, state.config.limits.max_body_bytes).await?;
     let prepared = harness.prepare(&HarnessRequest {
@@ -113,9 +151,57 @@ async fn serve(
         upstream_body,
         response: plan,
         response_headers,
-        facts: _,
+        facts,
     } = prepared;
     let rewritten = upstream_body.is_some();
+    let harness_header = state.config.harness_header.parse().unwrap_or(header::HOST);
+    let forwarded = upstream_headers(headers, &harness_header, rewritten, &id.0);
+
+    let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
+    let titled = state.titles.applies_to(harness.name());
+    // Passthrough does not parse; peek only when an id must be derived or a title may be due.
+    let facts = facts.or_else(|| {
+        (titled || !has_conversation_header(headers))
+            .then(|| ConversationFacts::peek(&body))
+            .flatten()
+    });
+    let first_user_text = facts.as_ref().map_or("", |f| f.first_user_text.as_str());
+    let conversation = conversation_id(headers, &caller.owner, first_user_text);
+    exchange.conversation_id = Some(conversation.clone());
+
+    let mut title_url = None;
+    let mut wait_for_title = None;
+    if let Some(facts) = facts.as_ref().filter(|f| titled && f.initial_turn)
+        && let Some(live) = state
+            .titles
+            .claim(&caller.owner, &conversation, &facts.model, harness.name())
+            .await
+    {
+        title_url = Some(format!("/titles/{conversation}"));
+        let job = TitleJob {
+            first_user_text: facts.first_user_text.clone(),
+            headers: upstream_headers(headers, &harness_header, true, &id.0),
+            client_authorization: headers.get(header::AUTHORIZATION).cloned(),
+        };
+        match state.titles.order() {
+            TitleOrder::Parallel => {
+                let started = state.titles.start(live, job);
+                let _ = tokio::time::timeout(TITLE_DISPATCH_WAIT, started.dispatched).await;
+            }
+            TitleOrder::Before => wait_for_title = Some(state.titles.start(live, job)),
+            TitleOrder::After => exchange.deferred_title = Some(DeferredTitle { live, job }),
+            TitleOrder::Off => {}
+        }
+    }
+    if let Some(started) = wait_for_title {
+        // `before`: the reference's order. The title task is itself bounded by `titles.timeout`.
+        let _ = tokio::time::timeout(
+            state.config.titles.timeout + Duration::from_millis(100),
+            started.finished,
+        )
+        .await;
+    }
+
     let path = match query {
         Some(q) => format!("/chat/completions?{q}"),
         None => "/chat/completions".to_owned(),
@@ -123,22 +209,32 @@ async fn serve(
     let outbound = Outbound {
         method: Method::POST,
         path,
-        headers: upstream_headers(
-            headers,
-            &state.config.harness_header.parse().unwrap_or(header::HOST),
-            rewritten,
-            &id.0,
-        ),
+        headers: forwarded,
         body: upstream_body.unwrap_or(body),
         client_authorization: headers.get(header::AUTHORIZATION).cloned(),
+        dispatched: None,
     };
     let upstream = state.upstream.send(outbound).await?;
-    facts.upstream_status = Some(upstream.status.as_u16());
+    exchange.facts.upstream_status = Some(upstream.status.as_u16());
     let mut response = respond(upstream, plan).await?;
     for (name, value) in response_headers {
         response.headers_mut().insert(name, value);
     }
+    if let Some(url) = title_url.and_then(|u| HeaderValue::from_str(&u).ok()) {
+        response.headers_mut().insert("x-title-url", url);
+    }
     Ok(response)
+}
+
+fn has_conversation_header(headers: &HeaderMap) -> bool {
+    [
+        "x-conversation-id",
+        "x-session-id",
+        "session_id",
+        "session-id",
+    ]
+    .iter()
+    .any(|h| headers.contains_key(*h))
 }
 
 /// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.

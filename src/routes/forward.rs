@@ -58,6 +58,7 @@ async fn forward(
         headers: upstream_headers(&parts.headers, &harness_header, false, &id.0),
         body,
         client_authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
+        dispatched: None,
     };
     let upstream = state.upstream.send(outbound).await?;
     let sse = is_event_stream(&upstream.headers);

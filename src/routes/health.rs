@@ -14,6 +14,12 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     if state.is_draining() {
         return json(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"draining"}"#);
     }
+    if !state.titles.ready().await {
+        return json(
+            StatusCode::SERVICE_UNAVAILABLE,
+            r#"{"status":"title store unreachable"}"#,
+        );
+    }
     json(StatusCode::OK, r#"{"status":"ready"}"#)
 }
 

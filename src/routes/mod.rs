@@ -4,3 +4,4 @@ pub mod chat;
 pub mod forward;
 pub mod health;
 pub mod proxy;
+pub mod titles;

@@ -11,6 +11,7 @@ use futures_util::Stream;
 
 use crate::api::error::sse_error_event;
 use crate::error::ProxyError;
+pub use crate::upstream::is_event_stream;
 use crate::upstream::{BodyStream, UpstreamError, is_hop_by_hop};
 
 /// Reads the whole request body, refusing more than `limit` bytes.
@@ -110,17 +111,6 @@ pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
     out
 }
 
-pub fn is_event_stream(headers: &HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| {
-            v.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("text/event-stream")
-        })
-}
-
 /// The upstream body, byte for byte. If the upstream fails mid-stream, an SSE response gets one
 /// final error event (after closing any half-sent line); any other body is cut off.
 pub struct PassthroughBody {
@@ -187,5 +177,56 @@ impl Stream for PassthroughBody {
             }
             Poll::Pending => Poll::Pending,
         }
+    }
+}
+
+/// Runs `on_end` once when `body` has been sent in full, failed, or was dropped (client gone).
+pub fn on_end(body: Body, on_end: impl FnOnce() + Send + 'static) -> Body {
+    Body::new(OnEnd {
+        inner: body,
+        on_end: Some(Box::new(on_end)),
+    })
+}
+
+struct OnEnd {
+    inner: Body,
+    on_end: Option<Box<dyn FnOnce() + Send>>,
+}
+
+impl OnEnd {
+    fn fire(&mut self) {
+        if let Some(f) = self.on_end.take() {
+            f();
+        }
+    }
+}
+
+impl http_body::Body for OnEnd {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Bytes>, axum::Error>>> {
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            self.fire();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for OnEnd {
+    fn drop(&mut self) {
+        self.fire();
     }
 }

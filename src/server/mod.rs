@@ -40,6 +40,9 @@ pub fn router(state: AppState) -> Router {
         ));
     Router::new()
         .merge(proxied)
+        .route("/titles", get(routes::titles::list))
+        .route("/titles/{id}", get(routes::titles::get_one))
+        .route("/titles/{id}/stream", get(routes::titles::stream))
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::health::metrics))
@@ -74,11 +77,16 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let grace = state.config.shutdown_grace;
+    state.titles.recover().await;
+    state.titles.spawn_maintenance();
     let stopping = CancellationToken::new();
     let trigger = stopping.clone();
     let draining_state = state.clone();
+    let signalled_at = std::sync::Arc::new(std::sync::OnceLock::new());
+    let signalled = signalled_at.clone();
     tokio::spawn(async move {
         shutdown.await;
+        let _ = signalled.set(tokio::time::Instant::now());
         draining_state.start_draining();
         tracing::info!("shutdown requested; draining in-flight requests");
         trigger.cancel();
@@ -101,6 +109,13 @@ pub async fn run(
         result = serve => result?,
         () = deadline => tracing::warn!(grace = ?grace, "grace period over; closing remaining connections"),
     }
+    // Title tasks get what is left of the grace period (at least a moment to record themselves).
+    let spent = signalled_at
+        .get()
+        .map(tokio::time::Instant::elapsed)
+        .unwrap_or_default();
+    let left = grace.saturating_sub(spent).max(BACKGROUND_FLUSH);
+    state.titles.shutdown(left).await;
     Ok(())
 }
 

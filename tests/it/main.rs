@@ -10,3 +10,4 @@ mod opencode;
 mod passthrough;
 mod routing;
 mod shutdown;
+mod titles;

@@ -59,7 +59,7 @@ async fn streamed_request_arrives_in_opencode_form() {
         .collect();
     assert_eq!(text, expected);
 
-    let recorded = &upstream.requests()[0];
+    let recorded = &upstream.main_requests()[0];
     assert_eq!(recorded.header("accept"), Some("text/event-stream"));
     assert_eq!(recorded.header("x-harness-cwd"), None);
     let body = recorded.json();
@@ -147,7 +147,7 @@ async fn non_streaming_client_gets_one_folded_completion() {
         })
     );
     // The upstream was still asked to stream.
-    assert_eq!(upstream.requests()[0].json()["stream"], true);
+    assert_eq!(upstream.main_requests()[0].json()["stream"], true);
 }
 
 #[tokio::test]
@@ -219,7 +219,7 @@ async fn opencode_is_the_default_harness() {
         .unwrap();
     assert_eq!(response.headers()["x-harness"], "opencode");
     read_all(response).await;
-    let requests = upstream.wait_for_requests(1).await;
+    let requests = upstream.main_requests();
     assert!(
         requests[0].json()["messages"][0]["content"]
             .as_str()

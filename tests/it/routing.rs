@@ -39,7 +39,7 @@ async fn harness_comes_from_header_then_path_then_default() {
             "{path} {header:?}"
         );
         read_all(response).await;
-        let recorded = &upstream.requests()[i];
+        let recorded = &upstream.main_requests()[i];
         assert_eq!(recorded.path, "/v1/chat/completions");
         // Passthrough forwards the bytes; opencode rebuilds the body.
         assert_eq!(

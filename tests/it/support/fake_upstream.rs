@@ -31,7 +31,6 @@ impl Recorded {
         self.headers.get(name).and_then(|v| v.to_str().ok())
     }
     /// Whether this is a title request (its system prompt is the title prompt).
-    #[allow(dead_code)]
     pub fn is_title(&self) -> bool {
         let body = String::from_utf8_lossy(&self.body);
         body.contains("You are a title generator")
@@ -170,6 +169,14 @@ impl FakeUpstream {
 
     pub fn requests(&self) -> Vec<Recorded> {
         self.recorded.lock().expect("lock").clone()
+    }
+
+    /// Requests other than title requests.
+    pub fn main_requests(&self) -> Vec<Recorded> {
+        self.requests()
+            .into_iter()
+            .filter(|r| !r.is_title())
+            .collect()
     }
 
     pub fn count(&self) -> usize {

@@ -1,0 +1,238 @@
+//! `GET /titles`, `GET /titles/{id}`, `GET /titles/{id}/stream`. A caller sees only the records
+//! its own credential created; the admin token sees all. Others get 404, never a hint.
+
+use axum::body::Body;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::watch;
+
+use crate::error::ProxyError;
+use crate::sse::named_event;
+use crate::state::AppState;
+use crate::titles::identity::Caller;
+use crate::titles::live::{Outcome, Snapshot};
+use crate::titles::store::{Cursor, Status, StoreError, TitleRecord};
+
+const DEFAULT_LIMIT: usize = 50;
+const MAX_LIMIT: usize = 500;
+
+#[derive(Serialize)]
+struct RecordView<'a> {
+    id: &'a str,
+    title: Option<&'a str>,
+    status: Status,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<&'a str>,
+    model: &'a str,
+    harness: &'a str,
+    created_at: String,
+    updated_at: String,
+}
+
+impl<'a> From<&'a TitleRecord> for RecordView<'a> {
+    fn from(r: &'a TitleRecord) -> Self {
+        let time = |t: chrono::DateTime<chrono::Utc>| {
+            t.to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+        };
+        Self {
+            id: &r.id,
+            title: r.title.as_deref(),
+            status: r.status,
+            error: r.error.as_deref(),
+            model: &r.model,
+            harness: &r.harness,
+            created_at: time(r.created_at),
+            updated_at: time(r.updated_at),
+        }
+    }
+}
+
+fn caller(state: &AppState, headers: &HeaderMap) -> Caller {
+    Caller::from_headers(headers, state.config.auth.admin_token.as_deref())
+}
+
+fn store_error(err: &StoreError) -> ProxyError {
+    ProxyError::Internal(err.to_string())
+}
+
+fn json_response(value: &impl Serialize) -> Response {
+    match serde_json::to_vec(value) {
+        Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
+        Err(e) => ProxyError::Internal(e.to_string()).into_response(),
+    }
+}
+
+fn invalid_query(message: String, param: &'static str) -> ProxyError {
+    ProxyError::InvalidRequest {
+        message,
+        param: Some(param),
+        code: "invalid_query",
+    }
+}
+
+pub async fn list(
+    State(state): State<AppState>,
+    RawQuery(query): RawQuery,
+    headers: HeaderMap,
+) -> Response {
+    let caller = caller(&state, &headers);
+    let mut limit = DEFAULT_LIMIT;
+    let mut before = None;
+    for pair in query
+        .as_deref()
+        .unwrap_or_default()
+        .split('&')
+        .filter(|p| !p.is_empty())
+    {
+        let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
+        match key {
+            "limit" => match value.parse::<usize>() {
+                Ok(n) if n > 0 => limit = n.min(MAX_LIMIT),
+                _ => {
+                    return invalid_query(
+                        format!("`limit` must be a whole number from 1 to {MAX_LIMIT}"),
+                        "limit",
+                    )
+                    .into_response();
+                }
+            },
+            "before" => match Cursor::decode(value) {
+                Some(cursor) => before = Some(cursor),
+                None => {
+                    return invalid_query(
+                        "`before` is not a cursor from a previous page".to_owned(),
+                        "before",
+                    )
+                    .into_response();
+                }
+            },
+            _ => {}
+        }
+    }
+    let mut records = match state
+        .titles
+        .list(caller.scope(), before.as_ref(), limit + 1)
+        .await
+    {
+        Ok(records) => records,
+        Err(err) => return store_error(&err).into_response(),
+    };
+    let has_more = records.len() > limit;
+    records.truncate(limit);
+    let next = if has_more {
+        records.last().map(|r| Cursor::of(r).encode())
+    } else {
+        None
+    };
+    let data: Vec<RecordView<'_>> = records.iter().map(RecordView::from).collect();
+    json_response(
+        &json!({"object": "list", "data": data, "has_more": has_more, "next_before": next}),
+    )
+}
+
+pub async fn get_one(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let caller = caller(&state, &headers);
+    match state.titles.get(caller.scope(), &id).await {
+        Ok(Some(record)) => json_response(&RecordView::from(&record)),
+        Ok(None) => not_found(&id).into_response(),
+        Err(err) => store_error(&err).into_response(),
+    }
+}
+
+fn not_found(id: &str) -> ProxyError {
+    ProxyError::ResourceNotFound {
+        what: format!("title `{id}`"),
+    }
+}
+
+fn sse_response(body: Body) -> Response {
+    let mut response = Response::new(body);
+    let h = response.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    response
+}
+
+fn final_event(outcome: &Outcome) -> Bytes {
+    match outcome {
+        Outcome::Done(title) => named_event("done", &json!({"title": title}).to_string()),
+        Outcome::Failed(error) => named_event("error", &json!({"error": error}).to_string()),
+    }
+}
+
+pub async fn stream(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let caller = caller(&state, &headers);
+    if let Some(live) = state.titles.live(caller.scope(), &id) {
+        return sse_response(Body::from_stream(follow(live.subscribe())));
+    }
+    let record = match state.titles.get(caller.scope(), &id).await {
+        Ok(Some(record)) => record,
+        Ok(None) => return not_found(&id).into_response(),
+        Err(err) => return store_error(&err).into_response(),
+    };
+    let outcome = match record.status {
+        Status::Done => Outcome::Done(record.title.unwrap_or_default()),
+        Status::Failed => Outcome::Failed(record.error.unwrap_or_default()),
+        // Pending but not running here: another process owns it, or it just finished.
+        Status::Pending => {
+            Outcome::Failed("the title is not being generated by this proxy".to_owned())
+        }
+    };
+    sse_response(Body::from(final_event(&outcome)))
+}
+
+/// Everything streamed so far, then each new delta, then the outcome.
+fn follow(
+    rx: watch::Receiver<Snapshot>,
+) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> {
+    futures_util::stream::unfold((rx, 0usize, false), |(mut rx, mut sent, done)| async move {
+        if done {
+            return None;
+        }
+        loop {
+            let (fresh, outcome) = {
+                let snapshot = rx.borrow_and_update();
+                (
+                    snapshot.deltas[sent.min(snapshot.deltas.len())..].to_vec(),
+                    snapshot.outcome.clone(),
+                )
+            };
+            if !fresh.is_empty() || outcome.is_some() {
+                let mut out = Vec::new();
+                for delta in &fresh {
+                    out.extend_from_slice(&named_event(
+                        "delta",
+                        &json!({"text": delta}).to_string(),
+                    ));
+                }
+                sent += fresh.len();
+                let finished = outcome.is_some();
+                if let Some(outcome) = outcome {
+                    out.extend_from_slice(&final_event(&outcome));
+                }
+                return Some((Ok(Bytes::from(out)), (rx, sent, finished)));
+            }
+            if rx.changed().await.is_err() {
+                let lost = final_event(&Outcome::Failed(
+                    "the title stream ended unexpectedly".to_owned(),
+                ));
+                return Some((Ok(lost), (rx, sent, true)));
+            }
+        }
+    })
+}

@@ -9,6 +9,8 @@ use tokio::sync::Semaphore;
 
 use crate::config::Config;
 use crate::harness::Registry;
+use crate::harness::collaboration::Collaboration;
+use crate::harness::opencode::aliases::{ProfileError, Profiles};
 use crate::harness::opencode::tools::HostInfo;
 use crate::harness::opencode::{Opencode, SetupError};
 use crate::prompts::{PromptError, Prompts};
@@ -24,6 +26,8 @@ pub enum StartupError {
     Harness(#[from] SetupError),
     #[error(transparent)]
     Upstream(#[from] BuildError),
+    #[error("config key `clients.profiles`: {0}")]
+    Profiles(#[from] ProfileError),
     #[error("config key `titles.store`: {0}")]
     Store(#[from] StoreError),
     #[error("config key `default_harness`: unknown harness `{name}`; known harnesses: {known}")]
@@ -96,7 +100,19 @@ pub fn build_registry(
     prompts: &Prompts,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Registry, StartupError> {
-    let opencode = Opencode::new(&config.opencode, prompts, HostInfo::from_env(env))?;
+    let profiles = Profiles::load(&config.clients.profiles)?;
+    let collaboration = Collaboration {
+        default_instructions: prompts.collaboration_default.clone(),
+        plan_instructions: prompts.collaboration_plan.clone(),
+        default_request_user_input: config.collaboration.default_request_user_input,
+    };
+    let opencode = Opencode::new(
+        &config.opencode,
+        prompts,
+        HostInfo::from_env(env),
+        profiles,
+        collaboration,
+    )?;
     let registry = Registry::build(opencode);
     if registry.get(&config.default_harness).is_none() {
         return Err(StartupError::DefaultHarness {

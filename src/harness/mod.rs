@@ -2,6 +2,7 @@
 //! response must be reshaped. Pure and synchronous: no I/O, no async, no axum, so golden tests cover
 //! every rule. Adding a harness = one module + one line in `Registry::build`.
 
+pub mod collaboration;
 pub mod facts;
 pub mod opencode;
 pub mod passthrough;

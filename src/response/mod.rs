@@ -6,10 +6,12 @@
 //!   translated).
 //! - `Folder`: the client asked for one JSON answer; the upstream stream is folded into it.
 
+pub mod calls;
 pub mod fold;
 pub mod shaper;
 pub mod synthetic;
 
+pub use calls::{CallMapper, CallRoute};
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 
@@ -26,4 +28,6 @@ pub struct Reshape {
     pub client_stream: bool,
     /// The client asked for the usage chunk (`stream_options.include_usage`).
     pub include_usage: bool,
+    /// Translates tool calls into the client's dialect; `None` leaves them as they are.
+    pub calls: Option<std::sync::Arc<dyn CallMapper>>,
 }

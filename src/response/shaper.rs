@@ -1,13 +1,17 @@
 //! Stream → stream shaping. Every event is forwarded with its original bytes unless it must change.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 
+use super::calls::{CallMapper, StreamCalls};
 use crate::api::stream::Chunk;
 use crate::sse::{Decoder, Event};
 
 pub struct Shaper {
     decoder: Decoder,
     include_usage: bool,
+    calls: Option<StreamCalls>,
 }
 
 impl Shaper {
@@ -15,7 +19,14 @@ impl Shaper {
         Self {
             decoder: Decoder::new(),
             include_usage,
+            calls: None,
         }
+    }
+
+    /// Also translates tool calls into the client's dialect.
+    pub fn with_calls(mut self, mapper: Arc<dyn CallMapper>) -> Self {
+        self.calls = Some(StreamCalls::new(mapper));
+        self
     }
 
     /// Feeds upstream bytes; appends what the client must receive to `out`.
@@ -31,11 +42,24 @@ impl Shaper {
         if let Some(event) = self.decoder.finish() {
             self.event(event, out);
         }
+        if let Some(calls) = &mut self.calls {
+            out.extend(calls.flush());
+        }
     }
 
     fn event(&mut self, event: Event, out: &mut Vec<Bytes>) {
         if !self.include_usage && is_usage_only(&event) {
             return;
+        }
+        if let (Some(calls), Some(data)) = (&mut self.calls, event.data.as_deref()) {
+            if event.is_done() {
+                out.extend(calls.flush());
+            } else if calls.wants(data)
+                && let Some(replaced) = calls.chunk(data)
+            {
+                out.extend(replaced);
+                return;
+            }
         }
         out.push(event.raw);
     }

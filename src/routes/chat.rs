@@ -19,7 +19,8 @@ use crate::api::error::sse_error_event;
 use crate::config::TitleOrder;
 use crate::error::ProxyError;
 use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
-use crate::response::{FoldError, Folder, Reshape, ResponsePlan, Shaper};
+use crate::response::calls::{translate_completion, translate_completion_json};
+use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::proxy::{
     PassthroughBody, client_headers, is_event_stream, on_end, read_body, upstream_headers,
 };
@@ -259,6 +260,7 @@ async fn respond(upstream: UpstreamResponse, plan: ResponsePlan) -> Result<Respo
     let Reshape {
         client_stream,
         include_usage,
+        calls,
     } = reshape;
     if client_stream {
         out_headers.insert(
@@ -267,10 +269,15 @@ async fn respond(upstream: UpstreamResponse, plan: ResponsePlan) -> Result<Respo
         );
         out_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         let stream: Body = if sse {
-            Body::from_stream(ShapedBody::new(body, Shaper::new(include_usage)))
+            let shaper = Shaper::new(include_usage);
+            let shaper = match calls {
+                Some(mapper) => shaper.with_calls(mapper),
+                None => shaper,
+            };
+            Body::from_stream(ShapedBody::new(body, shaper))
         } else {
             // The upstream ignored `stream: true`; turn its one JSON answer into events.
-            let json = collect(body).await?;
+            let json = translate_json(collect(body).await?, calls.as_deref());
             Body::from(crate::response::synthetic::completion_to_sse(
                 &json,
                 include_usage,
@@ -283,15 +290,30 @@ async fn respond(upstream: UpstreamResponse, plan: ResponsePlan) -> Result<Respo
         HeaderValue::from_static("application/json"),
     );
     if !sse {
-        return Ok(build(
-            status,
-            out_headers,
-            PassthroughBody::new(body, false).into_body(),
-        ));
+        let body = match calls {
+            None => PassthroughBody::new(body, false).into_body(),
+            Some(mapper) => Body::from(translate_json(collect(body).await?, Some(mapper.as_ref()))),
+        };
+        return Ok(build(status, out_headers, body));
     }
-    let folded = fold(body).await?;
+    let mut folded = fold(body).await?;
+    if let Some(mapper) = calls {
+        translate_completion(&mut folded, mapper.as_ref());
+    }
     let json = serde_json::to_vec(&folded).map_err(|e| ProxyError::Internal(e.to_string()))?;
     Ok(build(status, out_headers, Body::from(json)))
+}
+
+/// A JSON completion with its tool calls translated; bytes untouched when nothing maps.
+fn translate_json(json: Bytes, calls: Option<&dyn CallMapper>) -> Bytes {
+    let Some(mapper) = calls else { return json };
+    match serde_json::from_slice::<serde_json::Value>(&json) {
+        Ok(mut completion) => {
+            translate_completion_json(&mut completion, mapper);
+            serde_json::to_vec(&completion).map_or(json, Bytes::from)
+        }
+        Err(_) => json,
+    }
 }
 
 fn build(status: StatusCode, headers: HeaderMap, body: Body) -> Response {

@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 
 use chrono::TimeZone;
 use harness_proxy::config::OpencodeConfig;
+use harness_proxy::harness::collaboration::Collaboration;
+use harness_proxy::harness::opencode::aliases::Profiles;
 use harness_proxy::harness::opencode::tools::HostInfo;
 use harness_proxy::harness::opencode::{Opencode, parse_request};
 use harness_proxy::prompts::Prompts;
@@ -27,15 +29,17 @@ fn harness(overrides: &Value) -> Opencode {
     let config: OpencodeConfig =
         serde_json::from_value(base).expect("golden config is a valid [opencode] table");
     let prompts = Prompts::load(Some(&golden_dir().join("prompts"))).expect("golden prompts load");
-    Opencode::new(
-        &config,
-        &prompts,
-        HostInfo {
-            shell: None,
-            temp_dir: "/tmp".into(),
-        },
-    )
-    .expect("harness builds")
+    let collaboration = Collaboration {
+        default_instructions: prompts.collaboration_default.clone(),
+        plan_instructions: prompts.collaboration_plan.clone(),
+        default_request_user_input: false,
+    };
+    let profiles = Profiles::load(&[]).expect("built-in profiles");
+    let host = HostInfo {
+        shell: None,
+        temp_dir: "/tmp".into(),
+    };
+    Opencode::new(&config, &prompts, host, profiles, collaboration).expect("harness builds")
 }
 
 fn headers(case: &Value) -> HeaderMap {
@@ -67,9 +71,26 @@ fn run_case(case: &Value) -> Vec<String> {
         .with_ymd_and_hms(2025, 11, 29, 12, 0, 0)
         .single()
         .expect("date");
-    let built = harness.build(&request, &headers(case), now);
-    let actual: Value = serde_json::from_slice(&built.body).expect("upstream body is JSON");
     let expect = &case["expect"];
+    let built = match harness.build(request, &headers(case), now) {
+        Ok(built) => built,
+        Err(err) => {
+            let Some(want) = expect.get("error") else {
+                return vec![format!("unexpected error: {err}")];
+            };
+            let text = err.to_string();
+            let wanted = want["message_contains"].as_str().unwrap_or_default();
+            return if text.contains(wanted) {
+                Vec::new()
+            } else {
+                vec![format!("error `{text}` lacks `{wanted}`")]
+            };
+        }
+    };
+    if expect.get("error").is_some() {
+        return vec!["expected an error, the request was built".to_owned()];
+    }
+    let actual: Value = serde_json::from_slice(&built.body).expect("upstream body is JSON");
     let mut failures = Vec::new();
     let mut check = |what: &str, want: &Value, got: &Value| {
         // Compact text comparison: key order matters, as on the wire.

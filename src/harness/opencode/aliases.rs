@@ -1,31 +1,547 @@
-//! Alias profiles: how a client's tools map to opencode's, with argument translation both ways.
-//! The identity profile maps every name to itself.
+//! Alias profiles: a small data table per client dialect mapping its tools to opencode's, with
+//! argument translation both ways. `opencode` is the identity; `codex` maps Codex CLI's Chat
+//! Completions tools; more profiles load from TOML files at start-up, no code needed.
+
+use std::sync::Arc;
+
+use http::{HeaderMap, header};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::harness::HarnessError;
+use crate::response::{CallMapper, CallRoute};
+
+/// How one aliased tool's arguments are translated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Converter {
+    /// Arguments are the same on both sides.
+    Identity,
+    /// Top-level fields renamed by the alias's `fields` table (client name → opencode name).
+    Fields,
+    /// Codex `shell` `{command: [argv], workdir?, timeout_ms?}` ↔ opencode `bash`.
+    CodexShell,
+    /// Codex `update_plan` `{explanation?, plan: [{step, status}]}` ↔ opencode `todowrite`.
+    CodexUpdatePlan,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Alias {
+    pub client: String,
+    pub opencode: String,
+    #[serde(default = "identity_converter")]
+    pub converter: Converter,
+    /// For `converter = "fields"`: client field → opencode field.
+    #[serde(default)]
+    pub fields: std::collections::BTreeMap<String, String>,
+}
+
+fn identity_converter() -> Converter {
+    Converter::Identity
+}
 
 /// A client's tool dialect.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Profile {
     pub name: String,
+    /// User-Agent prefixes that select this profile when no `x-harness-client` header is sent.
+    #[serde(default)]
+    pub user_agents: Vec<String>,
+    /// Tool results shaped `{"output": …, "metadata": …}` reach the upstream as the output text.
+    #[serde(default)]
+    pub unwrap_output_json: bool,
+    #[serde(default, rename = "alias")]
+    pub aliases: Vec<Alias>,
 }
 
 impl Profile {
     pub fn identity() -> Self {
         Self {
-            name: "opencode".to_owned(),
+            name: "opencode".into(),
+            user_agents: vec!["opencode/".into()],
+            unwrap_output_json: false,
+            aliases: Vec::new(),
         }
+    }
+
+    pub fn codex() -> Self {
+        let alias = |client: &str, opencode: &str, converter| Alias {
+            client: client.into(),
+            opencode: opencode.into(),
+            converter,
+            fields: std::collections::BTreeMap::new(),
+        };
+        Self {
+            name: "codex".into(),
+            user_agents: vec!["codex_exec/".into(), "codex_cli_rs/".into()],
+            unwrap_output_json: true,
+            aliases: vec![
+                alias("shell", "bash", Converter::CodexShell),
+                alias("update_plan", "todowrite", Converter::CodexUpdatePlan),
+            ],
+        }
+    }
+
+    pub fn is_identity(&self) -> bool {
+        self.aliases.is_empty() && !self.unwrap_output_json
+    }
+
+    fn by_client(&self, client_tool: &str) -> Option<&Alias> {
+        self.aliases.iter().find(|a| a.client == client_tool)
+    }
+
+    fn by_opencode(&self, opencode_tool: &str) -> Option<&Alias> {
+        self.aliases.iter().find(|a| a.opencode == opencode_tool)
     }
 
     /// The opencode tool a client tool stands for (itself when unmapped).
     pub fn opencode_name<'a>(&'a self, client_tool: &'a str) -> &'a str {
-        client_tool
+        self.by_client(client_tool)
+            .map_or(client_tool, |a| a.opencode.as_str())
     }
 
-    /// A call from the client's history, in opencode's terms: (name, arguments text).
+    /// A call from the client's history in opencode's terms: (name, arguments text). Arguments
+    /// that do not translate are kept as they are.
     pub fn call_to_opencode(&self, client_tool: &str, arguments: &str) -> (String, String) {
-        (client_tool.to_owned(), arguments.to_owned())
+        let Some(alias) = self.by_client(client_tool) else {
+            return (client_tool.to_owned(), arguments.to_owned());
+        };
+        let translated = parse_object(arguments).and_then(|args| match alias.converter {
+            Converter::Identity => Some(Value::Object(args)),
+            Converter::Fields => {
+                let renames: Vec<(&str, &str)> = alias
+                    .fields
+                    .iter()
+                    .map(|(c, o)| (c.as_str(), o.as_str()))
+                    .collect();
+                Some(rename_fields(args, &renames))
+            }
+            Converter::CodexShell => shell_to_bash(&args),
+            Converter::CodexUpdatePlan => plan_to_todos(&args),
+        });
+        (
+            alias.opencode.clone(),
+            translated.map_or_else(|| arguments.to_owned(), |v| v.to_string()),
+        )
     }
 
-    /// A tool result from the client's history, as opencode's tools would have returned it.
+    /// A complete call the upstream made, in the client's terms; `None` when there is no alias
+    /// for it or its arguments do not translate.
+    pub fn call_to_client(&self, opencode_tool: &str, arguments: &str) -> Option<(String, String)> {
+        let alias = self.by_opencode(opencode_tool)?;
+        let args = parse_object(arguments)?;
+        let translated = match alias.converter {
+            Converter::Identity => Value::Object(args),
+            Converter::Fields => {
+                let renames: Vec<(&str, &str)> = alias
+                    .fields
+                    .iter()
+                    .map(|(c, o)| (o.as_str(), c.as_str()))
+                    .collect();
+                rename_fields(args, &renames)
+            }
+            Converter::CodexShell => bash_to_shell(&args)?,
+            Converter::CodexUpdatePlan => todos_to_plan(&args)?,
+        };
+        Some((alias.client.clone(), translated.to_string()))
+    }
+
+    /// A tool result from the client's history, as opencode's tools return it.
     pub fn output_to_opencode(&self, _client_tool: &str, text: &str) -> String {
+        if self.unwrap_output_json
+            && let Some(Value::String(output)) =
+                parse_object(text).and_then(|mut o| o.remove("output"))
+        {
+            return output;
+        }
         text.to_owned()
+    }
+}
+
+fn parse_object(text: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
+/// Renames top-level fields by `renames` (from → to); others keep their names and order.
+fn rename_fields(args: Map<String, Value>, renames: &[(&str, &str)]) -> Value {
+    let mut out = Map::new();
+    for (key, value) in args {
+        let renamed = renames
+            .iter()
+            .find(|(from, _)| *from == key)
+            .map_or(key, |(_, to)| (*to).to_owned());
+        out.insert(renamed, value);
+    }
+    Value::Object(out)
+}
+
+/// `["bash","-lc",X]` → `X`; any other argv → its shell-quoted join.
+fn argv_to_command(argv: &[Value]) -> Option<String> {
+    let parts: Vec<&str> = argv.iter().map(Value::as_str).collect::<Option<_>>()?;
+    if let [shell, flag, script] = parts.as_slice()
+        && *shell == "bash"
+        && *flag == "-lc"
+    {
+        return Some((*script).to_owned());
+    }
+    shlex::try_join(parts.iter().copied()).ok()
+}
+
+fn shell_to_bash(args: &Map<String, Value>) -> Option<Value> {
+    let command = match args.get("command")? {
+        Value::Array(argv) => argv_to_command(argv)?,
+        Value::String(command) => command.clone(),
+        _ => return None,
+    };
+    let mut out = Map::new();
+    out.insert("command".into(), Value::String(command));
+    if let Some(workdir) = args.get("workdir").filter(|w| w.is_string()) {
+        out.insert("workdir".into(), workdir.clone());
+    }
+    if let Some(timeout) = args.get("timeout_ms").filter(|t| !t.is_null()) {
+        out.insert("timeout".into(), timeout.clone());
+    }
+    Some(Value::Object(out))
+}
+
+fn bash_to_shell(args: &Map<String, Value>) -> Option<Value> {
+    let command = args.get("command")?.as_str()?;
+    let mut out = Map::new();
+    out.insert("command".into(), json!(["bash", "-lc", command]));
+    if let Some(workdir) = args.get("workdir").filter(|w| w.is_string()) {
+        out.insert("workdir".into(), workdir.clone());
+    }
+    if let Some(timeout) = args.get("timeout").filter(|t| !t.is_null()) {
+        out.insert("timeout_ms".into(), timeout.clone());
+    }
+    Some(Value::Object(out))
+}
+
+fn plan_to_todos(args: &Map<String, Value>) -> Option<Value> {
+    let plan = args.get("plan")?.as_array()?;
+    let todos: Vec<Value> = plan
+        .iter()
+        .map(|item| {
+            let field = |k: &str| item.get(k).cloned().unwrap_or_else(|| json!(""));
+            let priority = item
+                .get("priority")
+                .filter(|p| p.is_string())
+                .cloned()
+                .unwrap_or_else(|| json!("medium"));
+            json!({"content": field("step"), "status": field("status"), "priority": priority})
+        })
+        .collect();
+    Some(json!({ "todos": todos }))
+}
+
+fn todos_to_plan(args: &Map<String, Value>) -> Option<Value> {
+    let todos = args.get("todos")?.as_array()?;
+    let plan: Vec<Value> = todos
+        .iter()
+        .map(|item| {
+            let status = match item.get("status").and_then(Value::as_str) {
+                // Codex's plan has no cancelled state.
+                Some("cancelled") => "completed",
+                Some(other) => other,
+                None => "pending",
+            };
+            json!({"step": item.get("content").cloned().unwrap_or_else(|| json!("")), "status": status})
+        })
+        .collect();
+    Some(json!({ "plan": plan }))
+}
+
+/// The profiles this process knows, and how a request picks one.
+pub struct Profiles {
+    profiles: Vec<Arc<Profile>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("alias profile file {path}: {message}")]
+    File { path: String, message: String },
+}
+
+impl Profiles {
+    /// The built-in profiles plus one per file (a file may replace a built-in of the same name).
+    pub fn load(files: &[std::path::PathBuf]) -> Result<Self, ProfileError> {
+        let mut profiles = vec![Arc::new(Profile::identity()), Arc::new(Profile::codex())];
+        for path in files {
+            let shown = path.display().to_string();
+            let text = std::fs::read_to_string(path).map_err(|e| ProfileError::File {
+                path: shown.clone(),
+                message: e.to_string(),
+            })?;
+            let profile: Profile = toml::from_str(&text).map_err(|e| ProfileError::File {
+                path: shown.clone(),
+                message: e.to_string(),
+            })?;
+            if let Some(alias) = profile
+                .aliases
+                .iter()
+                .find(|a| a.converter == Converter::Fields && a.fields.is_empty())
+            {
+                return Err(ProfileError::File {
+                    path: shown,
+                    message: format!(
+                        "alias `{}`: converter `fields` needs a `fields` table",
+                        alias.client
+                    ),
+                });
+            }
+            profiles.retain(|p| p.name != profile.name);
+            profiles.push(Arc::new(profile));
+        }
+        Ok(Self { profiles })
+    }
+
+    pub fn names(&self) -> String {
+        self.profiles
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// Header `x-harness-client`, else the User-Agent prefix, else the identity profile.
+    pub fn detect(&self, headers: &HeaderMap) -> Result<Arc<Profile>, HarnessError> {
+        if let Some(name) = headers
+            .get("x-harness-client")
+            .and_then(|v| v.to_str().ok())
+            .map(str::trim)
+        {
+            return self
+                .profiles
+                .iter()
+                .find(|p| p.name == name)
+                .cloned()
+                .ok_or_else(|| HarnessError::Invalid {
+                    message: format!(
+                        "unknown client profile `{name}` in x-harness-client; known profiles: {}",
+                        self.names()
+                    ),
+                    param: None,
+                    code: "unknown_client_profile",
+                });
+        }
+        let agent = headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default();
+        let by_agent = self.profiles.iter().find(|p| {
+            p.user_agents
+                .iter()
+                .any(|prefix| agent.starts_with(prefix.as_str()))
+        });
+        Ok(by_agent
+            .or_else(|| self.profiles.first())
+            .cloned()
+            .unwrap_or_else(|| Arc::new(Profile::identity())))
+    }
+}
+
+/// How one request's upstream tool calls reach its client.
+pub struct RequestCalls {
+    pub profile: Arc<Profile>,
+    /// Names of the tools the client sent: calls to them pass through as its own.
+    pub client_tools: Vec<String>,
+}
+
+impl CallMapper for RequestCalls {
+    fn route(&self, name: &str) -> CallRoute {
+        if self.profile.by_opencode(name).is_some() {
+            CallRoute::Translate
+        } else if self.client_tools.iter().any(|t| t == name) {
+            CallRoute::Native
+        } else {
+            CallRoute::Unmapped
+        }
+    }
+
+    fn to_client(&self, name: &str, arguments: &str) -> Option<(String, String)> {
+        self.profile.call_to_client(name, arguments)
+    }
+
+    fn profile(&self) -> &str {
+        &self.profile.name
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn codex() -> Profile {
+        Profile::codex()
+    }
+
+    #[test]
+    fn shell_argv_becomes_a_bash_command_and_back() {
+        let (name, args) = codex().call_to_opencode(
+            "shell",
+            r#"{"command":["bash","-lc","ls -la | head"],"workdir":"/w","timeout_ms":5000}"#,
+        );
+        assert_eq!(name, "bash");
+        assert_eq!(
+            args,
+            r#"{"command":"ls -la | head","workdir":"/w","timeout":5000}"#
+        );
+        let (name, args) =
+            codex().call_to_opencode("shell", r#"{"command":["rg","-n","two words","src"]}"#);
+        assert_eq!(
+            (name.as_str(), args.as_str()),
+            ("bash", r#"{"command":"rg -n 'two words' src"}"#)
+        );
+
+        let back = codex().call_to_client(
+            "bash",
+            r#"{"command":"cargo test","description":"Run tests","workdir":"/w","timeout":60000}"#,
+        );
+        assert_eq!(
+            back,
+            Some((
+                "shell".into(),
+                r#"{"command":["bash","-lc","cargo test"],"workdir":"/w","timeout_ms":60000}"#
+                    .into()
+            ))
+        );
+    }
+
+    #[test]
+    fn update_plan_and_todowrite_translate_both_ways() {
+        let (name, args) = codex().call_to_opencode(
+            "update_plan",
+            r#"{"explanation":"why","plan":[{"step":"Read code","status":"completed"},{"step":"Fix","status":"in_progress"}]}"#,
+        );
+        assert_eq!(name, "todowrite");
+        assert_eq!(
+            args,
+            r#"{"todos":[{"content":"Read code","status":"completed","priority":"medium"},{"content":"Fix","status":"in_progress","priority":"medium"}]}"#
+        );
+        let back = codex().call_to_client(
+            "todowrite",
+            r#"{"todos":[{"content":"A","status":"cancelled","priority":"high"},{"content":"B","status":"pending","priority":"low"}]}"#,
+        );
+        assert_eq!(
+            back,
+            Some((
+                "update_plan".into(),
+                r#"{"plan":[{"step":"A","status":"completed"},{"step":"B","status":"pending"}]}"#
+                    .into()
+            ))
+        );
+    }
+
+    #[test]
+    fn untranslatable_arguments_are_left_alone() {
+        assert_eq!(
+            codex().call_to_opencode("shell", "not json"),
+            ("bash".into(), "not json".into())
+        );
+        assert_eq!(codex().call_to_client("bash", "{\"command\": 3}"), None);
+        assert_eq!(
+            codex().call_to_client("read", "{}"),
+            None,
+            "no alias for read"
+        );
+        assert_eq!(
+            Profile::identity().call_to_opencode("bash", "{\"a\":1}"),
+            ("bash".into(), "{\"a\":1}".into())
+        );
+    }
+
+    #[test]
+    fn codex_outputs_are_unwrapped() {
+        let text = r#"{"output":"total 0\n","metadata":{"exit_code":0,"duration_seconds":0.1}}"#;
+        assert_eq!(codex().output_to_opencode("shell", text), "total 0\n");
+        assert_eq!(codex().output_to_opencode("shell", "plain"), "plain");
+        assert_eq!(Profile::identity().output_to_opencode("bash", text), text);
+    }
+
+    #[test]
+    fn detection_by_header_then_user_agent_then_identity() {
+        let profiles = Profiles::load(&[]).expect("built-ins");
+        let detect = |pairs: &[(&str, &str)]| {
+            let mut headers = HeaderMap::new();
+            for (k, v) in pairs {
+                headers.insert(
+                    http::HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                    v.parse().expect("value"),
+                );
+            }
+            profiles.detect(&headers).map(|p| p.name.clone())
+        };
+        assert_eq!(
+            detect(&[
+                ("x-harness-client", "codex"),
+                ("user-agent", "opencode/1.0")
+            ])
+            .ok()
+            .as_deref(),
+            Some("codex")
+        );
+        assert_eq!(
+            detect(&[("user-agent", "codex_exec/0.94.0 (Linux)")])
+                .ok()
+                .as_deref(),
+            Some("codex")
+        );
+        assert_eq!(
+            detect(&[("user-agent", "codex_cli_rs/0.94.0")])
+                .ok()
+                .as_deref(),
+            Some("codex")
+        );
+        assert_eq!(
+            detect(&[("user-agent", "opencode/0.5.1")]).ok().as_deref(),
+            Some("opencode")
+        );
+        assert_eq!(
+            detect(&[("user-agent", "curl/8")]).ok().as_deref(),
+            Some("opencode")
+        );
+        let err = detect(&[("x-harness-client", "vim")]).expect_err("unknown profile");
+        assert!(
+            err.to_string().contains("known profiles: opencode, codex"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn profiles_load_from_files() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("mine.toml");
+        std::fs::write(
+            &path,
+            "name = \"mine\"\nuser_agents = [\"mine/\"]\n[[alias]]\nclient = \"run\"\nopencode = \"bash\"\nconverter = \"fields\"\nfields = { cmd = \"command\", cwd = \"workdir\" }\n",
+        )
+        .expect("write");
+        let profiles = Profiles::load(std::slice::from_ref(&path)).expect("loads");
+        let mut headers = HeaderMap::new();
+        headers.insert(header::USER_AGENT, "mine/2".parse().expect("ua"));
+        let mine = profiles.detect(&headers).expect("detected");
+        assert_eq!(
+            mine.call_to_opencode("run", r#"{"cmd":"ls","cwd":"/"}"#),
+            ("bash".into(), r#"{"command":"ls","workdir":"/"}"#.into())
+        );
+        assert_eq!(
+            mine.call_to_client("bash", r#"{"command":"ls","description":"d"}"#),
+            Some(("run".into(), r#"{"cmd":"ls","description":"d"}"#.into()))
+        );
+
+        std::fs::write(&path, "name = \"bad\"\n[[alias]]\nclient = \"x\"\nopencode = \"bash\"\nconverter = \"teleport\"\n").expect("write");
+        let err = Profiles::load(std::slice::from_ref(&path))
+            .err()
+            .expect("bad converter")
+            .to_string();
+        assert!(
+            err.contains("mine.toml") && err.contains("teleport"),
+            "{err}"
+        );
     }
 }

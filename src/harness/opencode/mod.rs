@@ -17,17 +17,20 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use self::aliases::Profile;
+use std::sync::Arc;
+
+use self::aliases::{Profiles, RequestCalls};
 use self::body::{OutMessage, StreamOptions, UpstreamBody};
 use self::contextual::is_contextual;
 use self::flavour::Flavour;
 use self::history::HistoryOptions;
-use self::tools::{Catalog, HostInfo};
+use self::tools::{Catalog, HostInfo, SelectRules};
+use super::collaboration::{Collaboration, Mode};
 use super::{ConversationFacts, Harness, HarnessError, HarnessRequest, Prepared};
 use crate::api::chat::{ChatRequest, Role};
 use crate::config::OpencodeConfig;
 use crate::prompts::Prompts;
-use crate::response::{Reshape, ResponsePlan};
+use crate::response::{CallMapper, Reshape, ResponsePlan};
 
 /// opencode's fixed output budget.
 const MAX_TOKENS: u32 = 32_000;
@@ -40,6 +43,8 @@ pub struct Opencode {
     search_prompt: String,
     skills: String,
     catalog: Catalog,
+    profiles: Profiles,
+    collaboration: Collaboration,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,6 +64,8 @@ pub struct Built {
     pub facts: ConversationFacts,
     pub client_stream: bool,
     pub include_usage: bool,
+    /// Translates upstream tool calls back into the client's dialect (non-identity profiles).
+    pub calls: Option<Arc<dyn CallMapper>>,
 }
 
 impl Opencode {
@@ -66,6 +73,8 @@ impl Opencode {
         config: &OpencodeConfig,
         prompts: &Prompts,
         host: HostInfo,
+        profiles: Profiles,
+        collaboration: Collaboration,
     ) -> Result<Self, SetupError> {
         for (key, value) in [
             ("model_name", &config.model_name),
@@ -91,12 +100,25 @@ impl Opencode {
             search_prompt: prompts.search_agent.clone(),
             skills: prompts.skills.clone(),
             catalog: Catalog::new(&prompts.tools, &platform, host)?,
+            profiles,
+            collaboration,
         })
     }
 
     /// Builds the upstream request for an already parsed client request.
-    pub fn build(&self, request: &ChatRequest, headers: &HeaderMap, now: DateTime<Utc>) -> Built {
-        let profile = Profile::identity();
+    pub fn build(
+        &self,
+        mut request: ChatRequest,
+        headers: &HeaderMap,
+        now: DateTime<Utc>,
+    ) -> Result<Built, HarnessError> {
+        let profile = self.profiles.detect(headers)?;
+        let mode = Mode::from_headers(headers)?;
+        let facts = ConversationFacts::from_request(&request);
+        if let Some(mode) = mode {
+            self.collaboration.apply(mode, &mut request);
+        }
+        let request = &request;
         let system_texts: Vec<String> = request
             .messages
             .iter()
@@ -156,14 +178,17 @@ impl Opencode {
         ));
 
         let client_tools = request.tools.as_deref().unwrap_or_default();
-        let selection = self.catalog.select(
-            client_tools,
+        // In a collaboration mode `request_user_input` follows the mode, not `extra_tools`.
+        let request_user_input = mode.map(|m| self.collaboration.allows_request_user_input(m));
+        let rules = SelectRules {
             flavour,
-            self.config.tools,
-            self.config.extra_tools,
-            &profile,
-            &env.platform,
-        );
+            policy: self.config.tools,
+            extra: self.config.extra_tools,
+            profile: &profile,
+            platform: &env.platform,
+            request_user_input,
+        };
+        let selection = self.catalog.select(client_tools, &rules);
         let has_tools = !selection.tools.is_empty();
         let body = UpstreamBody {
             model: &request.model,
@@ -180,13 +205,24 @@ impl Opencode {
         };
         // Serializing owned strings and valid raw JSON cannot fail.
         let bytes = serde_json::to_vec(&body).unwrap_or_default();
-        Built {
+        let calls: Option<Arc<dyn CallMapper>> = (!profile.is_identity()).then(|| {
+            let client_tools = client_tools
+                .iter()
+                .filter_map(|t| t.name().map(str::to_owned))
+                .collect();
+            Arc::new(RequestCalls {
+                profile: profile.clone(),
+                client_tools,
+            }) as Arc<dyn CallMapper>
+        });
+        Ok(Built {
             body: Bytes::from(bytes),
             dropped_tools: selection.dropped,
-            facts: ConversationFacts::from_request(request),
+            facts,
             client_stream: request.wants_stream(),
             include_usage: request.wants_usage(),
-        }
+            calls,
+        })
     }
 }
 
@@ -220,7 +256,7 @@ impl Harness for Opencode {
 
     fn prepare(&self, request: &HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         let parsed = parse_request(request.body)?;
-        let built = self.build(&parsed, request.headers, request.now);
+        let built = self.build(parsed, request.headers, request.now)?;
         let mut response_headers = Vec::new();
         if !built.dropped_tools.is_empty()
             && let Ok(value) = HeaderValue::from_str(&built.dropped_tools.join(","))
@@ -232,6 +268,7 @@ impl Harness for Opencode {
             response: ResponsePlan::Reshape(Reshape {
                 client_stream: built.client_stream,
                 include_usage: built.include_usage,
+                calls: built.calls,
             }),
             response_headers,
             facts: Some(built.facts),

@@ -9,6 +9,7 @@ use super::aliases::Profile;
 use super::flavour::Flavour;
 use crate::api::chat::ToolDef;
 use crate::config::{ExtraTools, ToolsPolicy};
+use crate::harness::collaboration::REQUEST_USER_INPUT;
 use crate::prompts::ToolText;
 
 /// Facts about the proxy's host that the bash description mentions.
@@ -41,6 +42,18 @@ pub struct Catalog {
     tools: Vec<Canonical>,
     default_platform: String,
     host: HostInfo,
+}
+
+/// What decides the tool list of one request.
+#[derive(Clone, Copy)]
+pub struct SelectRules<'r> {
+    pub flavour: Flavour,
+    pub policy: ToolsPolicy,
+    pub extra: ExtraTools,
+    pub profile: &'r Profile,
+    pub platform: &'r str,
+    /// `Some(keep)` when a collaboration mode decides `request_user_input`; else `extra` does.
+    pub request_user_input: Option<bool>,
 }
 
 /// The outcome of selection for one request.
@@ -105,12 +118,16 @@ impl Catalog {
     pub fn select<'a>(
         &'a self,
         client_tools: &'a [ToolDef],
-        flavour: Flavour,
-        policy: ToolsPolicy,
-        extra: ExtraTools,
-        profile: &Profile,
-        platform: &str,
+        rules: &SelectRules<'_>,
     ) -> Selection<'a> {
+        let SelectRules {
+            flavour,
+            policy,
+            extra,
+            profile,
+            platform,
+            request_user_input,
+        } = *rules;
         let mut dropped = Vec::new();
         let mut extras: Vec<Cow<'a, RawValue>> = Vec::new();
         let mut wanted: Vec<&str> = Vec::new();
@@ -128,9 +145,14 @@ impl Catalog {
                     dropped.push(name.to_owned());
                 }
             } else {
-                match extra {
-                    ExtraTools::Append => extras.extend(to_raw(def)),
-                    ExtraTools::Drop => dropped.push(name.to_owned()),
+                let keep = match (name, request_user_input) {
+                    (REQUEST_USER_INPUT, Some(allowed)) => allowed,
+                    _ => extra == ExtraTools::Append,
+                };
+                if keep {
+                    extras.extend(to_raw(def));
+                } else {
+                    dropped.push(name.to_owned());
                 }
             }
         }

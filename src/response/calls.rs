@@ -1,0 +1,496 @@
+//! Translating the upstream's tool calls back into the client's dialect. Streams keep text deltas
+//! byte for byte; a call that must be translated is held until complete (next call index,
+//! `finish_reason`, or the end) and then sent as one delta with the translated arguments, keeping
+//! its `index`, `id` and the SSE framing. Calls with no mapping pass through unchanged.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Map, Value, json};
+
+use crate::api::stream::{Chunk, Completion, ToolCallDelta};
+use crate::sse::data_event;
+
+/// How a call the upstream made reaches the client.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallRoute {
+    /// An alias of one of the client's tools: name and arguments are translated.
+    Translate,
+    /// One of the client's own tools: passed through.
+    Native,
+    /// Neither: passed through unchanged, and counted.
+    Unmapped,
+}
+
+pub trait CallMapper: Send + Sync {
+    fn route(&self, name: &str) -> CallRoute;
+    /// The client's (name, arguments) for a complete call; `None` if the arguments do not translate.
+    fn to_client(&self, name: &str, arguments: &str) -> Option<(String, String)>;
+    /// Profile name, for metrics.
+    fn profile(&self) -> &str;
+}
+
+fn count_unmapped(mapper: &dyn CallMapper, name: &str) {
+    metrics::counter!("harness_proxy_unmapped_tool_calls_total", "profile" => mapper.profile().to_owned(), "tool" => name.to_owned())
+        .increment(1);
+}
+
+/// Translates the calls of a whole completion (non-streaming answers).
+pub fn translate_completion(completion: &mut Completion, mapper: &dyn CallMapper) {
+    for choice in &mut completion.choices {
+        for call in choice.message.tool_calls.iter_mut().flatten() {
+            match mapper.route(&call.function.name) {
+                CallRoute::Translate => {
+                    if let Some((name, arguments)) =
+                        mapper.to_client(&call.function.name, &call.function.arguments)
+                    {
+                        call.function.name = name;
+                        call.function.arguments = arguments;
+                    }
+                }
+                CallRoute::Unmapped => count_unmapped(mapper, &call.function.name),
+                CallRoute::Native => {}
+            }
+        }
+    }
+}
+
+/// Translates the calls of a completion given as JSON, in place: every other field, known or not,
+/// stays as it was.
+pub fn translate_completion_json(completion: &mut Value, mapper: &dyn CallMapper) {
+    let Some(choices) = completion.get_mut("choices").and_then(Value::as_array_mut) else {
+        return;
+    };
+    for choice in choices {
+        let Some(calls) = choice
+            .pointer_mut("/message/tool_calls")
+            .and_then(Value::as_array_mut)
+        else {
+            continue;
+        };
+        for call in calls {
+            let Some(function) = call.get_mut("function").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            let name = function
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            match mapper.route(&name) {
+                CallRoute::Translate => {
+                    let arguments = function
+                        .get("arguments")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    if let Some((name, arguments)) = mapper.to_client(&name, arguments) {
+                        function.insert("name".into(), Value::String(name));
+                        function.insert("arguments".into(), Value::String(arguments));
+                    }
+                }
+                CallRoute::Unmapped => count_unmapped(mapper, &name),
+                CallRoute::Native => {}
+            }
+        }
+    }
+}
+
+/// One call as it streams in.
+struct Tracked {
+    index: u32,
+    id: Option<String>,
+    name: String,
+    arguments: String,
+    /// Held back for translation (else its deltas pass through).
+    held: bool,
+    /// Already sent to the client (held calls are sent once, complete).
+    sent: bool,
+}
+
+/// Per-stream state of call translation.
+pub struct StreamCalls {
+    mapper: Arc<dyn CallMapper>,
+    /// Calls per choice index, in arrival order.
+    choices: BTreeMap<u32, Vec<Tracked>>,
+    /// `id`, `object`, `created`, `model` of the latest chunk, for the chunks we emit.
+    head: Map<String, Value>,
+}
+
+impl StreamCalls {
+    pub fn new(mapper: Arc<dyn CallMapper>) -> Self {
+        Self {
+            mapper,
+            choices: BTreeMap::new(),
+            head: Map::new(),
+        }
+    }
+
+    fn has_held_pending(&self) -> bool {
+        self.choices.values().flatten().any(|c| c.held && !c.sent)
+    }
+
+    /// Whether a data payload needs a look: it has calls, or ends held ones.
+    pub fn wants(&self, data: &[u8]) -> bool {
+        memchr::memmem::find(data, b"\"tool_calls\"").is_some()
+            || (self.has_held_pending() && memchr::memmem::find(data, b"finish_reason").is_some())
+    }
+
+    /// Processes one chunk. Returns `None` to forward the raw event unchanged, or the events to
+    /// send instead (possibly none).
+    pub fn chunk(&mut self, data: &[u8]) -> Option<Vec<Bytes>> {
+        let mut chunk: Chunk = serde_json::from_slice(data).ok()?;
+        for key in ["id", "object", "created", "model"] {
+            if let Some(value) = chunk_field(&chunk, key) {
+                self.head.insert(key.to_owned(), value);
+            }
+        }
+        let mut before = Vec::new();
+        let mut changed = false;
+        for choice in &mut chunk.choices {
+            let choice_index = choice.index;
+            if let Some(deltas) = choice.delta.tool_calls.take() {
+                let mut kept = Vec::with_capacity(deltas.len());
+                for delta in deltas {
+                    if self.call_delta(choice_index, &delta, &mut before) {
+                        kept.push(delta);
+                    } else {
+                        changed = true;
+                    }
+                }
+                if !kept.is_empty() {
+                    choice.delta.tool_calls = Some(kept);
+                }
+            }
+            if choice.finish_reason.is_some() {
+                before.extend(self.complete(choice_index));
+            }
+        }
+        if before.is_empty() && !changed {
+            return None;
+        }
+        let mut out = before;
+        if changed {
+            chunk
+                .choices
+                .retain(|c| c.finish_reason.is_some() || !delta_is_empty(&c.delta));
+            if !chunk.choices.is_empty() || chunk.usage.is_some() {
+                out.push(data_event(&serde_json::to_vec(&chunk).unwrap_or_default()));
+            }
+        } else {
+            out.push(data_event(data));
+        }
+        Some(out)
+    }
+
+    /// Registers one call delta; returns whether it is forwarded as it is.
+    fn call_delta(&mut self, choice: u32, delta: &ToolCallDelta, before: &mut Vec<Bytes>) -> bool {
+        let calls = self.choices.entry(choice).or_default();
+        let position = match delta.index {
+            Some(index) => calls.iter().position(|c| c.index == index),
+            None => calls.len().checked_sub(1),
+        };
+        let function = delta.function.clone().unwrap_or_default();
+        let position = match position {
+            Some(p) => p,
+            None => {
+                // A new call completes the held ones before it.
+                before.extend(self.complete(choice));
+                let name = function.name.clone().unwrap_or_default();
+                let route = self.mapper.route(&name);
+                if route == CallRoute::Unmapped {
+                    count_unmapped(self.mapper.as_ref(), &name);
+                }
+                let calls = self.choices.entry(choice).or_default();
+                calls.push(Tracked {
+                    index: delta
+                        .index
+                        .unwrap_or(u32::try_from(calls.len()).unwrap_or(u32::MAX)),
+                    id: delta.id.clone(),
+                    name: String::new(),
+                    arguments: String::new(),
+                    held: route == CallRoute::Translate,
+                    sent: false,
+                });
+                calls.len() - 1
+            }
+        };
+        let calls = self.choices.entry(choice).or_default();
+        let call = &mut calls[position];
+        if call.id.is_none() {
+            call.id.clone_from(&delta.id);
+        }
+        if let Some(name) = &function.name {
+            call.name.push_str(name);
+        }
+        if let Some(arguments) = &function.arguments {
+            call.arguments.push_str(arguments);
+        }
+        !call.held
+    }
+
+    /// Sends every held, unsent call of `choice` as one complete, translated delta each.
+    fn complete(&mut self, choice: u32) -> Vec<Bytes> {
+        let mut out = Vec::new();
+        let Some(calls) = self.choices.get_mut(&choice) else {
+            return out;
+        };
+        for call in calls.iter_mut().filter(|c| c.held && !c.sent) {
+            call.sent = true;
+            let (name, arguments) = self
+                .mapper
+                .to_client(&call.name, &call.arguments)
+                .unwrap_or_else(|| (call.name.clone(), call.arguments.clone()));
+            // OpenAI's field order: index, id, type, function.
+            let mut delta_call = Map::new();
+            delta_call.insert("index".into(), json!(call.index));
+            if let Some(id) = &call.id {
+                delta_call.insert("id".into(), Value::String(id.clone()));
+            }
+            delta_call.insert("type".into(), json!("function"));
+            delta_call.insert(
+                "function".into(),
+                json!({"name": name, "arguments": arguments}),
+            );
+            let mut chunk = self.head.clone();
+            chunk.insert(
+                "choices".into(),
+                json!([{"index": choice, "delta": {"tool_calls": [Value::Object(delta_call)]}, "finish_reason": null}]),
+            );
+            out.push(data_event(Value::Object(chunk).to_string().as_bytes()));
+        }
+        out
+    }
+
+    /// At `[DONE]` or the end of the body: whatever is still held goes out.
+    pub fn flush(&mut self) -> Vec<Bytes> {
+        let choices: Vec<u32> = self.choices.keys().copied().collect();
+        choices.into_iter().flat_map(|c| self.complete(c)).collect()
+    }
+}
+
+fn chunk_field(chunk: &Chunk, key: &str) -> Option<Value> {
+    match key {
+        "id" => chunk.id.clone().map(Value::String),
+        "object" => chunk.object.clone().map(Value::String),
+        "created" => chunk.created.map(Value::from),
+        "model" => chunk.model.clone().map(Value::String),
+        _ => None,
+    }
+}
+
+fn delta_is_empty(delta: &crate::api::stream::Delta) -> bool {
+    delta.role.is_none()
+        && delta.content.is_none()
+        && delta.reasoning_content.is_none()
+        && delta.tool_calls.is_none()
+        && delta.extra.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::harness::opencode::aliases::{Profile, RequestCalls};
+    use crate::response::Shaper;
+
+    fn codex(client_tools: &[&str]) -> Arc<dyn CallMapper> {
+        Arc::new(RequestCalls {
+            profile: Arc::new(Profile::codex()),
+            client_tools: client_tools.iter().map(|t| (*t).to_owned()).collect(),
+        })
+    }
+
+    fn run(shaper: Shaper, events: &[String]) -> Vec<String> {
+        let mut shaper = shaper;
+        let mut out = Vec::new();
+        // One byte at a time: translation must not depend on chunk boundaries.
+        for event in events {
+            for byte in event.as_bytes() {
+                shaper.push(std::slice::from_ref(byte), &mut out);
+            }
+        }
+        shaper.finish(&mut out);
+        out.iter()
+            .map(|b| String::from_utf8(b.to_vec()).expect("utf8"))
+            .collect()
+    }
+
+    fn call_chunk(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -> String {
+        let mut call = json!({"index": index, "function": {"arguments": args}});
+        if let Some(id) = id {
+            call["id"] = json!(id);
+            call["type"] = json!("function");
+        }
+        if let Some(name) = name {
+            call["function"]["name"] = json!(name);
+        }
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk", "created": 7, "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]})
+        )
+    }
+
+    fn text(content: &str) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk", "created": 7, "model": "m", "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": null}]})
+        )
+    }
+
+    fn finish(reason: &str) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk", "created": 7, "model": "m", "choices": [{"index": 0, "delta": {}, "finish_reason": reason}]})
+        )
+    }
+
+    fn emitted_call(index: u32, id: &str, name: &str, args: &str) -> String {
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c1", "object": "chat.completion.chunk", "created": 7, "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [{"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": args}}]}, "finish_reason": null}]})
+        )
+    }
+
+    #[test]
+    fn a_bash_call_split_across_many_chunks_reaches_codex_as_one_shell_delta() {
+        let events = vec![
+            text("Running it."),
+            call_chunk(0, Some("call_1"), Some("bash"), ""),
+            call_chunk(0, None, None, "{\"comm"),
+            call_chunk(0, None, None, "and\":\"ls -la\",\"desc"),
+            call_chunk(0, None, None, "ription\":\"List files\",\"timeout\":9000}"),
+            finish("tool_calls"),
+            "data: [DONE]\n\n".to_owned(),
+        ];
+        let out = run(
+            Shaper::new(true).with_calls(codex(&["shell", "update_plan"])),
+            &events,
+        );
+        assert_eq!(
+            out,
+            vec![
+                text("Running it."),
+                emitted_call(
+                    0,
+                    "call_1",
+                    "shell",
+                    r#"{"command":["bash","-lc","ls -la"],"timeout_ms":9000}"#
+                ),
+                finish("tool_calls"),
+                "data: [DONE]\n\n".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn two_parallel_calls_are_each_completed_when_the_next_one_starts() {
+        let events = vec![
+            call_chunk(0, Some("call_a"), Some("bash"), "{\"command\":"),
+            call_chunk(0, None, None, "\"pwd\"}"),
+            call_chunk(
+                1,
+                Some("call_b"),
+                Some("todowrite"),
+                "{\"todos\":[{\"content\":\"x\",",
+            ),
+            call_chunk(
+                1,
+                None,
+                None,
+                "\"status\":\"cancelled\",\"priority\":\"low\"}]}",
+            ),
+            finish("tool_calls"),
+            "data: [DONE]\n\n".to_owned(),
+        ];
+        let out = run(
+            Shaper::new(false).with_calls(codex(&["shell", "update_plan"])),
+            &events,
+        );
+        assert_eq!(
+            out,
+            vec![
+                emitted_call(0, "call_a", "shell", r#"{"command":["bash","-lc","pwd"]}"#),
+                emitted_call(
+                    1,
+                    "call_b",
+                    "update_plan",
+                    r#"{"plan":[{"step":"x","status":"completed"}]}"#
+                ),
+                finish("tool_calls"),
+                "data: [DONE]\n\n".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn calls_without_a_mapping_pass_through_byte_for_byte() {
+        let events = vec![
+            call_chunk(0, Some("call_r"), Some("read"), "{\"filePath\":"),
+            call_chunk(0, None, None, "\"/a\"}"),
+            call_chunk(1, Some("call_s"), Some("bash"), "{\"command\":\"ls\"}"),
+            "data: [DONE]\n\n".to_owned(),
+        ];
+        let out = run(Shaper::new(false).with_calls(codex(&["shell"])), &events);
+        assert_eq!(
+            out,
+            vec![
+                events[0].clone(),
+                events[1].clone(),
+                emitted_call(1, "call_s", "shell", r#"{"command":["bash","-lc","ls"]}"#),
+                "data: [DONE]\n\n".to_owned(),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stream_that_ends_without_done_still_delivers_the_held_call() {
+        let events = vec![call_chunk(
+            0,
+            Some("call_1"),
+            Some("bash"),
+            "{\"command\":\"make\"}",
+        )];
+        let out = run(Shaper::new(false).with_calls(codex(&["shell"])), &events);
+        assert_eq!(
+            out,
+            vec![emitted_call(
+                0,
+                "call_1",
+                "shell",
+                r#"{"command":["bash","-lc","make"]}"#
+            )]
+        );
+    }
+
+    #[test]
+    fn truncated_arguments_go_out_untranslated_rather_than_lost() {
+        let events = vec![
+            call_chunk(0, Some("call_1"), Some("bash"), "{\"command\":\"ma"),
+            finish("length"),
+        ];
+        let out = run(Shaper::new(false).with_calls(codex(&["shell"])), &events);
+        assert_eq!(
+            out,
+            vec![
+                emitted_call(0, "call_1", "bash", "{\"command\":\"ma"),
+                finish("length")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_completion_is_translated_in_place() {
+        let mut completion = json!({"id": "x", "choices": [{"index": 0, "logprobs": null, "message": {"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}},
+            {"id": "d", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+        ]}, "finish_reason": "tool_calls"}]});
+        translate_completion_json(&mut completion, codex(&["shell"]).as_ref());
+        assert_eq!(
+            completion,
+            json!({"id": "x", "choices": [{"index": 0, "logprobs": null, "message": {"role": "assistant", "content": null, "refusal": null, "tool_calls": [
+                {"id": "c", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":[\"bash\",\"-lc\",\"ls\"]}"}},
+                {"id": "d", "type": "function", "function": {"name": "read", "arguments": "{}"}}
+            ]}, "finish_reason": "tool_calls"}]})
+        );
+    }
+}

@@ -4,10 +4,12 @@
 
 mod support;
 
+mod bridge;
 mod errors;
 mod golden;
 mod opencode;
 mod passthrough;
 mod routing;
 mod shutdown;
+mod startup;
 mod titles;

@@ -61,6 +61,20 @@ fn rewrite(c: &mut Criterion) {
         );
     }
     group.finish();
+
+    let mut group = c.benchmark_group("opencode_parse_only");
+    for turns in [1usize, 10, 50] {
+        let body = Bytes::from(request(turns));
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_with_input(
+            BenchmarkId::from_parameter(format!("{turns}_turns")),
+            &body,
+            |b, body| {
+                b.iter(|| harness_proxy::harness::opencode::parse_request(body).expect("parses"));
+            },
+        );
+    }
+    group.finish();
 }
 
 fn chunk(i: usize) -> String {

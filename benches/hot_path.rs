@@ -7,6 +7,10 @@
 //! a few µs per chunk at most.
 
 use bytes::Bytes;
+
+// Measure with the allocator the binary ships with.
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use harness_proxy::config::Config;
 use harness_proxy::harness::HarnessRequest;

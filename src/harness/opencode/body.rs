@@ -26,12 +26,17 @@ pub struct StreamOptions {
 }
 
 /// Messages as opencode shapes them: `{role, content}`, assistant with calls, tool result.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum OutMessage {
     Text {
         role: &'static str,
         content: String,
+    },
+    /// Content already a JSON string token (the system message, escaped mostly ahead of time).
+    Raw {
+        role: &'static str,
+        content: Box<RawValue>,
     },
     Calls {
         role: &'static str,

@@ -38,8 +38,8 @@ const MAX_TOKENS: u32 = 32_000;
 pub struct Opencode {
     config: OpencodeConfig,
     timezone: Option<chrono_tz::Tz>,
-    system_prefix: String,
-    search_prefix: String,
+    system_prefix: system::EscapedPrefix,
+    search_prefix: system::EscapedPrefix,
     search_prompt: String,
     skills: String,
     catalog: Catalog,
@@ -95,8 +95,8 @@ impl Opencode {
         Ok(Self {
             config: config.clone(),
             timezone: config.timezone.as_deref().and_then(|tz| tz.parse().ok()),
-            system_prefix: prompts.system.trim_end().to_owned(),
-            search_prefix: prompts.search_agent.trim_end().to_owned(),
+            system_prefix: system::EscapedPrefix::new(&prompts.system),
+            search_prefix: system::EscapedPrefix::new(&prompts.search_agent),
             search_prompt: prompts.search_agent.clone(),
             skills: prompts.skills.clone(),
             catalog: Catalog::new(&prompts.tools, &platform, host)?,
@@ -164,10 +164,13 @@ impl Opencode {
         );
         let model_id =
             system::render_identity(&self.config.model_id, &request.model, &self.config.provider);
-        let system = system::system_prompt(prefix, &model_name, &model_id, &env, &skills);
+        let system = prefix.with_suffix(&system::suffix(&model_name, &model_id, &env, &skills));
 
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
-        messages.push(OutMessage::system(system));
+        messages.push(OutMessage::Raw {
+            role: "system",
+            content: system,
+        });
         messages.extend(history::convert(
             &request.messages,
             &HistoryOptions {
@@ -228,25 +231,32 @@ impl Opencode {
 
 /// Parses a Chat Completions body, saying where it is broken.
 pub fn parse_request(body: &[u8]) -> Result<ChatRequest, HarnessError> {
+    // Path tracking costs on every element, so only a failed parse is repeated with it.
+    serde_json::from_slice(body).map_err(|_| describe_parse_error(body))
+}
+
+fn describe_parse_error(body: &[u8]) -> HarnessError {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let result: Result<ChatRequest, _> = serde_path_to_error::deserialize(&mut deserializer);
-    let request = result.map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            HarnessError::InvalidJson(format!("request body is not valid JSON: {inner}"))
-        } else {
-            HarnessError::Invalid {
-                message: format!("invalid chat completions request at `{path}`: {inner}"),
-                param: None,
-                code: "invalid_request",
-            }
+    let Err(err) = result else {
+        let trailing = deserializer
+            .end()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        return HarnessError::InvalidJson(format!("request body is not valid JSON: {trailing}"));
+    };
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    if inner.is_syntax() || inner.is_eof() {
+        HarnessError::InvalidJson(format!("request body is not valid JSON: {inner}"))
+    } else {
+        HarnessError::Invalid {
+            message: format!("invalid chat completions request at `{path}`: {inner}"),
+            param: None,
+            code: "invalid_request",
         }
-    })?;
-    deserializer
-        .end()
-        .map_err(|e| HarnessError::InvalidJson(format!("request body is not valid JSON: {e}")))?;
-    Ok(request)
+    }
 }
 
 impl Harness for Opencode {

@@ -47,10 +47,19 @@ pub fn quote_prompt(text: &str) -> String {
 /// feeds, except inside the fragment `printf 'SHELL_OK\n' >`.
 #[must_use]
 pub fn normalize_newlines(json_text: &str) -> String {
+    // Every pattern holds a backslash-n or a real line feed; most texts have neither.
+    if !json_text.contains("\\n") && !json_text.contains('\n') {
+        return json_text.to_owned();
+    }
     NEWLINE_REPLACEMENTS
         .iter()
         .fold(json_text.to_owned(), |text, (find, replace)| {
-            text.replace(find, replace)
+            // `replace` allocates even when nothing matches.
+            if text.contains(find) {
+                text.replace(find, replace)
+            } else {
+                text
+            }
         })
 }
 

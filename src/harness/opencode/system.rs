@@ -25,18 +25,54 @@ pub fn system_prompt(
     env: &EnvValues,
     skills: &str,
 ) -> String {
+    let mut text = prefix.trim_end().to_owned();
+    text.push_str(&suffix(model_name, model_id, env, skills));
+    text
+}
+
+/// Everything after the prefix: identity line, `<env>` block, skills block.
+pub fn suffix(model_name: &str, model_id: &str, env: &EnvValues, skills: &str) -> String {
     format!(
-        "{prefix}\n\nYou are powered by the model named {model_name}. The exact model ID is {model_id}\n\
+        "\n\nYou are powered by the model named {model_name}. The exact model ID is {model_id}\n\
          Here is some useful information about the environment you are running in:\n<env>\n  \
          Working directory: {cwd}\n  Workspace root folder: {root}\n  Is directory a git repo: {git}\n  \
          Platform: {platform}\n  Today's date: {today}\n</env>{skills}",
-        prefix = prefix.trim_end(),
         cwd = env.cwd,
         root = env.workspace_root,
         git = env.git,
         platform = env.platform,
         today = env.today,
     )
+}
+
+/// A prefix JSON-escaped once at start-up: per request only the short suffix is escaped.
+#[derive(Debug, Clone)]
+pub struct EscapedPrefix(String);
+
+impl EscapedPrefix {
+    pub fn new(prefix: &str) -> Self {
+        Self(json_escape(prefix.trim_end()))
+    }
+
+    /// The whole system content as a JSON string token (`"…"`), equal to escaping
+    /// `system_prompt(prefix, …)` in one go.
+    pub fn with_suffix(&self, suffix: &str) -> Box<serde_json::value::RawValue> {
+        let escaped = json_escape(suffix);
+        let mut token = String::with_capacity(self.0.len() + escaped.len() + 2);
+        token.push('"');
+        token.push_str(&self.0);
+        token.push_str(&escaped);
+        token.push('"');
+        // A quoted run of escaped text is always a valid JSON string.
+        serde_json::value::RawValue::from_string(token)
+            .unwrap_or_else(|_| serde_json::value::to_raw_value("").unwrap_or_default())
+    }
+}
+
+/// serde_json's string escaping, without the surrounding quotes.
+fn json_escape(text: &str) -> String {
+    let quoted = serde_json::Value::String(text.to_owned()).to_string();
+    quoted[1..quoted.len() - 1].to_owned()
 }
 
 #[cfg(test)]
@@ -80,6 +116,15 @@ mod tests {
     fn search_agent_has_no_skills_and_no_trailing_newline() {
         let text = system_prompt("P", "n", "i", &env(), "");
         assert!(text.ends_with("Today's date: Sat Nov 29 2025\n</env>"));
+    }
+
+    #[test]
+    fn escaped_prefix_equals_escaping_the_whole_text() {
+        let prefix = "Line \"one\"\n\ttab \u{1F600} </tag>\n\n";
+        let skills = skills_block("S {cwd}\n", "/w");
+        let whole = system_prompt(prefix, "n", "i", &env(), &skills);
+        let raw = EscapedPrefix::new(prefix).with_suffix(&suffix("n", "i", &env(), &skills));
+        assert_eq!(raw.get(), serde_json::Value::String(whole).to_string());
     }
 
     #[test]

@@ -1,5 +1,9 @@
 //! What the title service needs to know about a request, whatever the harness.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
+
 use super::opencode::contextual::is_contextual;
 use crate::api::chat::{ChatRequest, Role};
 
@@ -31,10 +35,109 @@ impl ConversationFacts {
         }
     }
 
-    /// A read-only look at a body the harness forwards untouched; `None` when it is not a request.
+    /// A read-only look at a body the harness forwards untouched: borrowed strings, every field
+    /// but roles and text skipped. `None` when it is not a chat request.
     pub fn peek(body: &[u8]) -> Option<Self> {
-        serde_json::from_slice::<ChatRequest>(body)
-            .ok()
-            .map(|r| Self::from_request(&r))
+        let peek: Peek<'_> = serde_json::from_slice(body).ok()?;
+        let initial_turn = peek
+            .messages
+            .iter()
+            .all(|m| matches!(&*m.role, "system" | "developer" | "user"));
+        let first_user_text = peek
+            .messages
+            .iter()
+            .filter(|m| m.role == "user")
+            .map(|m| {
+                m.content
+                    .as_ref()
+                    .map(PeekContent::parts)
+                    .unwrap_or_default()
+            })
+            .find(|parts| !is_contextual(parts.iter().map(|p| &**p)))
+            .map(|parts| parts.concat())
+            .unwrap_or_default();
+        Some(Self {
+            model: peek.model.into_owned(),
+            initial_turn,
+            first_user_text,
+        })
+    }
+}
+
+#[derive(Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    model: Cow<'a, str>,
+    #[serde(borrow)]
+    messages: Vec<PeekMessage<'a>>,
+}
+
+#[derive(Deserialize)]
+struct PeekMessage<'a> {
+    #[serde(borrow)]
+    role: Cow<'a, str>,
+    #[serde(borrow, default)]
+    content: Option<PeekContent<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum PeekContent<'a> {
+    #[serde(borrow)]
+    Text(Cow<'a, str>),
+    #[serde(borrow)]
+    Parts(Vec<PeekPart<'a>>),
+}
+
+#[derive(Deserialize)]
+struct PeekPart<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+}
+
+impl PeekContent<'_> {
+    /// The text parts, as `Message::text_parts` sees them.
+    fn parts(&self) -> Vec<Cow<'_, str>> {
+        match self {
+            Self::Text(text) => vec![Cow::Borrowed(&**text)],
+            Self::Parts(parts) => parts
+                .iter()
+                .filter(|p| matches!(&*p.kind, "text" | "input_text" | "output_text" | ""))
+                .filter_map(|p| p.text.as_deref().map(Cow::Borrowed))
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The peek must agree with the full parse on every shape of input.
+    #[test]
+    fn peek_agrees_with_the_typed_parse() {
+        let bodies = [
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi \"there\"\n"}]}),
+            json!({"model": "m", "messages": [
+                {"role": "system", "content": "s"},
+                {"role": "user", "content": "<environment_context><cwd>/w</cwd></environment_context>"},
+                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "input_text", "text": "b"}]}
+            ]}),
+            json!({"model": "m", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": []}]}),
+            json!({"model": "m", "messages": [{"role": "developer", "content": "d"}]}),
+        ];
+        for body in bodies {
+            let bytes = serde_json::to_vec(&body).expect("json");
+            let full: ChatRequest = serde_json::from_slice(&bytes).expect("parses");
+            assert_eq!(
+                ConversationFacts::peek(&bytes),
+                Some(ConversationFacts::from_request(&full)),
+                "{body}"
+            );
+        }
+        assert_eq!(ConversationFacts::peek(b"not json"), None);
     }
 }

@@ -133,6 +133,10 @@ impl FakeUpstream {
             dropped: tx,
         };
         let app = Router::new().fallback(handle).with_state(shared);
+        // As real model servers do: no Nagle delay on small writes.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let task = tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
         });

@@ -34,8 +34,6 @@ pub enum ProxyError {
     ResourceNotFound { what: String },
     #[error("the proxy is at its limit of concurrent requests; retry shortly")]
     Overloaded,
-    #[error("the proxy is shutting down")]
-    Draining,
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
     #[error("internal error")]
@@ -70,7 +68,7 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Overloaded | Self::Draining => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::Upstream(e) => e.status(),
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -87,7 +85,6 @@ impl ProxyError {
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::Unauthorized(_) => "unauthorized",
             Self::Overloaded => "overloaded",
-            Self::Draining => "shutting_down",
             Self::Upstream(e) => e.code(),
             Self::Internal(_) => "internal_error",
         }
@@ -143,7 +140,7 @@ impl IntoResponse for ProxyError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if matches!(self, Self::Overloaded | Self::Draining) {
+        if matches!(self, Self::Overloaded) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response.extensions_mut().insert(ErrorCode(self.code()));

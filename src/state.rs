@@ -42,6 +42,8 @@ pub struct AppState(Arc<Inner>);
 pub struct Inner {
     pub config: Config,
     pub harnesses: Registry,
+    /// `harness_header`, parsed once (validated by config).
+    pub harness_header: http::HeaderName,
     pub upstream: Arc<Upstream>,
     pub titles: Arc<TitleService>,
     /// Bounds concurrent proxied requests; a permit lives as long as the response body.
@@ -74,7 +76,10 @@ impl AppState {
             store,
             upstream.clone(),
         ));
+        let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
+            .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
         Ok(Self(Arc::new(Inner {
+            harness_header,
             titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),
             config,
@@ -101,11 +106,8 @@ pub fn build_registry(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> Result<Registry, StartupError> {
     let profiles = Profiles::load(&config.clients.profiles)?;
-    let collaboration = Collaboration {
-        default_instructions: prompts.collaboration_default.clone(),
-        plan_instructions: prompts.collaboration_plan.clone(),
-        default_request_user_input: config.collaboration.default_request_user_input,
-    };
+    let collaboration =
+        Collaboration::from_prompts(prompts, config.collaboration.default_request_user_input);
     let opencode = Opencode::new(
         &config.opencode,
         prompts,

@@ -314,7 +314,7 @@ fn classify(err: &reqwest::Error) -> UpstreamError {
 
 /// The error chain as text, without the URL (which may carry credentials in userinfo).
 fn describe(err: &reqwest::Error) -> String {
-    let mut text = err.without_url_ref();
+    let mut text = failure_kind(err).to_owned();
     let mut source = std::error::Error::source(err);
     while let Some(s) = source {
         text.push_str(": ");
@@ -324,21 +324,16 @@ fn describe(err: &reqwest::Error) -> String {
     text
 }
 
-trait WithoutUrlRef {
-    fn without_url_ref(&self) -> String;
-}
-
-impl WithoutUrlRef for reqwest::Error {
-    fn without_url_ref(&self) -> String {
-        if self.is_connect() {
-            "connection failed".to_owned()
-        } else if self.is_timeout() {
-            "timed out".to_owned()
-        } else if self.is_body() || self.is_decode() {
-            "body error".to_owned()
-        } else {
-            "request error".to_owned()
-        }
+/// What kind of failure it was, in words that never include the URL.
+fn failure_kind(err: &reqwest::Error) -> &'static str {
+    if err.is_connect() {
+        "connection failed"
+    } else if err.is_timeout() {
+        "timed out"
+    } else if err.is_body() || err.is_decode() {
+        "body error"
+    } else {
+        "request error"
     }
 }
 

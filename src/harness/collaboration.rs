@@ -58,6 +58,18 @@ pub struct Collaboration {
 }
 
 impl Collaboration {
+    /// The modes as the prompts (rendered at start-up) and `collaboration.*` config define them.
+    pub fn from_prompts(
+        prompts: &crate::prompts::Prompts,
+        default_request_user_input: bool,
+    ) -> Self {
+        Self {
+            default_instructions: prompts.collaboration_default.clone(),
+            plan_instructions: prompts.collaboration_plan.clone(),
+            default_request_user_input,
+        }
+    }
+
     /// `<collaboration_mode>{instructions}</collaboration_mode>`, no added newlines.
     pub fn block(&self, mode: Mode) -> String {
         let instructions = match mode {

@@ -61,7 +61,7 @@ async fn handle(
     body: Body,
 ) -> Response {
     let name = headers
-        .get(state.config.harness_header.as_str())
+        .get(&state.harness_header)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|v| !v.is_empty())
@@ -155,8 +155,7 @@ async fn serve(
         facts,
     } = prepared;
     let rewritten = upstream_body.is_some();
-    let harness_header = state.config.harness_header.parse().unwrap_or(header::HOST);
-    let forwarded = upstream_headers(headers, &harness_header, rewritten, &id.0);
+    let forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
 
     let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
     let titled = state.titles.applies_to(harness.name());
@@ -181,7 +180,7 @@ async fn serve(
         title_url = Some(format!("/titles/{conversation}"));
         let job = TitleJob {
             first_user_text: facts.first_user_text.clone(),
-            headers: upstream_headers(headers, &harness_header, true, &id.0),
+            headers: upstream_headers(headers, &state.harness_header, true, &id.0),
             client_authorization: headers.get(header::AUTHORIZATION).cloned(),
         };
         match state.titles.order() {

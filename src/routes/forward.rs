@@ -51,11 +51,10 @@ async fn forward(
         path.push('?');
         path.push_str(query);
     }
-    let harness_header = state.config.harness_header.parse().unwrap_or(header::HOST);
     let outbound = Outbound {
         method: parts.method.clone(),
         path,
-        headers: upstream_headers(&parts.headers, &harness_header, false, &id.0),
+        headers: upstream_headers(&parts.headers, &state.harness_header, false, &id.0),
         body,
         client_authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
         dispatched: None,

@@ -29,11 +29,7 @@ fn harness(overrides: &Value) -> Opencode {
     let config: OpencodeConfig =
         serde_json::from_value(base).expect("golden config is a valid [opencode] table");
     let prompts = Prompts::load(Some(&golden_dir().join("prompts"))).expect("golden prompts load");
-    let collaboration = Collaboration {
-        default_instructions: prompts.collaboration_default.clone(),
-        plan_instructions: prompts.collaboration_plan.clone(),
-        default_request_user_input: false,
-    };
+    let collaboration = Collaboration::from_prompts(&prompts, false);
     let profiles = Profiles::load(&[]).expect("built-in profiles");
     let host = HostInfo {
         shell: None,

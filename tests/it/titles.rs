@@ -26,6 +26,20 @@ fn title_reply(title: &str) -> Reply {
     Reply::sse(&[&text_chunk(title), &finish_chunk("stop"), DONE])
 }
 
+/// A title stream that sends `before`, waits until the returned `Notify` is told, then sends
+/// `after` and ends.
+fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
+    let release = Arc::new(Notify::new());
+    let mut steps: Vec<Step> = before
+        .iter()
+        .map(|t| Step::Send(text_chunk(t).into_bytes()))
+        .collect();
+    steps.push(Step::Wait(release.clone()));
+    steps.extend(after.iter().map(|t| Step::Send(text_chunk(t).into_bytes())));
+    steps.push(Step::Send(DONE.as_bytes().to_vec()));
+    (Reply::steps(steps), release)
+}
+
 /// Title requests get `title`, everything else the hello answer.
 async fn upstream_with_title(title: Reply) -> FakeUpstream {
     FakeUpstream::start(move |r: &Recorded, _| {
@@ -181,12 +195,7 @@ async fn a_second_turn_and_a_retried_first_turn_make_no_title_request() {
 
 #[tokio::test]
 async fn concurrent_first_turns_make_one_title_request() {
-    let release = Arc::new(Notify::new());
-    let title = Reply::steps(vec![
-        Step::Send(text_chunk("Shared").into_bytes()),
-        Step::Wait(release.clone()),
-        Step::Send(DONE.as_bytes().to_vec()),
-    ]);
+    let (title, release) = held_title(&["Shared"], &[]);
     let upstream = upstream_with_title(title).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     let body = first_turn("same question");
@@ -205,28 +214,14 @@ async fn concurrent_first_turns_make_one_title_request() {
 
 #[tokio::test]
 async fn parallel_mode_does_not_wait_for_the_title() {
-    let release = Arc::new(Notify::new());
-    let title = Reply::steps(vec![
-        Step::Send(text_chunk("Slow").into_bytes()),
-        Step::Wait(release.clone()),
-        Step::Send(text_chunk(" title").into_bytes()),
-        Step::Send(DONE.as_bytes().to_vec()),
-    ]);
+    let (title, release) = held_title(&["Slow"], &[" title"]);
     let upstream = upstream_with_title(title).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     // The whole answer arrives while the title stream is still held open.
     let response = chat(&app, &first_turn("Explain the cache"), "conv-par", "k").await;
     let text = read_all(response).await;
     assert!(text.ends_with(DONE));
-    let pending = app
-        .get("/titles/conv-par")
-        .bearer_auth("k")
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let pending = app.get_json("/titles/conv-par", "k").await;
     assert_eq!(pending["status"], "pending");
     release.notify_one();
     assert_eq!(settled(&app, "conv-par", "k").await["title"], "Slow title");
@@ -234,12 +229,7 @@ async fn parallel_mode_does_not_wait_for_the_title() {
 
 #[tokio::test]
 async fn before_mode_sends_the_main_request_after_the_title_stream_ends() {
-    let release = Arc::new(Notify::new());
-    let title = Reply::steps(vec![
-        Step::Send(text_chunk("First").into_bytes()),
-        Step::Wait(release.clone()),
-        Step::Send(DONE.as_bytes().to_vec()),
-    ]);
+    let (title, release) = held_title(&["First"], &[]);
     let upstream = upstream_with_title(title).await;
     let mut config = test_config(&upstream.base_url());
     config.titles.order = TitleOrder::Before;
@@ -428,13 +418,7 @@ async fn an_upstream_401_rereads_the_key_file_and_retries_once() {
 
 #[tokio::test]
 async fn live_stream_serves_early_and_late_subscribers() {
-    let release = Arc::new(Notify::new());
-    let title = Reply::steps(vec![
-        Step::Send(text_chunk("Cache").into_bytes()),
-        Step::Wait(release.clone()),
-        Step::Send(text_chunk(" eviction bug").into_bytes()),
-        Step::Send(DONE.as_bytes().to_vec()),
-    ]);
+    let (title, release) = held_title(&["Cache"], &[" eviction bug"]);
     let upstream = upstream_with_title(title).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     read_all(
@@ -494,14 +478,7 @@ async fn live_stream_serves_early_and_late_subscribers() {
 
 #[tokio::test]
 async fn a_subscriber_joining_mid_stream_gets_what_was_streamed_first() {
-    let release = Arc::new(Notify::new());
-    let title = Reply::steps(vec![
-        Step::Send(text_chunk("Part one").into_bytes()),
-        Step::Send(text_chunk(",").into_bytes()),
-        Step::Wait(release.clone()),
-        Step::Send(text_chunk(" part two").into_bytes()),
-        Step::Send(DONE.as_bytes().to_vec()),
-    ]);
+    let (title, release) = held_title(&["Part one", ","], &[" part two"]);
     let upstream = upstream_with_title(title).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     read_all(chat(&app, &first_turn("Two parts"), "conv-mid", "k").await).await;
@@ -588,25 +565,9 @@ async fn titles_are_scoped_to_the_caller_and_admin_sees_all() {
             .map(|r| r["id"].as_str().unwrap().to_owned())
             .collect::<Vec<_>>()
     };
-    let bob: Value = app
-        .get("/titles")
-        .bearer_auth("bob-key")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let bob: Value = app.get_json("/titles", "bob-key").await;
     assert_eq!(ids(bob), ["conv-bob"]);
-    let admin: Value = app
-        .get("/titles")
-        .bearer_auth("root-token")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let admin: Value = app.get_json("/titles", "root-token").await;
     assert_eq!(ids(admin), ["conv-bob", "conv-alice"], "newest first");
     assert_eq!(
         app.get("/titles/conv-alice")
@@ -628,15 +589,7 @@ async fn listing_paginates_newest_first_with_a_cursor() {
         read_all(chat(&app, &first_turn(&format!("question {i}")), &id, "k").await).await;
         settled(&app, &id, "k").await;
     }
-    let page: Value = app
-        .get("/titles?limit=2")
-        .bearer_auth("k")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page: Value = app.get_json("/titles?limit=2", "k").await;
     let ids = |page: &Value| {
         page["data"]
             .as_array()
@@ -649,14 +602,8 @@ async fn listing_paginates_newest_first_with_a_cursor() {
     assert_eq!(page["has_more"], true);
     let cursor = page["next_before"].as_str().unwrap();
     let next: Value = app
-        .get(&format!("/titles?limit=2&before={cursor}"))
-        .bearer_auth("k")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .get_json(&format!("/titles?limit=2&before={cursor}"), "k")
+        .await;
     assert_eq!(ids(&next), ["conv-page-2", "conv-page-1"]);
     let last: Value = app
         .get(&format!(
@@ -697,15 +644,7 @@ async fn titles_survive_a_restart_with_sqlite() {
     drop(app);
 
     let restarted = TestApp::start(config).await;
-    let list: Value = restarted
-        .get("/titles")
-        .bearer_auth("k")
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let list: Value = restarted.get_json("/titles", "k").await;
     assert_eq!(list["data"][0]["id"], "conv-keep");
     assert_eq!(list["data"][0]["title"], "Persistent title");
     // Still known after the restart: a retried first turn is not titled again.
@@ -715,12 +654,7 @@ async fn titles_survive_a_restart_with_sqlite() {
 
 #[tokio::test]
 async fn shutdown_waits_for_a_running_title_and_records_it() {
-    let release = Arc::new(Notify::new());
-    let title = Reply::steps(vec![
-        Step::Send(text_chunk("Graceful").into_bytes()),
-        Step::Wait(release.clone()),
-        Step::Send(DONE.as_bytes().to_vec()),
-    ]);
+    let (title, release) = held_title(&["Graceful"], &[]);
     let upstream = upstream_with_title(title).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&upstream.base_url());

@@ -51,12 +51,6 @@ pub enum OutMessage {
 }
 
 impl OutMessage {
-    pub fn system(content: String) -> Self {
-        Self::Text {
-            role: "system",
-            content,
-        }
-    }
     pub fn user(content: String) -> Self {
         Self::Text {
             role: "user",

@@ -72,6 +72,12 @@ impl TestApp {
         self.client.get(self.url(path))
     }
 
+    /// GET `path` as the caller holding `token`, parsed as JSON.
+    pub async fn get_json(&self, path: &str, token: &str) -> serde_json::Value {
+        let response = self.get(path).bearer_auth(token).send().await.expect("GET");
+        response.json().await.expect("JSON body")
+    }
+
     /// Triggers shutdown and waits for the server to finish.
     pub async fn stop(&mut self) -> std::io::Result<()> {
         self.trigger_shutdown();

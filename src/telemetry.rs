@@ -15,8 +15,11 @@ pub fn init_logging(config: &Config) -> Result<(), String> {
             config.log_level
         )
     })?;
+    // Colour only for a person at a terminal; files and log collectors get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(ansi)
         .with_writer(std::io::stderr);
     let result = match config.log_format {
         LogFormat::Human => builder.with_target(false).try_init(),

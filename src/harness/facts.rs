@@ -14,6 +14,8 @@ pub struct ConversationFacts {
     pub initial_turn: bool,
     /// The first non-contextual user message's text (§2.2); empty when there is none.
     pub first_user_text: String,
+    /// The request is the client's own title request (opencode sends one per new session).
+    pub title_request: bool,
 }
 
 impl ConversationFacts {
@@ -32,6 +34,7 @@ impl ConversationFacts {
             model: request.model.clone(),
             initial_turn,
             first_user_text,
+            title_request: false,
         }
     }
 
@@ -60,6 +63,7 @@ impl ConversationFacts {
             model: peek.model.into_owned(),
             initial_turn,
             first_user_text,
+            title_request: false,
         })
     }
 }

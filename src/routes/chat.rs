@@ -22,13 +22,15 @@ use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::proxy::{
-    PassthroughBody, client_headers, is_event_stream, on_end, read_body, upstream_headers,
+    PassthroughBody, add_thread_headers, client_headers, is_event_stream, on_end, read_body,
+    upstream_headers,
 };
 use crate::server::RequestId;
 use crate::server::access_log::ResponseFacts;
 use crate::state::AppState;
 use crate::titles::TitleJob;
 use crate::titles::identity::{Caller, conversation_id};
+use crate::titles::observe::Observed;
 use crate::upstream::{BodyStream, Outbound, UpstreamError, UpstreamResponse};
 
 pub async fn default_route(
@@ -155,7 +157,6 @@ async fn serve(
         facts,
     } = prepared;
     let rewritten = upstream_body.is_some();
-    let forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
 
     let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
     let titled = state.titles.applies_to(harness.name());
@@ -168,9 +169,24 @@ async fn serve(
     let first_user_text = facts.as_ref().map_or("", |f| f.first_user_text.as_str());
     let conversation = conversation_id(headers, &caller.owner, first_user_text);
     exchange.conversation_id = Some(conversation.clone());
+    let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
+    if rewritten {
+        add_thread_headers(&mut forwarded, &conversation);
+    }
 
     let mut title_url = None;
     let mut wait_for_title = None;
+    // The client's own title request titles the conversation: observed, not repeated.
+    let mut observed_title = None;
+    if let Some(facts) = facts.as_ref().filter(|f| titled && f.title_request)
+        && let Some(live) = state
+            .titles
+            .claim(&caller.owner, &conversation, &facts.model, harness.name())
+            .await
+    {
+        title_url = Some(format!("/titles/{conversation}"));
+        observed_title = Some(live);
+    }
     if let Some(facts) = facts.as_ref().filter(|f| titled && f.initial_turn)
         && let Some(live) = state
             .titles
@@ -180,7 +196,12 @@ async fn serve(
         title_url = Some(format!("/titles/{conversation}"));
         let job = TitleJob {
             first_user_text: facts.first_user_text.clone(),
-            headers: upstream_headers(headers, &state.harness_header, true, &id.0),
+            headers: {
+                let mut title_headers =
+                    upstream_headers(headers, &state.harness_header, true, &id.0);
+                add_thread_headers(&mut title_headers, &conversation);
+                title_headers
+            },
             client_authorization: headers.get(header::AUTHORIZATION).cloned(),
         };
         match state.titles.order() {
@@ -214,8 +235,29 @@ async fn serve(
         client_authorization: headers.get(header::AUTHORIZATION).cloned(),
         dispatched: None,
     };
-    let upstream = state.upstream.send(outbound).await?;
+    let mut upstream = match state.upstream.send(outbound).await {
+        Ok(upstream) => upstream,
+        Err(err) => {
+            if let Some(live) = observed_title {
+                state.titles.record_observed(live, Err(err.to_string()));
+            }
+            return Err(err.into());
+        }
+    };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
+    if let Some(live) = observed_title {
+        let refused = (!upstream.status.is_success())
+            .then(|| format!("upstream answered {}", upstream.status.as_u16()));
+        let sse = is_event_stream(&upstream.headers);
+        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
+        upstream.body = Box::pin(Observed::new(
+            body,
+            state.titles.clone(),
+            live,
+            sse,
+            refused,
+        ));
+    }
     let mut response = respond(upstream, plan).await?;
     for (name, value) in response_headers {
         response.headers_mut().insert(name, value);

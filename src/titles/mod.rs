@@ -3,6 +3,7 @@
 
 pub mod identity;
 pub mod live;
+pub mod observe;
 pub mod request;
 pub mod sanitize;
 pub mod service;

@@ -150,6 +150,11 @@ impl TitleService {
             },
             () = self.cancel.cancelled() => Outcome::Failed("the proxy shut down before the title finished".to_owned()),
         };
+        self.settle(live, outcome).await;
+    }
+
+    /// Writes a title's outcome, then publishes it and retires the live entry.
+    async fn settle(&self, live: &LiveTitle, outcome: Outcome) {
         let mut record = live.record.clone();
         record.updated_at = Utc::now();
         match &outcome {
@@ -172,6 +177,25 @@ impl TitleService {
         // Publish after the store has the outcome, so a reader never finds neither.
         live.finish(outcome);
         self.live.remove(&record.owner, &record.id);
+    }
+
+    /// Records a title the client generated itself (its own title request, observed on the way
+    /// through): `raw` is the streamed text, or why there is none.
+    pub fn record_observed(self: &Arc<Self>, live: Arc<LiveTitle>, raw: Result<String, String>) {
+        let this = self.clone();
+        self.tracker.spawn(async move {
+            if let Err(err) = this.store.insert_pending(&live.record).await {
+                tracing::warn!(error = %err, "cannot record a pending title");
+            }
+            let outcome = match raw.and_then(|text| {
+                sanitize_title(&text, this.config.max_chars)
+                    .ok_or_else(|| "titler produced no text".to_owned())
+            }) {
+                Ok(title) => Outcome::Done(title),
+                Err(reason) => Outcome::Failed(reason),
+            };
+            this.settle(&live, outcome).await;
+        });
     }
 
     async fn generate(

@@ -384,3 +384,54 @@ async fn the_block_is_not_added_twice_and_unknown_modes_are_refused() {
         "{message}"
     );
 }
+
+/// Codex with gpt-5 models offers `shell_command` (a string command) instead of `shell`.
+#[tokio::test]
+async fn a_codex_agent_offering_shell_command_gets_bash_upstream_and_shell_command_back() {
+    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+        if r.is_title() {
+            Reply::sse(&[DONE])
+        } else {
+            bash_answer()
+        }
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let mut request = first_turn();
+    request["tools"] = json!([
+        {"type": "function", "name": "shell_command", "function": {"name": "shell_command", "parameters": {"type": "object",
+            "properties": {"command": {"type": "string"}, "workdir": {"type": "string"}, "timeout_ms": {"type": "number"}, "login": {"type": "boolean"}}}}},
+        {"type": "function", "function": {"name": "update_plan", "parameters": {"type": "object"}}}
+    ]);
+    let response = app
+        .post("/v1/chat/completions")
+        .header("user-agent", CODEX_UA)
+        .json(&request)
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().get("x-harness-dropped-tools").is_none());
+    let text = read_all(response).await;
+    let call = data_lines(&text)
+        .iter()
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str::<Value>(e).unwrap())
+        .find_map(|c| c["choices"][0]["delta"].get("tool_calls").cloned())
+        .expect("a tool call");
+    assert_eq!(
+        call[0]["function"],
+        json!({"name": "shell_command", "arguments": "{\"command\":\"ls -la\",\"workdir\":\"/repo\"}"})
+    );
+    let sent = upstream.main_requests()[0].json();
+    let names: Vec<&str> = sent["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["bash", "todowrite"]);
+    assert!(
+        upstream.main_requests()[0].header("thread-id").is_some(),
+        "the reference's thread headers go upstream"
+    );
+}

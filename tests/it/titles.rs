@@ -703,3 +703,116 @@ async fn a_title_still_running_when_the_grace_ends_is_recorded_as_cut_short() {
         "the proxy shut down before the title finished"
     );
 }
+
+/// opencode's own title request, as opencode 1.18 sends it.
+fn client_title_request(text: &str) -> Value {
+    json!({"model": "mock-model", "max_tokens": 32000, "stream": true, "stream_options": {"include_usage": true},
+    "messages": [
+        {"role": "system", "content": TITLE_PROMPT},
+        {"role": "user", "content": "Generate a title for this conversation:\n"},
+        {"role": "user", "content": text}
+    ]})
+}
+
+async fn opencode_client(app: &TestApp, body: &Value) -> reqwest::Response {
+    app.post("/v1/chat/completions")
+        .header(
+            "user-agent",
+            "opencode/1.18.33 ai-sdk/provider-utils/4.0.23 runtime/bun/1.3.14",
+        )
+        .header("x-session-id", "ses_0123abc")
+        .bearer_auth("oc-key")
+        .json(body)
+        .send()
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_clients_own_title_request_is_forwarded_untouched_and_becomes_the_title() {
+    let title_stream = [
+        text_chunk("Greeting"),
+        text_chunk(" check-in"),
+        finish_chunk("stop"),
+        DONE.to_owned(),
+    ];
+    let upstream = upstream_with_title(Reply::sse(
+        &title_stream.iter().map(String::as_str).collect::<Vec<_>>(),
+    ))
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+
+    let title_request = client_title_request("\"say hello\"");
+    let response = opencode_client(&app, &title_request).await;
+    assert_eq!(response.headers()["x-title-url"], "/titles/ses_0123abc");
+    assert_eq!(
+        read_all(response).await,
+        title_stream.concat(),
+        "the client's title answer is untouched"
+    );
+    let record = settled(&app, "ses_0123abc", "oc-key").await;
+    assert_eq!(
+        (record["status"].as_str(), record["title"].as_str()),
+        (Some("done"), Some("Greeting check-in"))
+    );
+
+    // The first turn itself follows; it is not titled a second time.
+    let main = opencode_client(&app, &first_turn("say hello")).await;
+    assert!(main.headers().get("x-title-url").is_none());
+    read_all(main).await;
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 2, "one title request, one main request");
+    assert_eq!(
+        requests[0].body.as_ref(),
+        serde_json::to_vec(&title_request).unwrap().as_slice()
+    );
+    assert!(!requests[1].is_title());
+}
+
+#[tokio::test]
+async fn a_refused_client_title_request_records_why() {
+    let upstream =
+        upstream_with_title(Reply::json(429, r#"{"error":{"message":"slow down"}}"#)).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let response = opencode_client(&app, &client_title_request("hi")).await;
+    assert_eq!(response.status(), 429);
+    assert_eq!(
+        response.text().await.unwrap(),
+        r#"{"error":{"message":"slow down"}}"#
+    );
+    let record = settled(&app, "ses_0123abc", "oc-key").await;
+    assert_eq!(
+        (record["status"].as_str(), record["error"].as_str()),
+        (Some("failed"), Some("upstream answered 429"))
+    );
+}
+
+#[tokio::test]
+async fn when_the_first_turn_wins_the_race_the_clients_title_request_is_only_forwarded() {
+    let (held, release) = held_title(&["Proxy"], &[" title"]);
+    // The proxy's own title request carries the reference's thread headers; the client's does not.
+    let upstream = FakeUpstream::start(move |r: &Recorded, _| {
+        match (r.is_title(), r.header("thread-id").is_some()) {
+            (true, true) => held.clone(),
+            (true, false) => title_reply("Client title"),
+            (false, _) => main_reply(),
+        }
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    read_all(opencode_client(&app, &first_turn("say hello")).await).await;
+    let late = opencode_client(&app, &client_title_request("\"say hello\"")).await;
+    assert!(
+        late.headers().get("x-title-url").is_none(),
+        "already being titled"
+    );
+    assert!(
+        read_all(late).await.contains("Client title"),
+        "the client still gets its own answer"
+    );
+    release.notify_one();
+    assert_eq!(
+        settled(&app, "ses_0123abc", "oc-key").await["title"],
+        "Proxy title"
+    );
+}

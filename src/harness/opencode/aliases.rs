@@ -23,6 +23,9 @@ pub enum Converter {
     CodexShell,
     /// Codex `update_plan` `{explanation?, plan: [{step, status}]}` ↔ opencode `todowrite`.
     CodexUpdatePlan,
+    /// Codex `shell_command` `{command: string, workdir?, timeout_ms?, login?}` ↔ opencode `bash`
+    /// (offered instead of `shell` for gpt-5 models).
+    CodexShellCommand,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -79,6 +82,7 @@ impl Profile {
             unwrap_output_json: true,
             aliases: vec![
                 alias("shell", "bash", Converter::CodexShell),
+                alias("shell_command", "bash", Converter::CodexShellCommand),
                 alias("update_plan", "todowrite", Converter::CodexUpdatePlan),
             ],
         }
@@ -92,8 +96,12 @@ impl Profile {
         self.aliases.iter().find(|a| a.client == client_tool)
     }
 
-    fn by_opencode(&self, opencode_tool: &str) -> Option<&Alias> {
-        self.aliases.iter().find(|a| a.opencode == opencode_tool)
+    /// The alias for an opencode tool: the one whose client tool was offered, when several
+    /// client tools stand for it (Codex's `shell` and `shell_command`); else the first.
+    fn by_opencode(&self, opencode_tool: &str, offered: &[String]) -> Option<&Alias> {
+        let mut candidates = self.aliases.iter().filter(|a| a.opencode == opencode_tool);
+        let first = candidates.clone().next();
+        candidates.find(|a| offered.contains(&a.client)).or(first)
     }
 
     /// The opencode tool a client tool stands for (itself when unmapped).
@@ -118,7 +126,7 @@ impl Profile {
                     .collect();
                 Some(rename_fields(args, &renames))
             }
-            Converter::CodexShell => shell_to_bash(&args),
+            Converter::CodexShell | Converter::CodexShellCommand => shell_to_bash(&args),
             Converter::CodexUpdatePlan => plan_to_todos(&args),
         });
         (
@@ -129,8 +137,13 @@ impl Profile {
 
     /// A complete call the upstream made, in the client's terms; `None` when there is no alias
     /// for it or its arguments do not translate.
-    pub fn call_to_client(&self, opencode_tool: &str, arguments: &str) -> Option<(String, String)> {
-        let alias = self.by_opencode(opencode_tool)?;
+    pub fn call_to_client(
+        &self,
+        opencode_tool: &str,
+        arguments: &str,
+        offered: &[String],
+    ) -> Option<(String, String)> {
+        let alias = self.by_opencode(opencode_tool, offered)?;
         let args = parse_object(arguments)?;
         let translated = match alias.converter {
             Converter::Identity => Value::Object(args),
@@ -143,6 +156,7 @@ impl Profile {
                 rename_fields(args, &renames)
             }
             Converter::CodexShell => bash_to_shell(&args)?,
+            Converter::CodexShellCommand => bash_to_shell_command(&args)?,
             Converter::CodexUpdatePlan => todos_to_plan(&args)?,
         };
         Some((alias.client.clone(), translated.to_string()))
@@ -154,7 +168,12 @@ impl Profile {
             && let Some(Value::String(output)) =
                 parse_object(text).and_then(|mut o| o.remove("output"))
         {
-            return output;
+            // What opencode's bash answers for a command that printed nothing.
+            return if output.is_empty() {
+                "(no output)".to_owned()
+            } else {
+                output
+            };
         }
         text.to_owned()
     }
@@ -213,6 +232,19 @@ fn bash_to_shell(args: &Map<String, Value>) -> Option<Value> {
     let command = args.get("command")?.as_str()?;
     let mut out = Map::new();
     out.insert("command".into(), json!(["bash", "-lc", command]));
+    if let Some(workdir) = args.get("workdir").filter(|w| w.is_string()) {
+        out.insert("workdir".into(), workdir.clone());
+    }
+    if let Some(timeout) = args.get("timeout").filter(|t| !t.is_null()) {
+        out.insert("timeout_ms".into(), timeout.clone());
+    }
+    Some(Value::Object(out))
+}
+
+fn bash_to_shell_command(args: &Map<String, Value>) -> Option<Value> {
+    let command = args.get("command")?.as_str()?;
+    let mut out = Map::new();
+    out.insert("command".into(), Value::String(command.to_owned()));
     if let Some(workdir) = args.get("workdir").filter(|w| w.is_string()) {
         out.insert("workdir".into(), workdir.clone());
     }
@@ -354,7 +386,7 @@ pub struct RequestCalls {
 
 impl CallMapper for RequestCalls {
     fn route(&self, name: &str) -> CallRoute {
-        if self.profile.by_opencode(name).is_some() {
+        if self.profile.by_opencode(name, &self.client_tools).is_some() {
             CallRoute::Translate
         } else if self.client_tools.iter().any(|t| t == name) {
             CallRoute::Native
@@ -364,7 +396,8 @@ impl CallMapper for RequestCalls {
     }
 
     fn to_client(&self, name: &str, arguments: &str) -> Option<(String, String)> {
-        self.profile.call_to_client(name, arguments)
+        self.profile
+            .call_to_client(name, arguments, &self.client_tools)
     }
 
     fn profile(&self) -> &str {
@@ -401,6 +434,7 @@ mod tests {
         let back = codex().call_to_client(
             "bash",
             r#"{"command":"cargo test","description":"Run tests","workdir":"/w","timeout":60000}"#,
+            &["shell".to_owned()],
         );
         assert_eq!(
             back,
@@ -409,6 +443,41 @@ mod tests {
                 r#"{"command":["bash","-lc","cargo test"],"workdir":"/w","timeout_ms":60000}"#
                     .into()
             ))
+        );
+    }
+
+    #[test]
+    fn shell_command_is_bash_with_a_string_command() {
+        let (name, args) = codex().call_to_opencode(
+            "shell_command",
+            r#"{"command":"git status","workdir":"/w","timeout_ms":1000,"login":true}"#,
+        );
+        assert_eq!(
+            (name.as_str(), args.as_str()),
+            (
+                "bash",
+                r#"{"command":"git status","workdir":"/w","timeout":1000}"#
+            )
+        );
+        let bash = r#"{"command":"ls","description":"List","timeout":5}"#;
+        let offered = ["shell_command".to_owned(), "update_plan".to_owned()];
+        assert_eq!(
+            codex().call_to_client("bash", bash, &offered),
+            Some((
+                "shell_command".into(),
+                r#"{"command":"ls","timeout_ms":5}"#.into()
+            ))
+        );
+        // A client that offered `shell` (or nothing to choose by) gets `shell`.
+        assert_eq!(
+            codex()
+                .call_to_client("bash", bash, &["shell".to_owned()])
+                .map(|c| c.0),
+            Some("shell".into())
+        );
+        assert_eq!(
+            codex().call_to_client("bash", bash, &[]).map(|c| c.0),
+            Some("shell".into())
         );
     }
 
@@ -426,6 +495,7 @@ mod tests {
         let back = codex().call_to_client(
             "todowrite",
             r#"{"todos":[{"content":"A","status":"cancelled","priority":"high"},{"content":"B","status":"pending","priority":"low"}]}"#,
+            &[],
         );
         assert_eq!(
             back,
@@ -443,9 +513,12 @@ mod tests {
             codex().call_to_opencode("shell", "not json"),
             ("bash".into(), "not json".into())
         );
-        assert_eq!(codex().call_to_client("bash", "{\"command\": 3}"), None);
         assert_eq!(
-            codex().call_to_client("read", "{}"),
+            codex().call_to_client("bash", "{\"command\": 3}", &[]),
+            None
+        );
+        assert_eq!(
+            codex().call_to_client("read", "{}", &[]),
             None,
             "no alias for read"
         );
@@ -460,6 +533,10 @@ mod tests {
         let text = r#"{"output":"total 0\n","metadata":{"exit_code":0,"duration_seconds":0.1}}"#;
         assert_eq!(codex().output_to_opencode("shell", text), "total 0\n");
         assert_eq!(codex().output_to_opencode("shell", "plain"), "plain");
+        assert_eq!(
+            codex().output_to_opencode("shell", r#"{"output":"","metadata":{"exit_code":0}}"#),
+            "(no output)"
+        );
         assert_eq!(Profile::identity().output_to_opencode("bash", text), text);
     }
 
@@ -530,7 +607,7 @@ mod tests {
             ("bash".into(), r#"{"command":"ls","workdir":"/"}"#.into())
         );
         assert_eq!(
-            mine.call_to_client("bash", r#"{"command":"ls","description":"d"}"#),
+            mine.call_to_client("bash", r#"{"command":"ls","description":"d"}"#, &[]),
             Some(("run".into(), r#"{"cmd":"ls","description":"d"}"#.into()))
         );
 

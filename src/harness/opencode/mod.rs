@@ -32,6 +32,9 @@ use crate::config::OpencodeConfig;
 use crate::prompts::Prompts;
 use crate::response::{CallMapper, Reshape, ResponsePlan};
 
+/// How opencode's title prompt opens (whatever prompt this proxy itself is configured with).
+const TITLE_PROMPT_OPENING: &str = "You are a title generator.";
+
 /// opencode's fixed output budget.
 const MAX_TOKENS: u32 = 32_000;
 
@@ -41,6 +44,8 @@ pub struct Opencode {
     system_prefix: system::EscapedPrefix,
     search_prefix: system::EscapedPrefix,
     search_prompt: String,
+    /// First line of the configured title prompt, to recognise title requests.
+    title_opening: String,
     skills: String,
     catalog: Catalog,
     profiles: Profiles,
@@ -98,10 +103,41 @@ impl Opencode {
             system_prefix: system::EscapedPrefix::new(&prompts.system),
             search_prefix: system::EscapedPrefix::new(&prompts.search_agent),
             search_prompt: prompts.search_agent.clone(),
+            title_opening: prompts
+                .title
+                .lines()
+                .next()
+                .unwrap_or(TITLE_PROMPT_OPENING)
+                .trim()
+                .to_owned(),
             skills: prompts.skills.clone(),
             catalog: Catalog::new(&prompts.tools, &platform, host)?,
             profiles,
             collaboration,
+        })
+    }
+
+    /// A client's own title request (its system prompt is the title prompt): facts naming the
+    /// text being titled, its last user message.
+    pub fn title_request(&self, request: &ChatRequest) -> Option<ConversationFacts> {
+        let is_title = request.messages.iter().any(|m| {
+            m.role == Role::System && {
+                let text = m.text();
+                let text = text.trim_start();
+                text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
+            }
+        });
+        is_title.then(|| ConversationFacts {
+            model: request.model.clone(),
+            initial_turn: false,
+            first_user_text: request
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == Role::User)
+                .map(crate::api::chat::Message::text)
+                .unwrap_or_default(),
+            title_request: true,
         })
     }
 
@@ -266,6 +302,15 @@ impl Harness for Opencode {
 
     fn prepare(&self, request: &HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         let parsed = parse_request(request.body)?;
+        if let Some(facts) = self.title_request(&parsed) {
+            // Already in opencode's form: forwarded untouched, observed for the title record.
+            return Ok(Prepared {
+                upstream_body: None,
+                response: ResponsePlan::Passthrough,
+                response_headers: Vec::new(),
+                facts: Some(facts),
+            });
+        }
         let built = self.build(parsed, request.headers, request.now)?;
         let mut response_headers = Vec::new();
         if !built.dropped_tools.is_empty()

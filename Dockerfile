@@ -3,10 +3,8 @@
 
 FROM rust:1.95-slim-bookworm AS build
 WORKDIR /src
-COPY Cargo.toml Cargo.lock ./
-COPY src ./src
-COPY prompts ./prompts
-COPY benches ./benches
+# The whole context (see .dockerignore): explicitly declared test and bench targets must exist.
+COPY . .
 RUN cargo build --release --locked --bin harness-proxy
 
 FROM debian:bookworm-slim

@@ -10,6 +10,7 @@ mod golden;
 mod opencode;
 mod passthrough;
 mod routing;
+mod secrets;
 mod shutdown;
 mod startup;
 mod titles;

@@ -168,14 +168,43 @@ impl Profile {
             && let Some(Value::String(output)) =
                 parse_object(text).and_then(|mut o| o.remove("output"))
         {
-            // What opencode's bash answers for a command that printed nothing.
-            return if output.is_empty() {
-                "(no output)".to_owned()
-            } else {
-                output
-            };
+            return plain_output(output);
+        }
+        if self.unwrap_output_json
+            && let Some(output) = codex_text_output(text)
+        {
+            return plain_output(output.to_owned());
         }
         text.to_owned()
+    }
+}
+
+/// What opencode's bash answers for a command that printed nothing.
+fn plain_output(output: String) -> String {
+    if output.is_empty() {
+        "(no output)".to_owned()
+    } else {
+        output
+    }
+}
+
+/// Codex's text form of a command result (`shell_command`): header lines such as
+/// `Exit code: 0` and `Wall time: 0.3 seconds`, then `Output:` and the output itself.
+fn codex_text_output(text: &str) -> Option<&str> {
+    let mut rest = text.strip_prefix("Exit code: ")?;
+    loop {
+        let (line, after) = rest.split_once('\n')?;
+        if line == "Output:" {
+            return Some(after);
+        }
+        let known = ["Exit code: ", "Wall time: ", "Total output lines: "]
+            .iter()
+            .any(|l| line.starts_with(l))
+            || line.bytes().all(|b| b.is_ascii_digit());
+        if !known {
+            return None;
+        }
+        rest = after;
     }
 }
 

@@ -22,8 +22,8 @@ use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::proxy::{
-    PassthroughBody, add_thread_headers, client_headers, is_event_stream, on_end, read_body,
-    upstream_headers,
+    AnswerFinished, PassthroughBody, add_thread_headers, client_headers, is_event_stream, on_end,
+    read_body, upstream_headers,
 };
 use crate::server::RequestId;
 use crate::server::access_log::ResponseFacts;
@@ -281,6 +281,17 @@ fn has_conversation_header(headers: &HeaderMap) -> bool {
 
 /// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
 async fn respond(upstream: UpstreamResponse, plan: ResponsePlan) -> Result<Response, ProxyError> {
+    let finished = AnswerFinished::default();
+    let mut response = shape(upstream, plan, &finished).await?;
+    response.extensions_mut().insert(finished);
+    Ok(response)
+}
+
+async fn shape(
+    upstream: UpstreamResponse,
+    plan: ResponsePlan,
+    finished: &AnswerFinished,
+) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
         headers,
@@ -293,7 +304,9 @@ async fn respond(upstream: UpstreamResponse, plan: ResponsePlan) -> Result<Respo
             return Ok(build(
                 status,
                 client_headers(&headers, false),
-                PassthroughBody::new(body, sse).into_body(),
+                PassthroughBody::new(body, sse)
+                    .watching(finished)
+                    .into_body(),
             ));
         }
     };
@@ -315,7 +328,7 @@ async fn respond(upstream: UpstreamResponse, plan: ResponsePlan) -> Result<Respo
                 Some(mapper) => shaper.with_calls(mapper),
                 None => shaper,
             };
-            Body::from_stream(ShapedBody::new(body, shaper))
+            Body::from_stream(ShapedBody::new(body, shaper, finished.clone()))
         } else {
             // The upstream ignored `stream: true`; turn its one JSON answer into events.
             let json = translate_json(collect(body).await?, calls.as_deref());
@@ -401,15 +414,17 @@ struct ShapedBody {
     shaper: Shaper,
     queue: VecDeque<Bytes>,
     done: bool,
+    finished: AnswerFinished,
 }
 
 impl ShapedBody {
-    fn new(inner: BodyStream, shaper: Shaper) -> Self {
+    fn new(inner: BodyStream, shaper: Shaper, finished: AnswerFinished) -> Self {
         Self {
             inner,
             shaper,
             queue: VecDeque::new(),
             done: false,
+            finished,
         }
     }
 }
@@ -421,6 +436,7 @@ impl Stream for ShapedBody {
         let this = &mut *self;
         loop {
             if let Some(bytes) = this.queue.pop_front() {
+                this.finished.note(&bytes);
                 return Poll::Ready(Some(Ok(bytes)));
             }
             if this.done {

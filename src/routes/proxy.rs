@@ -121,6 +121,33 @@ pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
     out
 }
 
+/// Set once a streamed answer carried its `finish_reason` (or `[DONE]`): a client that hangs up
+/// after that has its whole answer — Codex does so before `[DONE]` — and is not logged as a
+/// disconnect. Put in response extensions for the access log.
+#[derive(Clone, Default)]
+pub struct AnswerFinished(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl AnswerFinished {
+    pub fn note(&self, bytes: &[u8]) {
+        use std::sync::atomic::Ordering;
+        if !self.0.load(Ordering::Relaxed)
+            && [
+                &b"\"finish_reason\":\""[..],
+                b"\"finish_reason\": \"",
+                b"[DONE]",
+            ]
+            .iter()
+            .any(|marker| memchr::memmem::find(bytes, marker).is_some())
+        {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+}
+
 /// The upstream body, byte for byte. If the upstream fails mid-stream, an SSE response gets one
 /// final error event (after closing any half-sent line); any other body is cut off.
 pub struct PassthroughBody {
@@ -129,6 +156,7 @@ pub struct PassthroughBody {
     /// The last two bytes forwarded, to know whether an event boundary was reached.
     tail: [u8; 2],
     done: bool,
+    finished: Option<AnswerFinished>,
 }
 
 impl PassthroughBody {
@@ -138,7 +166,14 @@ impl PassthroughBody {
             sse,
             tail: *b"\n\n",
             done: false,
+            finished: None,
         }
+    }
+
+    /// Flags the end of a streamed answer as it passes.
+    pub fn watching(mut self, finished: &AnswerFinished) -> Self {
+        self.finished = self.sse.then(|| finished.clone());
+        self
     }
 
     pub fn into_body(self) -> Body {
@@ -160,6 +195,9 @@ impl Stream for PassthroughBody {
         }
         match self.inner.as_mut().poll_next(cx) {
             Poll::Ready(Some(Ok(chunk))) => {
+                if let Some(finished) = &self.finished {
+                    finished.note(&chunk);
+                }
                 match chunk.len() {
                     0 => {}
                     1 => self.tail = [self.tail[1], chunk[0]],

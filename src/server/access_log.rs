@@ -15,6 +15,7 @@ use http_body::{Frame, SizeHint};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::error::{ErrorCode, ProxyError};
+use crate::routes::proxy::AnswerFinished;
 use crate::state::AppState;
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID.
@@ -100,12 +101,14 @@ pub async fn access_log(mut request: Request, next: Next) -> Response {
         .extensions
         .remove::<PermitSlot>()
         .and_then(|slot| slot.0);
+    let finished = parts.extensions.get::<AnswerFinished>().cloned();
     Response::from_parts(
         parts,
         Body::new(LoggedBody {
             inner: body,
             bytes: 0,
             log: Some(log),
+            finished,
             _permit: permit,
         }),
     )
@@ -135,6 +138,8 @@ struct LoggedBody {
     inner: Body,
     bytes: u64,
     log: Option<AccessLog>,
+    /// For streamed answers: whether the answer itself was complete.
+    finished: Option<AnswerFinished>,
     _permit: Option<std::sync::Arc<OwnedSemaphorePermit>>,
 }
 
@@ -183,6 +188,8 @@ impl Drop for LoggedBody {
         // that was empty from the start may never be polled at all.
         let outcome = if http_body::Body::is_end_stream(&self.inner) {
             "complete"
+        } else if self.finished.as_ref().is_some_and(AnswerFinished::is_set) {
+            "client_closed_after_answer"
         } else {
             "client_disconnected"
         };

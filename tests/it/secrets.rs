@@ -1,11 +1,11 @@
-//! Through the real binary at debug level: no key, bearer token or Authorization value ever
-//! reaches a log line, whatever path a request takes.
+//! Through the real binary's logs: no key, bearer token or Authorization value ever reaches a log
+//! line, and the access log tells a finished answer from a dropped one.
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::sse::{DONE, text_chunk};
-use crate::support::{FakeUpstream, Recorded, Reply};
+use crate::support::binary::Proxy;
+use crate::support::sse::{DONE, USAGE_CHUNK, finish_chunk, text_chunk};
+use crate::support::{FakeUpstream, Recorded, Reply, Step};
 
 const UPSTREAM_KEY: &str = "sk-upstream-SECRET-0001";
 const CLIENT_TOKEN: &str = "client-SECRET-0002";
@@ -18,43 +18,22 @@ async fn keys_and_tokens_never_reach_the_logs() {
         _ => Reply::sse(&[&text_chunk("hi"), DONE]),
     })
     .await;
-    let port = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
     let dir = tempfile::tempdir().unwrap();
     let key_file = dir.path().join("key");
     std::fs::write(&key_file, UPSTREAM_KEY).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness-proxy"))
-        .args([
-            "serve",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--upstream",
-            &upstream.base_url(),
-        ])
-        .env_clear()
-        .env("HARNESS_PROXY__LOG_LEVEL", "debug")
-        .env("HARNESS_PROXY__LOG_FORMAT", "json")
-        .env("HARNESS_PROXY__TITLES__STORE", "memory")
-        .env("HARNESS_PROXY__UPSTREAM__API_KEY_FILE", &key_file)
-        .env("HARNESS_PROXY__AUTH__ADMIN_TOKEN", "admin-SECRET-0003")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let base = format!("http://127.0.0.1:{port}");
+    let key_file = key_file.display().to_string();
+    let proxy = Proxy::start(
+        &upstream.base_url(),
+        &[
+            ("HARNESS_PROXY__LOG_LEVEL", "debug"),
+            ("HARNESS_PROXY__LOG_FORMAT", "json"),
+            ("HARNESS_PROXY__UPSTREAM__API_KEY_FILE", &key_file),
+            ("HARNESS_PROXY__AUTH__ADMIN_TOKEN", "admin-SECRET-0003"),
+        ],
+    )
+    .await;
+    let base = proxy.base.clone();
     let client = reqwest::Client::new();
-    let mut up = false;
-    for _ in 0..200 {
-        if client.get(format!("{base}/healthz")).send().await.is_ok() {
-            up = true;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    assert!(up, "the proxy started");
     let body = serde_json::json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hello"}]});
     for harness in ["opencode", "passthrough", "nope"] {
         let response = client
@@ -84,10 +63,7 @@ async fn keys_and_tokens_never_reach_the_logs() {
         .bytes()
         .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    // SIGTERM would be the polite way; killing is enough to read what was logged so far.
-    child.kill().unwrap();
-    let output = child.wait_with_output().unwrap();
-    let logs = String::from_utf8_lossy(&output.stderr);
+    let logs = proxy.logs();
     assert!(
         logs.contains("\"request_id\""),
         "requests were logged: {logs}"
@@ -104,5 +80,89 @@ async fn keys_and_tokens_never_reach_the_logs() {
             .requests()
             .iter()
             .any(|r| r.header("authorization") == Some(&format!("Bearer {UPSTREAM_KEY}")))
+    );
+}
+
+/// The access-log `outcome` of each request, in order.
+fn outcomes(logs: &str) -> Vec<String> {
+    logs.lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|entry| entry["message"] == "request" && entry["path"] == "/v1/chat/completions")
+        .map(|entry| entry["outcome"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_client_that_hangs_up_after_its_answer_is_not_logged_as_a_disconnect() {
+    // The answer ends with finish_reason; usage and [DONE] follow a moment later (Codex hangs up
+    // in between).
+    let upstream = FakeUpstream::fixed(Reply::steps(vec![
+        Step::Send(text_chunk("hi").into_bytes()),
+        Step::Sleep(Duration::from_millis(20)),
+        Step::Send(finish_chunk("stop").into_bytes()),
+        Step::Sleep(Duration::from_millis(300)),
+        Step::Send(USAGE_CHUNK.as_bytes().to_vec()),
+        Step::Sleep(Duration::from_millis(300)),
+        Step::Send(DONE.as_bytes().to_vec()),
+    ]))
+    .await;
+    let proxy = Proxy::start(
+        &upstream.base_url(),
+        &[
+            ("HARNESS_PROXY__LOG_FORMAT", "json"),
+            ("HARNESS_PROXY__TITLES__ORDER", "off"),
+        ],
+    )
+    .await;
+    let client = reqwest::Client::new();
+    let body = serde_json::json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hello"}]});
+    for harness in ["opencode", "passthrough"] {
+        // Read up to the finish_reason, then hang up.
+        let mut response = client
+            .post(format!("{}/v1/chat/completions", proxy.base))
+            .header("x-harness", harness)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        let mut seen = String::new();
+        while !seen.contains("finish_reason\":\"stop") {
+            seen.push_str(std::str::from_utf8(&response.chunk().await.unwrap().unwrap()).unwrap());
+        }
+        drop(response);
+        // Hang up before anything finished.
+        let mut early = client
+            .post(format!("{}/v1/chat/completions", proxy.base))
+            .header("x-harness", harness)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        early.chunk().await.unwrap();
+        drop(early);
+        // And one read to the end.
+        let full = client
+            .post(format!("{}/v1/chat/completions", proxy.base))
+            .header("x-harness", harness)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        full.bytes().await.unwrap();
+    }
+    // Hang-ups are noticed at the next write, at most ~600 ms later.
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    let mut seen = outcomes(&proxy.logs());
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            "client_closed_after_answer",
+            "client_closed_after_answer",
+            "client_disconnected",
+            "client_disconnected",
+            "complete",
+            "complete"
+        ]
     );
 }

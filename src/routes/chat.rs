@@ -25,8 +25,7 @@ use crate::routes::proxy::{
     AnswerFinished, PassthroughBody, add_thread_headers, client_headers, is_event_stream, on_end,
     read_body, upstream_headers,
 };
-use crate::server::RequestId;
-use crate::server::access_log::ResponseFacts;
+use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::titles::TitleJob;
 use crate::titles::identity::{Caller, conversation_id};

@@ -11,8 +11,7 @@ use crate::error::ProxyError;
 use crate::routes::proxy::{
     PassthroughBody, client_headers, is_event_stream, read_body, upstream_headers,
 };
-use crate::server::RequestId;
-use crate::server::access_log::ResponseFacts;
+use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::upstream::Outbound;
 

@@ -5,3 +5,15 @@ pub mod forward;
 pub mod health;
 pub mod proxy;
 pub mod titles;
+
+/// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's
+/// access-log middleware in request extensions.
+#[derive(Debug, Clone)]
+pub struct RequestId(pub String);
+
+/// Facts a handler reports for the access log, via response extensions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResponseFacts {
+    pub harness: Option<&'static str>,
+    pub upstream_status: Option<u16>,
+}

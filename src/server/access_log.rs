@@ -16,18 +16,8 @@ use tokio::sync::OwnedSemaphorePermit;
 
 use crate::error::{ErrorCode, ProxyError};
 use crate::routes::proxy::AnswerFinished;
+use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
-
-/// The request's id: the client's `x-request-id` when sane, else a fresh UUID.
-#[derive(Debug, Clone)]
-pub struct RequestId(pub String);
-
-/// Facts a handler reports for the access log, via response extensions.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ResponseFacts {
-    pub harness: Option<&'static str>,
-    pub upstream_status: Option<u16>,
-}
 
 struct AccessLog {
     request_id: String,

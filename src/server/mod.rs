@@ -20,8 +20,6 @@ use crate::error::ProxyError;
 use crate::routes;
 use crate::state::AppState;
 
-pub use access_log::RequestId;
-
 pub fn router(state: AppState) -> Router {
     let proxied = Router::new()
         .route("/v1/chat/completions", post(routes::chat::default_route))

@@ -31,9 +31,16 @@ async fn in_flight_stream_finishes_after_shutdown_is_requested() {
 
     app.trigger_shutdown();
     // Readiness flips while draining; a new connection is refused once the listener is closed.
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    let fresh = reqwest::Client::new().get(app.url("/healthz")).send().await;
-    assert!(fresh.is_err(), "no new connections while draining");
+    let mut refused = false;
+    for _ in 0..100 {
+        let fresh = reqwest::Client::new().get(app.url("/healthz")).send().await;
+        if fresh.is_err() {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused, "no new connections while draining");
 
     release.notify_one();
     let rest = read_all(response).await;

@@ -132,41 +132,26 @@ fn bench(c: &mut Criterion) {
         request.send()
     };
 
-    let mut group = c.benchmark_group("unary");
-    group.measurement_time(Duration::from_secs(5));
-    for (name, url, harness) in &targets {
-        group.bench_function(*name, |b| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    send(url, *harness, false)
-                        .await
-                        .expect("send")
-                        .bytes()
-                        .await
-                        .expect("body")
-                })
+    // Whole answers: a unary request, then a 100-event stream read to the end.
+    for (group_name, stream) in [("unary", false), ("stream_100", true)] {
+        let mut group = c.benchmark_group(group_name);
+        group.measurement_time(Duration::from_secs(5));
+        for (name, url, harness) in &targets {
+            group.bench_function(*name, |b| {
+                b.iter(|| {
+                    runtime.block_on(async {
+                        send(url, *harness, stream)
+                            .await
+                            .expect("send")
+                            .bytes()
+                            .await
+                            .expect("body")
+                    })
+                });
             });
-        });
+        }
+        group.finish();
     }
-    group.finish();
-
-    let mut group = c.benchmark_group("stream_100");
-    group.measurement_time(Duration::from_secs(5));
-    for (name, url, harness) in &targets {
-        group.bench_function(*name, |b| {
-            b.iter(|| {
-                runtime.block_on(async {
-                    send(url, *harness, true)
-                        .await
-                        .expect("send")
-                        .bytes()
-                        .await
-                        .expect("body")
-                })
-            });
-        });
-    }
-    group.finish();
 
     let mut group = c.benchmark_group("first_event");
     group.measurement_time(Duration::from_secs(5));

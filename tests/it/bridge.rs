@@ -57,6 +57,18 @@ fn bash_answer() -> Reply {
     ])
 }
 
+/// Empty titles; every other request answered with the fragmented `bash` call.
+async fn bash_upstream() -> FakeUpstream {
+    FakeUpstream::start(|r: &Recorded, _| {
+        if r.is_title() {
+            Reply::sse(&[DONE])
+        } else {
+            bash_answer()
+        }
+    })
+    .await
+}
+
 fn first_turn() -> Value {
     json!({
         "model": "mock-model",
@@ -173,14 +185,7 @@ async fn a_codex_agent_gets_a_shell_call_and_its_follow_up_reaches_the_upstream_
 
 #[tokio::test]
 async fn a_non_streaming_codex_request_gets_the_translated_call() {
-    let upstream = FakeUpstream::start(|r: &Recorded, _| {
-        if r.is_title() {
-            Reply::sse(&[DONE])
-        } else {
-            bash_answer()
-        }
-    })
-    .await;
+    let upstream = bash_upstream().await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     let mut request = first_turn();
     request["stream"] = json!(false);
@@ -201,14 +206,7 @@ async fn a_non_streaming_codex_request_gets_the_translated_call() {
 
 #[tokio::test]
 async fn an_opencode_client_gets_the_stream_byte_for_byte() {
-    let upstream = FakeUpstream::start(|r: &Recorded, _| {
-        if r.is_title() {
-            Reply::sse(&[DONE])
-        } else {
-            bash_answer()
-        }
-    })
-    .await;
+    let upstream = bash_upstream().await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     let mut request = first_turn();
     request["stream_options"] = json!({"include_usage": true});
@@ -388,14 +386,7 @@ async fn the_block_is_not_added_twice_and_unknown_modes_are_refused() {
 /// Codex with gpt-5 models offers `shell_command` (a string command) instead of `shell`.
 #[tokio::test]
 async fn a_codex_agent_offering_shell_command_gets_bash_upstream_and_shell_command_back() {
-    let upstream = FakeUpstream::start(|r: &Recorded, _| {
-        if r.is_title() {
-            Reply::sse(&[DONE])
-        } else {
-            bash_answer()
-        }
-    })
-    .await;
+    let upstream = bash_upstream().await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     let mut request = first_turn();
     request["tools"] = json!([

@@ -116,38 +116,27 @@ async fn a_client_that_hangs_up_after_its_answer_is_not_logged_as_a_disconnect()
     .await;
     let client = reqwest::Client::new();
     let body = serde_json::json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hello"}]});
-    for harness in ["opencode", "passthrough"] {
-        // Read up to the finish_reason, then hang up.
-        let mut response = client
+    let chat = |harness: &str| {
+        client
             .post(format!("{}/v1/chat/completions", proxy.base))
             .header("x-harness", harness)
             .json(&body)
             .send()
-            .await
-            .unwrap();
+    };
+    for harness in ["opencode", "passthrough"] {
+        // Read up to the finish_reason, then hang up.
+        let mut response = chat(harness).await.unwrap();
         let mut seen = String::new();
         while !seen.contains("finish_reason\":\"stop") {
             seen.push_str(std::str::from_utf8(&response.chunk().await.unwrap().unwrap()).unwrap());
         }
         drop(response);
         // Hang up before anything finished.
-        let mut early = client
-            .post(format!("{}/v1/chat/completions", proxy.base))
-            .header("x-harness", harness)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let mut early = chat(harness).await.unwrap();
         early.chunk().await.unwrap();
         drop(early);
         // And one read to the end.
-        let full = client
-            .post(format!("{}/v1/chat/completions", proxy.base))
-            .header("x-harness", harness)
-            .json(&body)
-            .send()
-            .await
-            .unwrap();
+        let full = chat(harness).await.unwrap();
         full.bytes().await.unwrap();
     }
     // Hang-ups are noticed at the next write, at most ~600 ms later; leave room for a busy machine.

@@ -87,7 +87,8 @@ pub struct Message {
 
 impl Message {
     /// The §1.3 text extraction: every text part concatenated without separator; images dropped.
-    pub fn text(&self) -> String {
+    /// Borrowed when the content is one string (the common case), so reading it copies nothing.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
         self.content.as_ref().map(Content::text).unwrap_or_default()
     }
 
@@ -110,10 +111,12 @@ pub enum Content {
 }
 
 impl Content {
-    pub fn text(&self) -> String {
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {
-            Self::Text(text) => text.clone(),
-            Self::Parts(parts) => parts.iter().filter_map(ContentPart::text).collect(),
+            Self::Text(text) => std::borrow::Cow::Borrowed(text),
+            Self::Parts(parts) => {
+                std::borrow::Cow::Owned(parts.iter().filter_map(ContentPart::text).collect())
+            }
         }
     }
 }

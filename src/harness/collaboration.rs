@@ -90,7 +90,7 @@ impl Collaboration {
         let present = request
             .messages
             .iter()
-            .any(|m| m.role == Role::Developer && m.text() == block);
+            .any(|m| m.role == Role::Developer && *m.text() == *block);
         if !present {
             let developer = Message {
                 role: Role::Developer,

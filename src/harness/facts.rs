@@ -28,7 +28,7 @@ impl ConversationFacts {
             .messages
             .iter()
             .find(|m| m.role == Role::User && !is_contextual(m.text_parts()))
-            .map(crate::api::chat::Message::text)
+            .map(|m| m.text().into_owned())
             .unwrap_or_default();
         Self {
             model: request.model.clone(),

@@ -12,11 +12,14 @@ pub enum Flavour {
 
 impl Flavour {
     /// `system_texts` are the client's system messages in order. Search agent is tested first.
-    pub fn detect(system_texts: &[String], search_prompt: &str) -> Self {
+    pub fn detect<S: AsRef<str>>(system_texts: &[S], search_prompt: &str) -> Self {
         let search = search_prompt.trim_end();
-        let joined = system_texts.join("\n");
+        let texts: Vec<&str> = system_texts.iter().map(AsRef::as_ref).collect();
+        // Joined only when there is more than one: the common single prompt is compared in place.
+        let joined = (texts.len() > 1).then(|| texts.join("\n"));
         let matches = |wanted: &str| {
-            joined.trim_end() == wanted || system_texts.iter().any(|t| t.trim_end() == wanted)
+            joined.as_deref().is_some_and(|j| j.trim_end() == wanted)
+                || texts.iter().any(|t| t.trim_end() == wanted)
         };
         if matches(search) {
             Self::SearchAgent

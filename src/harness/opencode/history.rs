@@ -53,7 +53,7 @@ pub fn convert(messages: &[Message], options: &HistoryOptions<'_>) -> Vec<OutMes
                 let content = if options.quote_user {
                     quote_prompt(&text)
                 } else {
-                    text
+                    text.into_owned()
                 };
                 c.out.push(OutMessage::user(content));
             }
@@ -61,7 +61,7 @@ pub fn convert(messages: &[Message], options: &HistoryOptions<'_>) -> Vec<OutMes
                 c.discard();
                 let text = message.text();
                 if !text.is_empty() {
-                    c.out.push(OutMessage::user(text));
+                    c.out.push(OutMessage::user(text.into_owned()));
                 }
             }
             Role::Tool => c.tool_output(message),
@@ -90,7 +90,7 @@ impl Converter<'_> {
                     self.out.push(OutMessage::assistant(previous));
                 }
             }
-            self.pending_text = Some(text);
+            self.pending_text = Some(text.into_owned());
         }
         for call in message.tool_calls.iter().flatten() {
             let client_name = call.function.name.as_str();

@@ -135,7 +135,7 @@ impl Opencode {
                 .iter()
                 .rev()
                 .find(|m| m.role == Role::User)
-                .map(crate::api::chat::Message::text)
+                .map(|m| m.text().into_owned())
                 .unwrap_or_default(),
             title_request: true,
         })
@@ -155,7 +155,7 @@ impl Opencode {
             self.collaboration.apply(mode, &mut request);
         }
         let request = &request;
-        let system_texts: Vec<String> = request
+        let system_texts: Vec<std::borrow::Cow<'_, str>> = request
             .messages
             .iter()
             .filter(|m| m.role == Role::System)
@@ -165,7 +165,7 @@ impl Opencode {
 
         // The client's own prompt may say where it runs: system and developer text, and the
         // contextual user messages (Codex's `<environment_context>`), never the user's own words.
-        let prompt_texts: Vec<String> = request
+        let prompt_texts: Vec<std::borrow::Cow<'_, str>> = request
             .messages
             .iter()
             .filter(|m| match m.role {
@@ -177,7 +177,7 @@ impl Opencode {
             .collect();
         let env = env::resolve(
             env::Partial::from_headers(headers),
-            env::Partial::from_client_texts(prompt_texts.iter().map(String::as_str)),
+            env::Partial::from_client_texts(prompt_texts.iter().map(AsRef::as_ref)),
             env::Partial::from_config(&self.config),
             now,
             self.timezone,

@@ -14,13 +14,7 @@ async fn unreachable_upstream_is_502() {
     };
     let app = TestApp::start(test_config(&format!("http://127.0.0.1:{port}/v1"))).await;
     for harness in ["passthrough", "opencode"] {
-        let response = app
-            .post("/v1/chat/completions")
-            .header("x-harness", harness)
-            .json(&chat_body(true))
-            .send()
-            .await
-            .unwrap();
+        let response = app.chat(harness, &chat_body(true)).await;
         let (status, code, _) = error_of(response).await;
         assert_eq!(
             (status, code.as_str()),
@@ -36,13 +30,7 @@ async fn upstream_silent_before_the_head_is_504() {
     let mut config = test_config(&upstream.base_url());
     config.upstream.first_byte_timeout = Duration::from_millis(300);
     let app = TestApp::start(config).await;
-    let response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "passthrough")
-        .json(&chat_body(true))
-        .send()
-        .await
-        .unwrap();
+    let response = app.chat("passthrough", &chat_body(true)).await;
     let (status, code, _) = error_of(response).await;
     assert_eq!((status, code.as_str()), (504, "upstream_timeout"));
 }
@@ -60,13 +48,7 @@ async fn a_cut_mid_stream_ends_with_one_error_event() {
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     for harness in ["passthrough", "opencode"] {
-        let response = app
-            .post("/v1/chat/completions")
-            .header("x-harness", harness)
-            .json(&chat_body(true))
-            .send()
-            .await
-            .unwrap();
+        let response = app.chat(harness, &chat_body(true)).await;
         assert_eq!(response.status(), 200);
         let text = read_all(response).await;
         assert!(
@@ -93,13 +75,7 @@ async fn idle_upstream_mid_stream_ends_with_a_timeout_event() {
     let mut config = test_config(&upstream.base_url());
     config.upstream.idle_timeout = Duration::from_millis(300);
     let app = TestApp::start(config).await;
-    let response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "passthrough")
-        .json(&chat_body(true))
-        .send()
-        .await
-        .unwrap();
+    let response = app.chat("passthrough", &chat_body(true)).await;
     let text = read_all(response).await;
     let last: serde_json::Value = serde_json::from_str(&data_lines(&text).pop().unwrap()).unwrap();
     assert_eq!(last["error"]["code"], "upstream_timeout");
@@ -115,13 +91,7 @@ async fn client_disconnect_cancels_the_upstream_request() {
     let upstream = FakeUpstream::fixed(Reply::steps(steps)).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     for harness in ["passthrough", "opencode"] {
-        let mut response = app
-            .post("/v1/chat/completions")
-            .header("x-harness", harness)
-            .json(&chat_body(true))
-            .send()
-            .await
-            .unwrap();
+        let mut response = app.chat(harness, &chat_body(true)).await;
         let first = response.chunk().await.unwrap().expect("a first chunk");
         assert!(!first.is_empty());
         drop(response);
@@ -138,13 +108,7 @@ async fn client_disconnect_cancels_the_upstream_request() {
 async fn unknown_harness_lists_the_known_ones() {
     let upstream = FakeUpstream::fixed(Reply::json(200, "{}")).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    let response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "nope")
-        .json(&chat_body(false))
-        .send()
-        .await
-        .unwrap();
+    let response = app.chat("nope", &chat_body(false)).await;
     let (status, code, message) = error_of(response).await;
     assert_eq!((status, code.as_str()), (400, "unknown_harness"));
     assert!(

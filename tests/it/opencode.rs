@@ -114,13 +114,7 @@ async fn usage_chunk_is_kept_when_the_client_asks_for_it() {
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     let mut request = agent_request(true);
     request["stream_options"] = json!({"include_usage": true});
-    let response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "opencode")
-        .json(&request)
-        .send()
-        .await
-        .unwrap();
+    let response = app.chat("opencode", &request).await;
     assert_eq!(read_all(response).await, hello_stream().concat());
 }
 
@@ -128,13 +122,7 @@ async fn usage_chunk_is_kept_when_the_client_asks_for_it() {
 async fn non_streaming_client_gets_one_folded_completion() {
     let upstream = FakeUpstream::fixed(hello_upstream()).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    let response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "opencode")
-        .json(&agent_request(false))
-        .send()
-        .await
-        .unwrap();
+    let response = app.chat("opencode", &agent_request(false)).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["content-type"], "application/json");
     let body: serde_json::Value = response.json().await.unwrap();
@@ -158,13 +146,7 @@ async fn an_error_event_inside_the_stream_fails_a_non_streaming_request() {
     ]))
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    let response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "opencode")
-        .json(&agent_request(false))
-        .send()
-        .await
-        .unwrap();
+    let response = app.chat("opencode", &agent_request(false)).await;
     let (status, code, message) = crate::support::error_of(response).await;
     assert_eq!((status, code.as_str()), (502, "upstream_interrupted"));
     assert!(message.contains("model overloaded"), "{message}");
@@ -179,13 +161,7 @@ async fn an_upstream_that_ignores_stream_true_still_streams_to_the_client() {
     });
     let upstream = FakeUpstream::fixed(Reply::json(200, &completion.to_string())).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    let response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "opencode")
-        .json(&agent_request(true))
-        .send()
-        .await
-        .unwrap();
+    let response = app.chat("opencode", &agent_request(true)).await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let lines = data_lines(&read_all(response).await);
     assert_eq!(lines.len(), 2, "{lines:?}");
@@ -195,13 +171,7 @@ async fn an_upstream_that_ignores_stream_true_still_streams_to_the_client() {
     assert_eq!(lines[1], "[DONE]");
 
     // And a non-streaming client gets the JSON as it was.
-    let response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "opencode")
-        .json(&agent_request(false))
-        .send()
-        .await
-        .unwrap();
+    let response = app.chat("opencode", &agent_request(false)).await;
     let body: serde_json::Value = response.json().await.unwrap();
     assert_eq!(body, completion);
 }

@@ -102,13 +102,7 @@ async fn upstream_4xx_and_5xx_pass_through_with_their_bodies() {
         let upstream = FakeUpstream::fixed(Reply::json(status, body)).await;
         let app = TestApp::start(test_config(&upstream.base_url())).await;
         for harness in ["passthrough", "opencode"] {
-            let response = app
-                .post("/v1/chat/completions")
-                .header("x-harness", harness)
-                .json(&crate::support::chat_body(true))
-                .send()
-                .await
-                .unwrap();
+            let response = app.chat(harness, &crate::support::chat_body(true)).await;
             assert_eq!(response.status().as_u16(), status, "{harness}");
             assert_eq!(response.text().await.unwrap(), body, "{harness}");
         }

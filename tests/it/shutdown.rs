@@ -19,13 +19,7 @@ async fn in_flight_stream_finishes_after_shutdown_is_requested() {
     ]))
     .await;
     let mut app = TestApp::start(test_config(&upstream.base_url())).await;
-    let mut response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "passthrough")
-        .json(&chat_body(true))
-        .send()
-        .await
-        .unwrap();
+    let mut response = app.chat("passthrough", &chat_body(true)).await;
     let first = response.chunk().await.unwrap().unwrap();
     assert_eq!(first.as_ref(), text_chunk("before").as_bytes());
 
@@ -63,13 +57,7 @@ async fn grace_period_bounds_a_stream_that_never_ends() {
     let mut config = test_config(&upstream.base_url());
     config.shutdown_grace = Duration::from_millis(300);
     let mut app = TestApp::start(config).await;
-    let mut response = app
-        .post("/v1/chat/completions")
-        .header("x-harness", "passthrough")
-        .json(&chat_body(true))
-        .send()
-        .await
-        .unwrap();
+    let mut response = app.chat("passthrough", &chat_body(true)).await;
     response.chunk().await.unwrap();
     let started = std::time::Instant::now();
     let result = tokio::time::timeout(Duration::from_secs(5), app.stop())

@@ -277,13 +277,7 @@ async fn off_mode_and_passthrough_make_no_title() {
     assert!(response.headers().get("x-title-url").is_none());
     read_all(response).await;
     let app2 = TestApp::start(test_config(&upstream.base_url())).await;
-    let response = app2
-        .post("/v1/chat/completions")
-        .header("x-harness", "passthrough")
-        .json(&first_turn("hello there"))
-        .send()
-        .await
-        .unwrap();
+    let response = app2.chat("passthrough", &first_turn("hello there")).await;
     let conversation = response.headers()["x-conversation-id"]
         .to_str()
         .unwrap()

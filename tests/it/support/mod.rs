@@ -73,6 +73,15 @@ impl TestApp {
         self.client.get(self.url(path))
     }
 
+    /// POST a chat request through harness `harness`.
+    pub async fn chat(&self, harness: &str, body: &serde_json::Value) -> reqwest::Response {
+        let request = self
+            .post("/v1/chat/completions")
+            .header("x-harness", harness)
+            .json(body);
+        request.send().await.expect("POST /v1/chat/completions")
+    }
+
     /// GET `path` as the caller holding `token`, parsed as JSON.
     pub async fn get_json(&self, path: &str, token: &str) -> serde_json::Value {
         let response = self.get(path).bearer_auth(token).send().await.expect("GET");

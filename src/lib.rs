@@ -7,6 +7,8 @@
 //! - `routes`: thin handlers — `chat` (the proxied call), `forward` (other `/v1/*`), `health`.
 //! - `harness`: pure, synchronous request rewriting behind the `Harness` trait (`passthrough`,
 //!   `opencode`); no I/O, no axum.
+//! - `protocols`: client protocols (Chat, Responses, Messages) → Chat Completions and the answer
+//!   events back into each protocol's stream.
 //! - `response`: pure response shaping for rewritten requests (stream filter, fold, synthetic SSE).
 //! - `upstream`: the only HTTP client of the model server.
 //! - `sse`: split-safe SSE codec. `api`: OpenAI wire types. `error`: `ProxyError` → OpenAI error.
@@ -20,6 +22,7 @@ pub mod config;
 pub mod error;
 pub mod harness;
 pub mod prompts;
+pub mod protocols;
 pub mod response;
 pub mod routes;
 pub mod server;

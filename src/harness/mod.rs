@@ -52,6 +52,11 @@ pub struct Prepared {
 
 pub trait Harness: Send + Sync {
     fn name(&self) -> &'static str;
+    /// Whether this harness rebuilds requests. One that does not (`passthrough`) gets the client's
+    /// bytes in whatever protocol it spoke, sent to the upstream path of that protocol.
+    fn rewrites(&self) -> bool {
+        true
+    }
     fn prepare(&self, request: &HarnessRequest<'_>) -> Result<Prepared, HarnessError>;
 }
 

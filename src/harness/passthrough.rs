@@ -10,6 +10,10 @@ impl Harness for Passthrough {
         "passthrough"
     }
 
+    fn rewrites(&self) -> bool {
+        false
+    }
+
     fn prepare(&self, _request: &HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         Ok(Prepared {
             upstream_body: None,

@@ -19,6 +19,7 @@ use crate::api::error::sse_error_event;
 use crate::config::TitleOrder;
 use crate::error::ProxyError;
 use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
+use crate::protocols::{ClientProtocol, Inbound, Renderer};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::proxy::{
@@ -39,7 +40,7 @@ pub async fn default_route(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    handle(state, None, id, query, headers, body).await
+    handle(state, None, id, query, headers, body, Front::CHAT).await
 }
 
 pub async fn path_route(
@@ -50,16 +51,38 @@ pub async fn path_route(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
-    handle(state, Some(name), id, query, headers, body).await
+    handle(state, Some(name), id, query, headers, body, Front::CHAT).await
 }
 
-async fn handle(
+/// The client protocol a route serves, and how its requests become Chat Completions requests.
+#[derive(Clone, Copy)]
+pub struct Front {
+    pub protocol: ClientProtocol,
+    /// `None` for Chat Completions itself.
+    pub parse: Option<ParseFn>,
+}
+
+/// An inbound adapter's entry point: the client's body and headers → a Chat Completions request.
+pub type ParseFn = fn(&Bytes, &HeaderMap) -> Result<Inbound, ProxyError>;
+
+impl Front {
+    pub const CHAT: Self = Self {
+        protocol: ClientProtocol::Chat,
+        parse: None,
+    };
+}
+
+/// The one pipeline every client protocol goes through: pick the harness, parse the client's
+/// protocol into a Chat Completions request, let the harness rebuild it, send it, and render the
+/// answer in the client's protocol.
+pub async fn handle(
     state: AppState,
     path_harness: Option<String>,
     id: RequestId,
     query: Option<String>,
     headers: HeaderMap,
     body: Body,
+    front: Front,
 ) -> Response {
     let name = headers
         .get(&state.harness_header)
@@ -84,16 +107,13 @@ async fn handle(
         conversation_id: None,
         deferred_title: None,
     };
-    let result = serve(
-        &state,
-        harness.as_ref(),
-        &id,
+    let incoming = Incoming {
+        id: &id,
         query,
-        &headers,
-        body,
-        &mut exchange,
-    )
-    .await;
+        headers: &headers,
+        front,
+    };
+    let result = serve(&state, harness.as_ref(), incoming, body, &mut exchange).await;
     let mut response = match result {
         Ok(response) => response,
         Err(err) => err.into_response(),
@@ -135,19 +155,52 @@ struct DeferredTitle {
 /// pooled connection it takes microseconds; a fresh TLS connection must not delay the answer long.
 const TITLE_DISPATCH_WAIT: Duration = Duration::from_millis(500);
 
+/// What the client sent, as the pipeline sees it.
+struct Incoming<'a> {
+    id: &'a RequestId,
+    query: Option<String>,
+    headers: &'a HeaderMap,
+    front: Front,
+}
+
 async fn serve(
     state: &AppState,
     harness: &dyn crate::harness::Harness,
-    id: &RequestId,
-    query: Option<String>,
-    headers: &HeaderMap,
+    incoming: Incoming<'_>,
     body: Body,
     exchange: &mut Exchange,
 ) -> Result<Response, ProxyError> {
+    let Incoming {
+        id,
+        query,
+        headers,
+        front,
+    } = incoming;
     let body = read_body(headers, body, state.config.limits.max_body_bytes).await?;
+    // A rewriting harness gets every protocol as Chat Completions; passthrough gets the bytes.
+    let inbound = match front.parse {
+        Some(parse) if harness.rewrites() => Some(parse(&body, headers)?),
+        _ => None,
+    };
+    let profiled_headers;
+    let (body, harness_headers) = match &inbound {
+        Some(inbound) => {
+            let headers = match inbound.client_profile {
+                Some(profile) if !headers.contains_key("x-harness-client") => {
+                    let mut with_profile = headers.clone();
+                    with_profile.insert("x-harness-client", HeaderValue::from_static(profile));
+                    profiled_headers = with_profile;
+                    &profiled_headers
+                }
+                _ => headers,
+            };
+            (inbound.chat_body.clone(), headers)
+        }
+        None => (body, headers),
+    };
     let prepared = harness.prepare(&HarnessRequest {
         body: &body,
-        headers,
+        headers: harness_headers,
         now: chrono::Utc::now(),
     })?;
     let Prepared {
@@ -160,9 +213,10 @@ async fn serve(
 
     let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
     let titled = state.titles.applies_to(harness.name());
-    // Passthrough does not parse; peek only when an id must be derived or a title may be due.
+    // Passthrough does not parse; peek only when an id must be derived or a title may be due
+    // (and only Chat Completions bodies: other protocols passed through are not read).
     let facts = facts.or_else(|| {
-        (titled || !has_conversation_header(headers))
+        (front.protocol == ClientProtocol::Chat && (titled || !has_conversation_header(headers)))
             .then(|| ConversationFacts::peek(&body))
             .flatten()
     });
@@ -223,9 +277,14 @@ async fn serve(
         .await;
     }
 
+    // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
+    let upstream_path = match inbound {
+        Some(_) => ClientProtocol::Chat.upstream_path(),
+        None => front.protocol.upstream_path(),
+    };
     let path = match query {
-        Some(q) => format!("/chat/completions?{q}"),
-        None => "/chat/completions".to_owned(),
+        Some(q) => format!("{upstream_path}?{q}"),
+        None => upstream_path.to_owned(),
     };
     let outbound = Outbound {
         method: Method::POST,
@@ -258,9 +317,35 @@ async fn serve(
             refused,
         ));
     }
-    let mut response = respond(upstream, plan).await?;
+    let (render, dropped) = match inbound {
+        Some(inbound) => (
+            Some((inbound.renderer, inbound.client_stream)),
+            inbound.dropped_tools,
+        ),
+        None => (None, Vec::new()),
+    };
+    let mut response = respond(upstream, plan, render).await?;
     for (name, value) in response_headers {
         response.headers_mut().insert(name, value);
+    }
+    if !dropped.is_empty() {
+        let mut list = response
+            .headers()
+            .get("x-harness-dropped-tools")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+            .unwrap_or_default();
+        for name in dropped {
+            if !list.is_empty() {
+                list.push_str(", ");
+            }
+            list.push_str(&name);
+        }
+        if let Ok(value) = HeaderValue::from_str(&list) {
+            response
+                .headers_mut()
+                .insert("x-harness-dropped-tools", value);
+        }
     }
     if let Some(url) = title_url.and_then(|u| HeaderValue::from_str(&u).ok()) {
         response.headers_mut().insert("x-title-url", url);
@@ -280,9 +365,19 @@ fn has_conversation_header(headers: &HeaderMap) -> bool {
 }
 
 /// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
-async fn respond(upstream: UpstreamResponse, plan: ResponsePlan) -> Result<Response, ProxyError> {
+async fn respond(
+    upstream: UpstreamResponse,
+    plan: ResponsePlan,
+    render: Option<(Box<dyn Renderer>, bool)>,
+) -> Result<Response, ProxyError> {
     let finished = AnswerFinished::default();
-    let mut response = shape(upstream, plan, &finished).await?;
+    let mut response = match render {
+        Some((renderer, client_stream)) => {
+            crate::routes::render::render(upstream, plan, renderer, client_stream, &finished)
+                .await?
+        }
+        None => shape(upstream, plan, &finished).await?,
+    };
     response.extensions_mut().insert(finished);
     Ok(response)
 }
@@ -359,7 +454,7 @@ async fn shape(
 }
 
 /// A JSON completion with its tool calls translated; bytes untouched when nothing maps.
-fn translate_json(json: Bytes, calls: Option<&dyn CallMapper>) -> Bytes {
+pub(crate) fn translate_json(json: Bytes, calls: Option<&dyn CallMapper>) -> Bytes {
     let Some(mapper) = calls else { return json };
     match serde_json::from_slice::<serde_json::Value>(&json) {
         Ok(mut completion) => {
@@ -370,14 +465,14 @@ fn translate_json(json: Bytes, calls: Option<&dyn CallMapper>) -> Bytes {
     }
 }
 
-fn build(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
+pub(crate) fn build(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
     let mut response = Response::new(body);
     *response.status_mut() = status;
     *response.headers_mut() = headers;
     response
 }
 
-async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
+pub(crate) async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
     let mut out = Vec::new();
     while let Some(chunk) = body.next().await {
         out.extend_from_slice(&chunk?);
@@ -409,7 +504,7 @@ fn fold_error(err: FoldError) -> ProxyError {
 }
 
 /// A reshaped SSE body: upstream chunks in, shaped events out, one error event if the upstream fails.
-struct ShapedBody {
+pub(crate) struct ShapedBody {
     inner: BodyStream,
     shaper: Shaper,
     queue: VecDeque<Bytes>,
@@ -418,7 +513,7 @@ struct ShapedBody {
 }
 
 impl ShapedBody {
-    fn new(inner: BodyStream, shaper: Shaper, finished: AnswerFinished) -> Self {
+    pub(crate) fn new(inner: BodyStream, shaper: Shaper, finished: AnswerFinished) -> Self {
         Self {
             inner,
             shaper,

@@ -1,0 +1,373 @@
+//! The answer as a protocol-neutral stream of events, read from the (already shaped) upstream
+//! Chat Completions stream. Every client protocol renders these events in its own shape; no
+//! renderer ever parses a chat chunk itself.
+//!
+//! Order guaranteed to renderers: `Text`/`Reasoning`/tool-call events in upstream order; a tool
+//! call's `ToolCallStart` comes before its `ToolCallArguments`, and every started call gets one
+//! `ToolCallEnd` before `Finish`; exactly one terminal event (`Finish` or `Error`) ends the stream.
+
+use crate::api::stream::Chunk;
+use crate::sse::Decoder;
+
+/// Why the model stopped, in Chat Completions terms (each protocol maps it to its own words).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FinishReason {
+    Stop,
+    Length,
+    ToolCalls,
+    ContentFilter,
+    /// Any other value the upstream sent, kept verbatim.
+    Other(String),
+}
+
+impl FinishReason {
+    pub fn parse(reason: &str) -> Self {
+        match reason {
+            "stop" => Self::Stop,
+            "length" => Self::Length,
+            "tool_calls" | "function_call" => Self::ToolCalls,
+            "content_filter" => Self::ContentFilter,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+}
+
+/// Token counts as the upstream reported them (zeros when it did not).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    pub cached_input_tokens: u64,
+    pub reasoning_tokens: u64,
+}
+
+impl Usage {
+    fn from_value(usage: &serde_json::Value) -> Self {
+        let n = |pointer: &str| {
+            usage
+                .pointer(pointer)
+                .and_then(serde_json::Value::as_u64)
+                .unwrap_or(0)
+        };
+        Self {
+            input_tokens: n("/prompt_tokens"),
+            output_tokens: n("/completion_tokens"),
+            cached_input_tokens: n("/prompt_tokens_details/cached_tokens"),
+            reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AnswerEvent {
+    Text(String),
+    /// Upstream `reasoning_content` (or `reasoning`) deltas.
+    Reasoning(String),
+    /// A tool call opens: `index` is the upstream's call index (unique within one answer).
+    ToolCallStart {
+        index: u32,
+        id: String,
+        name: String,
+    },
+    ToolCallArguments {
+        index: u32,
+        delta: String,
+    },
+    ToolCallEnd {
+        index: u32,
+    },
+    /// The answer ended normally. `usage` is `None` when the upstream sent none.
+    Finish {
+        reason: FinishReason,
+        usage: Option<Usage>,
+    },
+    /// The answer cannot complete (upstream error event, cut stream, unparsable chunk).
+    Error {
+        message: String,
+        code: String,
+    },
+}
+
+/// Reads a chat SSE stream (bytes in any split) into answer events.
+#[derive(Default)]
+pub struct ChatAnswerReader {
+    decoder: Decoder,
+    open_calls: Vec<u32>,
+    /// Call indexes seen so far (a call is started once, even if its id repeats).
+    seen_calls: Vec<u32>,
+    finish: Option<FinishReason>,
+    usage: Option<Usage>,
+    ended: bool,
+}
+
+impl ChatAnswerReader {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feeds bytes; appends the events they complete to `out`.
+    pub fn push(&mut self, bytes: &[u8], out: &mut Vec<AnswerEvent>) {
+        self.decoder.push(bytes);
+        while let Some(event) = self.decoder.next_event() {
+            if self.ended {
+                continue;
+            }
+            if event.is_done() {
+                self.end(out);
+                continue;
+            }
+            if let Some(data) = event.data.as_deref() {
+                self.chunk(data, out);
+            }
+        }
+    }
+
+    /// The body ended (with or without `[DONE]`).
+    pub fn finish(&mut self, out: &mut Vec<AnswerEvent>) {
+        if let Some(event) = self.decoder.finish()
+            && !self.ended
+        {
+            if event.is_done() {
+                self.end(out);
+            } else if let Some(data) = event.data.as_deref() {
+                self.chunk(data, out);
+            }
+        }
+        if !self.ended {
+            self.end(out);
+        }
+    }
+
+    /// A failure outside the stream (transport error): one terminal `Error`.
+    pub fn fail(&mut self, message: String, code: &str, out: &mut Vec<AnswerEvent>) {
+        if self.ended {
+            return;
+        }
+        self.ended = true;
+        out.push(AnswerEvent::Error {
+            message,
+            code: code.to_owned(),
+        });
+    }
+
+    fn chunk(&mut self, data: &[u8], out: &mut Vec<AnswerEvent>) {
+        let chunk: Chunk = match serde_json::from_slice(data) {
+            Ok(chunk) => chunk,
+            Err(e) => {
+                return self.fail(
+                    format!("failed to parse chat completions chunk: {e}"),
+                    "upstream_bad_chunk",
+                    out,
+                );
+            }
+        };
+        if let Some(error) = chunk.error.as_ref() {
+            let message = error
+                .get("message")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("the upstream reported an error")
+                .to_owned();
+            let code = error
+                .get("code")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("upstream_error");
+            return self.fail(message, code, out);
+        }
+        if let Some(usage) = chunk.usage.as_ref().filter(|u| u.is_object()) {
+            self.usage = Some(Usage::from_value(usage));
+        }
+        // One answer: only the first choice is rendered (clients of these protocols ask for one).
+        let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
+            return;
+        };
+        let delta = choice.delta;
+        let reasoning = delta.reasoning_content.clone().or_else(|| {
+            delta
+                .extra
+                .get("reasoning")
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_owned)
+        });
+        if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
+            out.push(AnswerEvent::Reasoning(reasoning));
+        }
+        if let Some(text) = delta.text().filter(|t| !t.is_empty()) {
+            out.push(AnswerEvent::Text(text));
+        }
+        for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
+            let index = call
+                .index
+                .unwrap_or_else(|| u32::try_from(position).unwrap_or(u32::MAX));
+            let function = call.function.unwrap_or_default();
+            if !self.seen_calls.contains(&index) {
+                // A new call closes the ones before it: upstreams send calls one after another.
+                self.close_calls(out);
+                self.seen_calls.push(index);
+                self.open_calls.push(index);
+                out.push(AnswerEvent::ToolCallStart {
+                    index,
+                    id: call
+                        .id
+                        .filter(|id| !id.is_empty())
+                        .unwrap_or_else(|| format!("call_{index}")),
+                    name: function.name.unwrap_or_default(),
+                });
+            }
+            if let Some(arguments) = function.arguments.filter(|a| !a.is_empty()) {
+                out.push(AnswerEvent::ToolCallArguments {
+                    index,
+                    delta: arguments,
+                });
+            }
+        }
+        if let Some(reason) = choice.finish_reason {
+            self.finish = Some(FinishReason::parse(&reason));
+        }
+    }
+
+    fn close_calls(&mut self, out: &mut Vec<AnswerEvent>) {
+        for index in self.open_calls.drain(..) {
+            out.push(AnswerEvent::ToolCallEnd { index });
+        }
+    }
+
+    fn end(&mut self, out: &mut Vec<AnswerEvent>) {
+        self.ended = true;
+        self.close_calls(out);
+        match self.finish.take() {
+            Some(reason) => out.push(AnswerEvent::Finish {
+                reason,
+                usage: self.usage,
+            }),
+            None => out.push(AnswerEvent::Error {
+                message: "the upstream stream ended before the answer finished".into(),
+                code: "upstream_interrupted".into(),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    const TOOL_STREAM: &str = concat!(
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"reasoning_content\":\"hm\"}}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_a\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]}}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"{\\\"command\\\":\"}}]}}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"function\":{\"arguments\":\"\\\"ls\\\"}\"}}]}}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"call_b\",\"function\":{\"name\":\"read\",\"arguments\":\"{}\"}}]}}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+        "data: {\"id\":\"c1\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":3,\"total_tokens\":10}}\n\n",
+        "data: [DONE]\n\n",
+    );
+
+    fn read(pieces: &[&[u8]]) -> Vec<AnswerEvent> {
+        let mut reader = ChatAnswerReader::new();
+        let mut out = Vec::new();
+        for piece in pieces {
+            reader.push(piece, &mut out);
+        }
+        reader.finish(&mut out);
+        out
+    }
+
+    #[test]
+    fn a_tool_stream_becomes_ordered_events() {
+        use AnswerEvent::*;
+        assert_eq!(
+            read(&[TOOL_STREAM.as_bytes()]),
+            vec![
+                Reasoning("hm".into()),
+                Text("Hi".into()),
+                ToolCallStart {
+                    index: 0,
+                    id: "call_a".into(),
+                    name: "bash".into()
+                },
+                ToolCallArguments {
+                    index: 0,
+                    delta: "{\"command\":".into()
+                },
+                ToolCallArguments {
+                    index: 0,
+                    delta: "\"ls\"}".into()
+                },
+                ToolCallEnd { index: 0 },
+                ToolCallStart {
+                    index: 1,
+                    id: "call_b".into(),
+                    name: "read".into()
+                },
+                ToolCallArguments {
+                    index: 1,
+                    delta: "{}".into()
+                },
+                ToolCallEnd { index: 1 },
+                Finish {
+                    reason: FinishReason::ToolCalls,
+                    usage: Some(Usage {
+                        input_tokens: 7,
+                        output_tokens: 3,
+                        ..Usage::default()
+                    })
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stream_cut_before_its_finish_is_an_interruption() {
+        let cut = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n";
+        let events = read(&[cut.as_bytes()]);
+        assert_eq!(events[0], AnswerEvent::Text("Hel".into()));
+        assert!(
+            matches!(&events[1], AnswerEvent::Error { code, .. } if code == "upstream_interrupted")
+        );
+        assert_eq!(events.len(), 2);
+    }
+
+    #[test]
+    fn a_finish_without_done_still_finishes() {
+        let s = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n";
+        let events = read(&[s.as_bytes()]);
+        assert_eq!(
+            events.last(),
+            Some(&AnswerEvent::Finish {
+                reason: FinishReason::Stop,
+                usage: None
+            })
+        );
+    }
+
+    #[test]
+    fn an_error_object_in_the_stream_ends_it() {
+        let s = "data: {\"error\":{\"message\":\"overloaded\",\"code\":\"rate_limited\"}}\n\ndata: [DONE]\n\n";
+        assert_eq!(
+            read(&[s.as_bytes()]),
+            vec![AnswerEvent::Error {
+                message: "overloaded".into(),
+                code: "rate_limited".into()
+            }]
+        );
+    }
+
+    proptest! {
+        #[test]
+        fn any_split_gives_the_same_events(cuts in proptest::collection::vec(0..TOOL_STREAM.len(), 0..8)) {
+            let bytes = TOOL_STREAM.as_bytes();
+            let mut cuts = cuts;
+            cuts.sort_unstable();
+            let mut pieces = Vec::new();
+            let mut start = 0;
+            for cut in cuts {
+                pieces.push(&bytes[start..cut]);
+                start = cut;
+            }
+            pieces.push(&bytes[start..]);
+            prop_assert_eq!(read(&pieces), read(&[bytes]));
+        }
+    }
+}

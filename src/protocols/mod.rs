@@ -1,0 +1,81 @@
+//! Client protocols: the dialects agents speak to the proxy (Chat Completions, Responses,
+//! Anthropic Messages). The upstream always speaks Chat Completions.
+//!
+//! An inbound adapter (one module per protocol) turns a client request into a Chat Completions
+//! request — the pivot every harness already rewrites — and gives a `Renderer` that turns the
+//! protocol-neutral answer events (`answer`) back into that protocol's stream or its one JSON
+//! answer. Adapters are pure and synchronous: no I/O, no axum. Adding a protocol = one module
+//! here, one route, one `ClientProtocol` variant.
+
+pub mod answer;
+
+use bytes::Bytes;
+
+pub use answer::{AnswerEvent, ChatAnswerReader, FinishReason, Usage};
+
+/// The protocol a client spoke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientProtocol {
+    Chat,
+    Responses,
+    Messages,
+}
+
+impl ClientProtocol {
+    /// The upstream path (below the base URL) that speaks this protocol, for `passthrough`.
+    pub fn upstream_path(self) -> &'static str {
+        match self {
+            Self::Chat => "/chat/completions",
+            Self::Responses => "/responses",
+            Self::Messages => "/messages",
+        }
+    }
+
+    /// Label for logs and metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Responses => "responses",
+            Self::Messages => "messages",
+        }
+    }
+}
+
+/// What an inbound adapter made of one client request.
+pub struct Inbound {
+    /// The request as a Chat Completions body, tools still in the client's own dialect (the
+    /// harness maps them through the client profile).
+    pub chat_body: Bytes,
+    /// The client asked for a stream.
+    pub client_stream: bool,
+    /// Renders the answer in the client's protocol.
+    pub renderer: Box<dyn Renderer>,
+    /// Client tools that have no Chat Completions form (hosted tools), reported in
+    /// `x-harness-dropped-tools`.
+    pub dropped_tools: Vec<String>,
+    /// The client-dialect profile this protocol implies (e.g. `codex-responses`), used when the
+    /// client named none with `x-harness-client`.
+    pub client_profile: Option<&'static str>,
+}
+
+/// Why a whole (non-streamed) answer could not be rendered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnswerFailed {
+    pub message: String,
+    pub code: String,
+}
+
+/// Answer events → one protocol's bytes. Fed every event in order; `start` once, first.
+pub trait Renderer: Send {
+    /// What to send as soon as the upstream accepted the request (e.g. `response.created`).
+    fn start(&mut self, out: &mut Vec<Bytes>);
+    /// One answer event, rendered as zero or more SSE events appended to `out`.
+    fn event(&mut self, event: AnswerEvent, out: &mut Vec<Bytes>);
+    /// A keep-alive event to send while the upstream is silent, if the protocol has one.
+    fn keepalive(&self) -> Option<Bytes> {
+        None
+    }
+    /// For a client that did not stream: the whole answer as one JSON body, once every event
+    /// was given to `event` (whose output the caller discarded).
+    fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed>;
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# The side-by-side load bench (see BENCHMARKS.md): every target in one go, on the same mock model
+# server, the proxy (or peer) pinned to core 0, the mock and the load driver pinned to core 1.
+#
+#   bench/run.sh           full run: mock direct, passthrough, opencode (small chat, 32 KB agent turn),
+#                          the Responses / Messages fronts when this build has them, TensorZero and
+#                          LiteLLM (installed pinned into bench/.venv on first use)
+#   bench/run.sh --quick   seconds per target, proxy targets only, no peers (CI runs this so the
+#                          bench never rots; its figures are printed, never asserted)
+#
+# Output: one markdown table on stdout, also in bench/out/table.md; raw figures in
+# bench/out/results.jsonl; process logs in bench/out/*.log.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+QUICK=()
+[[ "${1:-}" == "--quick" ]] && QUICK=(--quick)
+TZ_VERSION=2026.6.0
+LITELLM_VERSION=1.108.7
+OUT=bench/out
+mkdir -p "$OUT"
+rm -f "$OUT/results.jsonl" "$OUT"/*.addr
+
+if command -v taskset >/dev/null 2>&1 && [[ "$(nproc)" -ge 2 ]]; then
+  PIN_SERVER=(taskset -c 0)
+  PIN_CLIENT=(taskset -c 1)
+  PINNING="proxy/peer pinned to core 0 (taskset -c 0); mock and driver pinned to core 1 (taskset -c 1)"
+else
+  PIN_SERVER=()
+  PIN_CLIENT=()
+  PINNING="NOT pinned (taskset missing or fewer than 2 cores): figures are not comparable"
+fi
+# Thousands of concurrent streams need thousands of descriptors in each process.
+ulimit -n "$(ulimit -Hn)" 2>/dev/null || true
+
+echo "building release binaries …" >&2
+cargo build --release --quiet --bin harness-proxy
+cargo build --release --quiet --manifest-path bench/Cargo.toml
+DRIVER=bench/target/release/driver
+PROXY_BIN=target/release/harness-proxy
+
+PIDS=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+}
+trap cleanup EXIT
+
+stop() { kill "$1" 2>/dev/null || true; wait "$1" 2>/dev/null || true; }
+note() { "$DRIVER" note --name "$1" --kind "$2" --note "$3" --out "$OUT/results.jsonl"; }
+measure() { # name kind url pid [driver flags…]
+  local name=$1 kind=$2 url=$3 pid=$4
+  shift 4
+  local pid_flag=()
+  [[ -n "$pid" ]] && pid_flag=(--pid "$pid")
+  if ! "${PIN_CLIENT[@]}" "$DRIVER" run --name "$name" --kind "$kind" --url "$url" "${pid_flag[@]}" \
+      --fixtures bench/fixtures --out "$OUT/results.jsonl" "${QUICK[@]}" "$@"; then
+    note "$name" "$kind" "the driver failed against this target (see the output above)"
+  fi
+}
+wait_file() { # file pid seconds
+  local i
+  for ((i = 0; i < $3 * 10; i++)); do
+    [[ -s "$1" ]] && return 0
+    kill -0 "$2" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+"${PIN_CLIENT[@]}" bench/target/release/mock --addr-file "$OUT/mock.addr" 2>"$OUT/mock.log" &
+MOCK_PID=$!
+PIDS+=("$MOCK_PID")
+wait_file "$OUT/mock.addr" "$MOCK_PID" 10 || { echo "the mock did not start" >&2; exit 1; }
+MOCK=$(cat "$OUT/mock.addr")
+measure "mock direct" direct "http://$MOCK/v1/chat/completions" ""
+
+# The proxy as shipped (info-level access log, to a file), titles off so each request is one
+# upstream call, and room for the 2,048-stream phase (default max_concurrent_requests is 1,024).
+cat >"$OUT/proxy.toml" <<TOML
+[titles]
+order = "off"
+store = "memory"
+
+[limits]
+max_concurrent_requests = 4096
+TOML
+start_proxy() {
+  PROXY_PORT=$("$DRIVER" free-port)
+  "${PIN_SERVER[@]}" "$PROXY_BIN" --config "$OUT/proxy.toml" --listen "127.0.0.1:$PROXY_PORT" \
+    --upstream "http://$MOCK/v1" 2>>"$OUT/proxy.log" &
+  PROXY_PID=$!
+  PIDS+=("$PROXY_PID")
+  "$DRIVER" wait --url "http://127.0.0.1:$PROXY_PORT/healthz" --pid "$PROXY_PID" --seconds 30
+}
+
+# A fresh process per target, so idle memory and CPU counters belong to that target alone.
+for harness in passthrough opencode; do
+  start_proxy
+  measure "$harness" proxy "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" "$PROXY_PID" \
+    --header "x-harness: $harness"
+  stop "$PROXY_PID"
+done
+
+for front in responses:Responses messages:Messages; do
+  path=${front%%:*}
+  label=${front##*:}
+  start_proxy
+  status=$("$DRIVER" probe --url "http://127.0.0.1:$PROXY_PORT/v1/$path" --header "x-harness: opencode" || echo "no answer")
+  if [[ "$status" == "200" ]]; then
+    measure "opencode · $label" proxy "http://127.0.0.1:$PROXY_PORT/v1/$path" "$PROXY_PID" \
+      --header "x-harness: opencode" --protocol "$path"
+  else
+    note "opencode · $label" proxy "skipped: POST /v1/$path through the opencode harness answered $status (no $label front in this build)"
+  fi
+  stop "$PROXY_PID"
+done
+
+peer_venv() {
+  if [[ ! -x bench/.venv/bin/python ]]; then
+    python3 -m venv bench/.venv >"$OUT/venv.log" 2>&1 || return 1
+  fi
+  bench/.venv/bin/pip install --quiet --disable-pip-version-check "$@" >>"$OUT/venv.log" 2>&1
+}
+
+if [[ ${#QUICK[@]} -eq 0 ]]; then
+  MODELS=$("$DRIVER" models)
+
+  name="TensorZero $TZ_VERSION"
+  if ! peer_venv "tensorzero==$TZ_VERSION"; then
+    note "$name" peer "install failed: $(tail -n 1 "$OUT/venv.log")"
+  else
+    {
+      printf '[gateway.observability]\nenabled = false\n'
+      for m in $MODELS; do
+        printf '\n[models."%s"]\nrouting = ["mock"]\n\n[models."%s".providers.mock]\n' "$m" "$m"
+        printf 'type = "openai"\nmodel_name = "%s"\napi_base = "http://%s/v1/"\napi_key_location = "none"\n' "$m" "$MOCK"
+      done
+    } >"$OUT/tensorzero.toml"
+    "${PIN_SERVER[@]}" bench/.venv/bin/python bench/peers/tensorzero_gateway.py "$OUT/tensorzero.toml" \
+      "$OUT/tensorzero.addr" >"$OUT/tensorzero.log" 2>&1 &
+    TZ_PID=$!
+    PIDS+=("$TZ_PID")
+    if wait_file "$OUT/tensorzero.addr" "$TZ_PID" 60; then
+      measure "$name" peer "$(cat "$OUT/tensorzero.addr")/chat/completions" "$TZ_PID" \
+        --model-format "tensorzero::model_name::{}"
+    else
+      note "$name" peer "did not start: $(tail -n 1 "$OUT/tensorzero.log")"
+    fi
+    stop "$TZ_PID"
+  fi
+
+  name="LiteLLM $LITELLM_VERSION"
+  if ! peer_venv "litellm[proxy]==$LITELLM_VERSION"; then
+    note "$name" peer "install failed: $(tail -n 1 "$OUT/venv.log")"
+  else
+    {
+      echo "model_list:"
+      for m in $MODELS; do
+        printf '  - model_name: %s\n    litellm_params:\n      model: openai/%s\n' "$m" "$m"
+        printf '      api_base: http://%s/v1\n      api_key: sk-bench-not-a-key\n' "$MOCK"
+      done
+      printf 'litellm_settings:\n  drop_params: true\n  telemetry: false\n'
+    } >"$OUT/litellm.yaml"
+    port=$("$DRIVER" free-port)
+    # No master key (no credentials at all): 1.108 refuses that unless told it is local use.
+    LITELLM_DANGEROUSLY_PERMIT_WEAK_OR_UNSET_MASTER_KEY=true LITELLM_LOCAL_MODEL_COST_MAP=True \
+      "${PIN_SERVER[@]}" bench/.venv/bin/litellm --config "$OUT/litellm.yaml" --host 127.0.0.1 \
+      --port "$port" >"$OUT/litellm.log" 2>&1 &
+    LL_PID=$!
+    PIDS+=("$LL_PID")
+    if "$DRIVER" wait --url "http://127.0.0.1:$port/health/liveliness" --pid "$LL_PID" --seconds 180; then
+      measure "$name" peer "http://127.0.0.1:$port/v1/chat/completions" "$LL_PID"
+    else
+      note "$name" peer "did not start: $(tail -n 1 "$OUT/litellm.log")"
+    fi
+    stop "$LL_PID"
+  fi
+fi
+
+{
+  echo "bench/run.sh ${QUICK[*]:-(full)} — $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) at the end"
+  echo "$PINNING; added = target − mock direct; µs unless named"
+  echo
+  "$DRIVER" table "$OUT/results.jsonl"
+} | tee "$OUT/table.md"

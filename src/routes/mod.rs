@@ -5,6 +5,7 @@ pub mod forward;
 pub mod health;
 pub mod proxy;
 pub mod render;
+pub mod responses;
 pub mod titles;
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's

@@ -120,6 +120,27 @@ mod tests {
     }
 
     #[test]
+    fn codex_thread_id_then_a_body_key_then_the_hash() {
+        // Codex 0.171 sends `session-id` and `thread-id`; either names the conversation.
+        assert_eq!(
+            conversation_id(&headers(&[("thread-id", "t-1")]), "o", "x"),
+            "t-1"
+        );
+        assert_eq!(
+            conversation_id_with_key(&headers(&[("session-id", "s-1")]), Some("k"), "o", "x"),
+            "s-1"
+        );
+        assert_eq!(
+            conversation_id_with_key(&HeaderMap::new(), Some("cache-key"), "o", "x"),
+            "cache-key"
+        );
+        assert_eq!(
+            conversation_id_with_key(&HeaderMap::new(), Some(" "), "o", "x"),
+            conversation_id(&HeaderMap::new(), "o", "x")
+        );
+    }
+
+    #[test]
     fn id_headers_in_order_of_preference() {
         let all = headers(&[
             ("x-conversation-id", "a"),

@@ -9,6 +9,8 @@ mod errors;
 mod golden;
 mod opencode;
 mod passthrough;
+mod responses;
+mod responses_golden;
 mod routing;
 mod secrets;
 mod shutdown;

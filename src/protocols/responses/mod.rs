@@ -13,6 +13,8 @@
 
 pub mod render;
 pub mod request;
+#[cfg(test)]
+mod tests;
 mod tools;
 
 use bytes::Bytes;

@@ -24,6 +24,8 @@ pub struct ToolKinds {
     pub namespaced: Vec<(String, String)>,
 }
 
+const IN_PROGRESS: &str = "in_progress";
+
 #[derive(Debug)]
 enum Kind {
     Message,
@@ -62,6 +64,11 @@ impl Item {
 
     fn to_json(&self, status: &str) -> Value {
         match &self.kind {
+            // An item just added has no content part yet (`content_part.added` follows).
+            Kind::Message if status == IN_PROGRESS => json!({
+                "type": "message", "id": self.id, "status": status, "role": "assistant",
+                "content": [],
+            }),
             Kind::Message => json!({
                 "type": "message", "id": self.id, "status": status, "role": "assistant",
                 "content": [{"type": "output_text", "text": self.text, "annotations": []}],
@@ -184,7 +191,7 @@ impl ResponseRenderer {
             done: false,
         };
         let index = self.items.len();
-        let added = item.to_json("in_progress");
+        let added = item.to_json(IN_PROGRESS);
         self.items.push(item);
         self.emit(
             "response.output_item.added",
@@ -415,11 +422,7 @@ fn usage_json(usage: &Usage) -> Value {
 impl Renderer for ResponseRenderer {
     fn start(&mut self, out: &mut Vec<Bytes>) {
         let response = self.response("in_progress");
-        self.emit(
-            "response.created",
-            json!({ "response": &response }),
-            out,
-        );
+        self.emit("response.created", json!({ "response": &response }), out);
         self.emit("response.in_progress", json!({ "response": response }), out);
     }
 

@@ -443,3 +443,62 @@ async fn passthrough_forwards_responses_byte_for_byte() {
     assert_eq!(recorded[0].path, "/v1/responses");
     assert_eq!(recorded[0].body.as_ref(), sent.as_slice());
 }
+
+#[tokio::test]
+async fn codex_s_own_title_request_is_forwarded_translated_and_teed_into_the_title() {
+    let upstream = upstream(|_, _| {
+        Reply::sse(&[
+            &text_chunk("{\"title\":\"Fix the flaky test\"}"),
+            &finish_chunk("stop"),
+            DONE,
+        ])
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    // agents-wire.md: the TUI's title request has `tools: []` and the schema `codex_output_schema`.
+    let body = json!({
+        "model": "mock-model",
+        "stream": true,
+        "input": [
+            {"type": "message", "role": "developer", "content": [{"type": "input_text", "text": "Write a short title for this task."}]},
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "fix the flaky test"}]}
+        ],
+        "tools": [],
+        "text": {"format": {"type": "json_schema", "name": "codex_output_schema", "strict": true,
+            "schema": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}}}
+    });
+    let response = post_codex(&app, &body).await;
+    assert_eq!(
+        response.headers()["x-title-url"],
+        format!("/titles/{SESSION}")
+    );
+    let events = parse_events(&read_all(response).await);
+    let completed = &events.last().unwrap().1["response"];
+    assert_eq!(
+        completed["output"][0]["content"][0]["text"],
+        "{\"title\":\"Fix the flaky test\"}"
+    );
+    // One upstream request: the client's own, with its prompt and schema (not opencode's form).
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 1);
+    let sent = requests[0].json();
+    assert_eq!(
+        sent["messages"][0],
+        json!({"role": "system", "content": "Write a short title for this task."})
+    );
+    assert_eq!(
+        sent["response_format"]["json_schema"]["name"],
+        "codex_output_schema"
+    );
+    let mut record = Value::Null;
+    for _ in 0..500 {
+        record = app
+            .get_json(&format!("/titles/{SESSION}"), "sk-codex")
+            .await;
+        if record["status"] == "done" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(record["title"], "Fix the flaky test", "{record}");
+}

@@ -11,6 +11,7 @@
 //!
 //! Pure: no clock, no I/O. `parse` takes the response id and time from the caller's `Stamp`.
 
+mod item;
 pub mod render;
 pub mod request;
 #[cfg(test)]

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::Stamp;
+use super::item::{IN_PROGRESS, Item, Kind};
 use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
 use crate::sse::named_event;
 
@@ -22,81 +23,6 @@ pub struct ToolKinds {
     pub custom: Vec<String>,
     /// Functions flattened out of a namespace: (name, namespace).
     pub namespaced: Vec<(String, String)>,
-}
-
-const IN_PROGRESS: &str = "in_progress";
-
-#[derive(Debug)]
-enum Kind {
-    Message,
-    Reasoning,
-    Function {
-        call_id: String,
-        name: String,
-        namespace: Option<String>,
-    },
-    Custom {
-        call_id: String,
-        name: String,
-    },
-}
-
-#[derive(Debug)]
-struct Item {
-    id: String,
-    kind: Kind,
-    /// Text, reasoning summary, function arguments, or the custom call's raw `{"input":…}` JSON.
-    text: String,
-    done: bool,
-}
-
-impl Item {
-    /// The custom call's input: the `input` string of its arguments, else the arguments as sent.
-    fn custom_input(&self) -> String {
-        match serde_json::from_str::<Value>(&self.text) {
-            Ok(Value::Object(mut args)) => match args.remove("input") {
-                Some(Value::String(input)) => input,
-                _ => self.text.clone(),
-            },
-            _ => self.text.clone(),
-        }
-    }
-
-    fn to_json(&self, status: &str) -> Value {
-        match &self.kind {
-            // An item just added has no content part yet (`content_part.added` follows).
-            Kind::Message if status == IN_PROGRESS => json!({
-                "type": "message", "id": self.id, "status": status, "role": "assistant",
-                "content": [],
-            }),
-            Kind::Message => json!({
-                "type": "message", "id": self.id, "status": status, "role": "assistant",
-                "content": [{"type": "output_text", "text": self.text, "annotations": []}],
-            }),
-            Kind::Reasoning => json!({
-                "type": "reasoning", "id": self.id,
-                "summary": [{"type": "summary_text", "text": self.text}],
-            }),
-            Kind::Function {
-                call_id,
-                name,
-                namespace,
-            } => {
-                let mut item = json!({
-                    "type": "function_call", "id": self.id, "status": status,
-                    "call_id": call_id, "name": name, "arguments": self.text,
-                });
-                if let Some(namespace) = namespace {
-                    item["namespace"] = json!(namespace);
-                }
-                item
-            }
-            Kind::Custom { call_id, name } => json!({
-                "type": "custom_tool_call", "id": self.id, "status": status,
-                "call_id": call_id, "name": name, "input": self.custom_input(),
-            }),
-        }
-    }
 }
 
 pub struct ResponseRenderer {

@@ -8,6 +8,7 @@ use http::{HeaderMap, header};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::claude_code;
 use crate::harness::HarnessError;
 use crate::response::{CallMapper, CallRoute};
 
@@ -26,6 +27,14 @@ pub enum Converter {
     /// Codex `shell_command` `{command: string, workdir?, timeout_ms?, login?}` ↔ opencode `bash`
     /// (offered instead of `shell` for gpt-5 models).
     CodexShellCommand,
+    /// Top-level fields renamed by the `fields` table, and only those kept (both ways).
+    Only,
+    /// Claude Code `Bash` ↔ opencode `bash` (see `claude_code`).
+    ClaudeBash,
+    /// Claude Code `TodoWrite` ↔ opencode `todowrite`.
+    ClaudeTodoWrite,
+    /// Claude Code `WebFetch` ↔ opencode `webfetch`.
+    ClaudeWebFetch,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -38,6 +47,22 @@ pub struct Alias {
     /// For `converter = "fields"`: client field → opencode field.
     #[serde(default)]
     pub fields: std::collections::BTreeMap<String, String>,
+}
+
+impl Alias {
+    /// The `fields` table as (from, to) pairs, toward opencode or back toward the client.
+    fn renames(&self, to_opencode: bool) -> Vec<(&str, &str)> {
+        self.fields
+            .iter()
+            .map(|(c, o)| {
+                if to_opencode {
+                    (c.as_str(), o.as_str())
+                } else {
+                    (o.as_str(), c.as_str())
+                }
+            })
+            .collect()
+    }
 }
 
 fn identity_converter() -> Converter {
@@ -128,6 +153,10 @@ impl Profile {
             }
             Converter::CodexShell | Converter::CodexShellCommand => shell_to_bash(&args),
             Converter::CodexUpdatePlan => plan_to_todos(&args),
+            Converter::Only => Some(keep_fields(&args, &alias.renames(true))),
+            Converter::ClaudeBash => claude_code::bash_to_opencode(&args),
+            Converter::ClaudeTodoWrite => claude_code::todos_to_opencode(&args),
+            Converter::ClaudeWebFetch => claude_code::webfetch_to_opencode(&args),
         });
         (
             alias.opencode.clone(),
@@ -158,6 +187,10 @@ impl Profile {
             Converter::CodexShell => bash_to_shell(&args)?,
             Converter::CodexShellCommand => bash_to_shell_command(&args)?,
             Converter::CodexUpdatePlan => todos_to_plan(&args)?,
+            Converter::Only => keep_fields(&args, &alias.renames(false)),
+            Converter::ClaudeBash => claude_code::bash_to_client(&args)?,
+            Converter::ClaudeTodoWrite => claude_code::todos_to_client(&args)?,
+            Converter::ClaudeWebFetch => claude_code::webfetch_to_client(&args)?,
         };
         Some((alias.client.clone(), translated.to_string()))
     }
@@ -224,6 +257,17 @@ fn rename_fields(args: Map<String, Value>, renames: &[(&str, &str)]) -> Value {
             .find(|(from, _)| *from == key)
             .map_or(key, |(_, to)| (*to).to_owned());
         out.insert(renamed, value);
+    }
+    Value::Object(out)
+}
+
+/// The fields named in `renames` (from → to), renamed, in the order they came; others dropped.
+fn keep_fields(args: &Map<String, Value>, renames: &[(&str, &str)]) -> Value {
+    let mut out = Map::new();
+    for (key, value) in args {
+        if let Some((_, to)) = renames.iter().find(|(from, _)| from == key) {
+            out.insert((*to).to_owned(), value.clone());
+        }
     }
     Value::Object(out)
 }
@@ -331,7 +375,11 @@ pub enum ProfileError {
 impl Profiles {
     /// The built-in profiles plus one per file (a file may replace a built-in of the same name).
     pub fn load(files: &[std::path::PathBuf]) -> Result<Self, ProfileError> {
-        let mut profiles = vec![Arc::new(Profile::identity()), Arc::new(Profile::codex())];
+        let mut profiles = vec![
+            Arc::new(Profile::identity()),
+            Arc::new(Profile::codex()),
+            Arc::new(Profile::claude_code()),
+        ];
         for path in files {
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(path).map_err(|e| ProfileError::File {
@@ -342,11 +390,9 @@ impl Profiles {
                 path: shown.clone(),
                 message: e.to_string(),
             })?;
-            if let Some(alias) = profile
-                .aliases
-                .iter()
-                .find(|a| a.converter == Converter::Fields && a.fields.is_empty())
-            {
+            if let Some(alias) = profile.aliases.iter().find(|a| {
+                matches!(a.converter, Converter::Fields | Converter::Only) && a.fields.is_empty()
+            }) {
                 return Err(ProfileError::File {
                     path: shown,
                     message: format!(

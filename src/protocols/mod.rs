@@ -8,6 +8,7 @@
 //! here, one route, one `ClientProtocol` variant.
 
 pub mod answer;
+pub mod messages;
 pub mod responses;
 
 use bytes::Bytes;

@@ -23,8 +23,8 @@ use crate::protocols::{ClientProtocol, Inbound, Renderer};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, add_thread_headers, client_headers, is_event_stream, on_end,
-    read_body, upstream_headers,
+    AnswerFinished, PassthroughBody, add_thread_headers, client_authorization, client_headers,
+    is_event_stream, on_end, read_body, upstream_headers,
 };
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
@@ -257,7 +257,7 @@ async fn serve(
                 add_thread_headers(&mut title_headers, &conversation);
                 title_headers
             },
-            client_authorization: headers.get(header::AUTHORIZATION).cloned(),
+            client_authorization: client_authorization(headers, inbound.is_some()),
         };
         match state.titles.order() {
             TitleOrder::Parallel => {
@@ -279,11 +279,15 @@ async fn serve(
     }
 
     // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
-    let upstream_path = match inbound {
-        Some(_) => ClientProtocol::Chat.upstream_path(),
-        None => front.protocol.upstream_path(),
+    // A translated request's query belongs to the client's protocol (Claude Code's `?beta=true`),
+    // not to Chat Completions: it is not forwarded.
+    let translated = inbound.is_some();
+    let upstream_path = if translated {
+        ClientProtocol::Chat.upstream_path()
+    } else {
+        front.protocol.upstream_path()
     };
-    let path = match query {
+    let path = match query.filter(|_| !translated) {
         Some(q) => format!("{upstream_path}?{q}"),
         None => upstream_path.to_owned(),
     };
@@ -292,7 +296,7 @@ async fn serve(
         path,
         headers: forwarded,
         body: upstream_body.unwrap_or(body),
-        client_authorization: headers.get(header::AUTHORIZATION).cloned(),
+        client_authorization: client_authorization(headers, translated),
         dispatched: None,
     };
     let mut upstream = match state.upstream.send(outbound).await {

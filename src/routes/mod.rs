@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod forward;
 pub mod health;
+pub mod messages;
 pub mod proxy;
 pub mod render;
 pub mod responses;

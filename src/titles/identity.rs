@@ -34,7 +34,12 @@ impl Caller {
 }
 
 fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
+    // Anthropic clients (Claude Code) send their key as `x-api-key`.
+    let Some(value) = headers.get(header::AUTHORIZATION) else {
+        let key = headers.get("x-api-key")?.to_str().ok()?.trim();
+        return (!key.is_empty()).then_some(key);
+    };
+    let value = value.to_str().ok()?.trim();
     let token = value
         .strip_prefix("Bearer ")
         .or_else(|| value.strip_prefix("bearer "))?
@@ -57,13 +62,15 @@ fn hash_hex(parts: &[&[u8]], hex_chars: usize) -> String {
 }
 
 /// Headers that carry a client-chosen conversation id, in order of preference.
-const ID_HEADERS: [&str; 5] = [
+const ID_HEADERS: [&str; 6] = [
     "x-conversation-id",
     "x-session-id",
     "session_id",
     "session-id",
     // Codex 0.171 sends `thread-id` next to `session-id` (the same UUID).
     "thread-id",
+    // Claude Code's session (the Messages route also sets it from `metadata.user_id`).
+    "x-claude-code-session-id",
 ];
 
 /// The conversation id: a client header, else `conv_<16 hex>` of (caller, first user text).

@@ -8,6 +8,7 @@ use http::{HeaderMap, header};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::claude_code;
 use super::codex_responses;
 use crate::harness::HarnessError;
 use crate::response::{CallMapper, CallRoute};
@@ -31,6 +32,14 @@ pub enum Converter {
     CodexExecCommand,
     /// Codex (Responses) freeform `apply_patch` `{input: patch}` ↔ opencode `edit` / `write`.
     CodexApplyPatch,
+    /// Top-level fields renamed by the `fields` table, and only those kept (both ways).
+    Only,
+    /// Claude Code `Bash` ↔ opencode `bash` (see `claude_code`).
+    ClaudeBash,
+    /// Claude Code `TodoWrite` ↔ opencode `todowrite`.
+    ClaudeTodoWrite,
+    /// Claude Code `WebFetch` ↔ opencode `webfetch`.
+    ClaudeWebFetch,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -43,6 +52,22 @@ pub struct Alias {
     /// For `converter = "fields"`: client field → opencode field.
     #[serde(default)]
     pub fields: std::collections::BTreeMap<String, String>,
+}
+
+impl Alias {
+    /// The `fields` table as (from, to) pairs, toward opencode or back toward the client.
+    fn renames(&self, to_opencode: bool) -> Vec<(&str, &str)> {
+        self.fields
+            .iter()
+            .map(|(c, o)| {
+                if to_opencode {
+                    (c.as_str(), o.as_str())
+                } else {
+                    (o.as_str(), c.as_str())
+                }
+            })
+            .collect()
+    }
 }
 
 fn identity_converter() -> Converter {
@@ -177,6 +202,10 @@ impl Profile {
             Converter::CodexUpdatePlan => plan_to_todos(&args),
             Converter::CodexExecCommand => codex_responses::exec_to_bash(&args),
             Converter::CodexApplyPatch => None,
+            Converter::Only => Some(keep_fields(&args, &alias.renames(true))),
+            Converter::ClaudeBash => claude_code::bash_to_opencode(&args),
+            Converter::ClaudeTodoWrite => claude_code::todos_to_opencode(&args),
+            Converter::ClaudeWebFetch => claude_code::webfetch_to_opencode(&args),
         });
         (
             alias.opencode.clone(),
@@ -209,6 +238,10 @@ impl Profile {
             Converter::CodexUpdatePlan => todos_to_plan(&args)?,
             Converter::CodexExecCommand => codex_responses::bash_to_exec(&args)?,
             Converter::CodexApplyPatch => codex_responses::opencode_to_patch(opencode_tool, &args)?,
+            Converter::Only => keep_fields(&args, &alias.renames(false)),
+            Converter::ClaudeBash => claude_code::bash_to_client(&args)?,
+            Converter::ClaudeTodoWrite => claude_code::todos_to_client(&args)?,
+            Converter::ClaudeWebFetch => claude_code::webfetch_to_client(&args)?,
         };
         Some((alias.client.clone(), translated.to_string()))
     }
@@ -283,6 +316,17 @@ fn rename_fields(args: Map<String, Value>, renames: &[(&str, &str)]) -> Value {
             .find(|(from, _)| *from == key)
             .map_or(key, |(_, to)| (*to).to_owned());
         out.insert(renamed, value);
+    }
+    Value::Object(out)
+}
+
+/// The fields named in `renames` (from → to), renamed, in the order they came; others dropped.
+fn keep_fields(args: &Map<String, Value>, renames: &[(&str, &str)]) -> Value {
+    let mut out = Map::new();
+    for (key, value) in args {
+        if let Some((_, to)) = renames.iter().find(|(from, _)| from == key) {
+            out.insert((*to).to_owned(), value.clone());
+        }
     }
     Value::Object(out)
 }
@@ -394,6 +438,7 @@ impl Profiles {
             Arc::new(Profile::identity()),
             Arc::new(Profile::codex()),
             Arc::new(Profile::codex_responses()),
+            Arc::new(Profile::claude_code()),
         ];
         for path in files {
             let shown = path.display().to_string();
@@ -405,11 +450,9 @@ impl Profiles {
                 path: shown.clone(),
                 message: e.to_string(),
             })?;
-            if let Some(alias) = profile
-                .aliases
-                .iter()
-                .find(|a| a.converter == Converter::Fields && a.fields.is_empty())
-            {
+            if let Some(alias) = profile.aliases.iter().find(|a| {
+                matches!(a.converter, Converter::Fields | Converter::Only) && a.fields.is_empty()
+            }) {
                 return Err(ProfileError::File {
                     path: shown,
                     message: format!(

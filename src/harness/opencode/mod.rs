@@ -5,6 +5,7 @@
 pub mod aliases;
 pub mod args;
 pub mod body;
+pub mod claude_code;
 pub mod codex_responses;
 pub mod contextual;
 pub mod env;

@@ -23,13 +23,13 @@ use crate::protocols::{ClientProtocol, Inbound, Renderer};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, add_thread_headers, client_headers, is_event_stream, on_end,
-    read_body, upstream_headers,
+    AnswerFinished, PassthroughBody, add_thread_headers, client_authorization, client_headers,
+    is_event_stream, on_end, read_body, upstream_headers,
 };
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::titles::TitleJob;
-use crate::titles::identity::{Caller, conversation_id};
+use crate::titles::identity::{Caller, conversation_id_with_key};
 use crate::titles::observe::Observed;
 use crate::upstream::{BodyStream, Outbound, UpstreamError, UpstreamResponse};
 
@@ -221,7 +221,8 @@ async fn serve(
             .flatten()
     });
     let first_user_text = facts.as_ref().map_or("", |f| f.first_user_text.as_str());
-    let conversation = conversation_id(headers, &caller.owner, first_user_text);
+    let body_key = inbound.as_ref().and_then(|i| i.conversation_key.as_deref());
+    let conversation = conversation_id_with_key(headers, body_key, &caller.owner, first_user_text);
     exchange.conversation_id = Some(conversation.clone());
     let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
     if rewritten {
@@ -256,7 +257,7 @@ async fn serve(
                 add_thread_headers(&mut title_headers, &conversation);
                 title_headers
             },
-            client_authorization: headers.get(header::AUTHORIZATION).cloned(),
+            client_authorization: client_authorization(headers, inbound.is_some()),
         };
         match state.titles.order() {
             TitleOrder::Parallel => {
@@ -278,11 +279,15 @@ async fn serve(
     }
 
     // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
-    let upstream_path = match inbound {
-        Some(_) => ClientProtocol::Chat.upstream_path(),
-        None => front.protocol.upstream_path(),
+    // A translated request's query belongs to the client's protocol (Claude Code's `?beta=true`),
+    // not to Chat Completions: it is not forwarded.
+    let translated = inbound.is_some();
+    let upstream_path = if translated {
+        ClientProtocol::Chat.upstream_path()
+    } else {
+        front.protocol.upstream_path()
     };
-    let path = match query {
+    let path = match query.filter(|_| !translated) {
         Some(q) => format!("{upstream_path}?{q}"),
         None => upstream_path.to_owned(),
     };
@@ -291,7 +296,7 @@ async fn serve(
         path,
         headers: forwarded,
         body: upstream_body.unwrap_or(body),
-        client_authorization: headers.get(header::AUTHORIZATION).cloned(),
+        client_authorization: client_authorization(headers, translated),
         dispatched: None,
     };
     let mut upstream = match state.upstream.send(outbound).await {
@@ -359,6 +364,7 @@ fn has_conversation_header(headers: &HeaderMap) -> bool {
         "x-session-id",
         "session_id",
         "session-id",
+        "thread-id",
     ]
     .iter()
     .any(|h| headers.contains_key(*h))

@@ -3,8 +3,10 @@
 pub mod chat;
 pub mod forward;
 pub mod health;
+pub mod messages;
 pub mod proxy;
 pub mod render;
+pub mod responses;
 pub mod titles;
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's

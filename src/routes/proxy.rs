@@ -60,11 +60,12 @@ pub fn upstream_headers(
         {
             continue;
         }
+        // `x-api-key` (Anthropic's key header) reaches a Chat Completions upstream as Bearer only.
         if rewritten
-            && matches!(
+            && (matches!(
                 *name,
                 header::ACCEPT_ENCODING | header::ACCEPT | header::CONTENT_TYPE
-            )
+            ) || name.as_str() == API_KEY)
         {
             continue;
         }
@@ -89,6 +90,26 @@ pub fn upstream_headers(
         out.insert("x-request-id", value);
     }
     out
+}
+
+/// Anthropic's key header (Claude Code's `ANTHROPIC_API_KEY`).
+const API_KEY: &str = "x-api-key";
+
+/// The client's credential for the upstream: its `Authorization`, else — for a request translated
+/// into Chat Completions — its `x-api-key` as a Bearer token (the same secret in Chat's header).
+pub fn client_authorization(client: &HeaderMap, translated: bool) -> Option<HeaderValue> {
+    if let Some(value) = client.get(header::AUTHORIZATION) {
+        return Some(value.clone());
+    }
+    let key = client
+        .get(API_KEY)
+        .filter(|_| translated)?
+        .to_str()
+        .ok()?
+        .trim();
+    let mut value = HeaderValue::from_str(&format!("Bearer {key}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// The reference client's thread headers (opencode-wire §1.8), carrying the conversation id on

@@ -27,6 +27,14 @@ pub fn router(state: AppState) -> Router {
             "/harness/{name}/v1/chat/completions",
             post(routes::chat::path_route),
         )
+        .route(
+            "/v1/responses",
+            post(routes::responses::default_route).get(routes::responses::websocket),
+        )
+        .route(
+            "/harness/{name}/v1/responses",
+            post(routes::responses::path_route).get(routes::responses::websocket),
+        )
         .route("/v1/{*rest}", any(routes::forward::default_route))
         .route(
             "/harness/{name}/v1/{*rest}",
@@ -36,8 +44,37 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             access_log::limit_concurrency,
         ));
+    // Anthropic Messages: errors reshaped outside the limiter, so its 503 becomes a 529 too.
+    let messages = Router::new()
+        .route("/v1/messages", post(routes::messages::default_route))
+        .route(
+            "/harness/{name}/v1/messages",
+            post(routes::messages::path_route),
+        )
+        .route(
+            "/v1/messages/count_tokens",
+            post(routes::messages::count_tokens),
+        )
+        .route(
+            "/harness/{name}/v1/messages/count_tokens",
+            post(routes::messages::count_tokens_path),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access_log::limit_concurrency,
+        ))
+        .route_layer(axum::middleware::from_fn(
+            routes::messages::anthropic_errors,
+        ));
     Router::new()
         .merge(proxied)
+        .merge(messages)
+        // Base-URL probes (Claude Code: `HEAD /api/hello` without its no-traffic flags).
+        .route("/", get(routes::messages::hello))
+        .route("/api/hello", get(routes::messages::hello))
+        .route("/harness/{name}", get(routes::messages::hello))
+        .route("/harness/{name}/", get(routes::messages::hello))
+        .route("/harness/{name}/api/hello", get(routes::messages::hello))
         .route("/titles", get(routes::titles::list))
         .route("/titles/{id}", get(routes::titles::get_one))
         .route("/titles/{id}/stream", get(routes::titles::stream))

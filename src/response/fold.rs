@@ -1,13 +1,15 @@
 //! Folds a Chat Completions stream into one `chat.completion` for a client that did not stream:
 //! content, reasoning, tool calls (assembled by index), finish reason and usage.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use serde::Deserialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::api::stream::{
-    Chunk, CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
-    ToolCallDelta,
+    CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
 };
 use crate::sse::Decoder;
 
@@ -104,52 +106,155 @@ impl Folder {
         if data.trim_ascii() == b"[DONE]" || data.trim_ascii().is_empty() {
             return Ok(());
         }
-        let chunk: Chunk =
+        let chunk: FoldChunk<'_> =
             serde_json::from_slice(data).map_err(|e| FoldError::BadChunk(e.to_string()))?;
         if let Some(error) = chunk.error {
-            return Err(FoldError::Upstream(error));
+            return Err(FoldError::Upstream(to_value(error)?));
         }
-        self.id = self.id.take().or(chunk.id);
+        if self.id.is_none() {
+            self.id = chunk.id.map(Cow::into_owned);
+        }
         self.created = self.created.or(chunk.created);
-        self.model = self.model.take().or(chunk.model);
-        if self.system_fingerprint.is_none() {
-            self.system_fingerprint = chunk
-                .extra
-                .get("system_fingerprint")
-                .filter(|v| !v.is_null())
-                .cloned();
+        if self.model.is_none() {
+            self.model = chunk.model.map(Cow::into_owned);
         }
-        if chunk.usage.as_ref().is_some_and(|u| !u.is_null()) {
-            self.usage = chunk.usage;
+        if self.system_fingerprint.is_none()
+            && let Some(fingerprint) = chunk.system_fingerprint
+        {
+            self.system_fingerprint = Some(to_value(fingerprint)?);
+        }
+        if let Some(usage) = chunk.usage {
+            self.usage = Some(to_value(usage)?);
         }
         for choice in chunk.choices {
             let acc = self.choices.entry(choice.index).or_default();
             let delta = choice.delta;
-            if let Some(text) = delta.text() {
-                acc.content.get_or_insert_with(String::new).push_str(&text);
+            if let Some(content) = delta.content {
+                append_text(&mut acc.content, content)?;
             }
             if let Some(reasoning) = delta.reasoning_content {
                 acc.reasoning
                     .get_or_insert_with(String::new)
                     .push_str(&reasoning);
             }
-            if let Some(role) = delta.role {
-                acc.role = Some(role);
+            if let Some(role) = delta.role
+                && acc.role.as_deref() != Some(&*role)
+            {
+                acc.role = Some(role.into_owned());
             }
             for call in delta.tool_calls.unwrap_or_default() {
                 acc.add_call(call);
             }
-            if choice.finish_reason.is_some() {
-                acc.finish_reason = choice.finish_reason;
+            if let Some(reason) = choice.finish_reason {
+                acc.finish_reason = Some(reason.into_owned());
             }
         }
         Ok(())
     }
 }
 
+/// One streamed chunk as the folder reads it: borrowed from the event's bytes, only the fields it
+/// keeps, unknown ones skipped. (The general `api::stream::Chunk` keeps every unknown field through
+/// `#[serde(flatten)]`, which buffers and allocates each one: several times the whole fold's cost.)
+#[derive(Deserialize)]
+struct FoldChunk<'a> {
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(default)]
+    created: Option<i64>,
+    #[serde(default, borrow)]
+    model: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    system_fingerprint: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    choices: Vec<FoldChoice<'a>>,
+    #[serde(default, borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    error: Option<&'a RawValue>,
+}
+
+#[derive(Deserialize)]
+struct FoldChoice<'a> {
+    #[serde(default)]
+    index: u32,
+    #[serde(default, borrow)]
+    delta: FoldDelta<'a>,
+    #[serde(default, borrow)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+struct FoldDelta<'a> {
+    #[serde(default, borrow)]
+    role: Option<Cow<'a, str>>,
+    /// A string, an array of `{text}` parts or one `{text}` object: read by `append_text`.
+    #[serde(default, borrow)]
+    content: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    reasoning_content: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    tool_calls: Option<Vec<FoldCall<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct FoldCall<'a> {
+    #[serde(default)]
+    index: Option<u32>,
+    #[serde(default, borrow)]
+    id: Option<Cow<'a, str>>,
+    #[serde(rename = "type", default, borrow)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    function: Option<FoldFunction<'a>>,
+}
+
+#[derive(Deserialize, Default)]
+struct FoldFunction<'a> {
+    #[serde(default, borrow)]
+    name: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+fn to_value(raw: &RawValue) -> Result<Value, FoldError> {
+    serde_json::from_str(raw.get()).map_err(|e| FoldError::BadChunk(e.to_string()))
+}
+
+/// Appends a delta's `content` text: a JSON string (read in place unless it holds escapes), or the
+/// `text` of `{text}` parts; anything else adds nothing.
+fn append_text(content: &mut Option<String>, raw: &RawValue) -> Result<(), FoldError> {
+    let json = raw.get();
+    if json.starts_with('"') {
+        let text: Cow<'_, str> = match serde_json::from_str::<&str>(json) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => Cow::Owned(
+                serde_json::from_str::<String>(json)
+                    .map_err(|e| FoldError::BadChunk(e.to_string()))?,
+            ),
+        };
+        content.get_or_insert_with(String::new).push_str(&text);
+        return Ok(());
+    }
+    let text = match to_value(raw)? {
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<String>(),
+        ),
+        Value::Object(o) => o.get("text").and_then(Value::as_str).map(str::to_owned),
+        _ => None,
+    };
+    if let Some(text) = text {
+        content.get_or_insert_with(String::new).push_str(&text);
+    }
+    Ok(())
+}
+
 impl ChoiceAcc {
     /// A delta with a new index starts a call; one without index continues the latest (Groq).
-    fn add_call(&mut self, delta: ToolCallDelta) {
+    fn add_call(&mut self, delta: FoldCall<'_>) {
         let position = match delta.index {
             Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
             None => self.calls.len().checked_sub(1),
@@ -159,7 +264,7 @@ impl ChoiceAcc {
             Some(i) => {
                 let call = &mut self.calls[i];
                 if call.id.is_none() {
-                    call.id = delta.id;
+                    call.id = delta.id.map(Cow::into_owned);
                 }
                 if let Some(name) = function.name {
                     call.name.push_str(&name);
@@ -170,10 +275,10 @@ impl ChoiceAcc {
             }
             None => self.calls.push(CallAcc {
                 index: delta.index,
-                id: delta.id,
-                kind: delta.kind,
-                name: function.name.unwrap_or_default(),
-                arguments: function.arguments.unwrap_or_default(),
+                id: delta.id.map(Cow::into_owned),
+                kind: delta.kind.map(Cow::into_owned),
+                name: function.name.map(Cow::into_owned).unwrap_or_default(),
+                arguments: function.arguments.map(Cow::into_owned).unwrap_or_default(),
             }),
         }
     }
@@ -288,6 +393,21 @@ mod tests {
             "think"
         );
         assert_eq!(folded["choices"][0]["message"]["content"], "ok");
+    }
+
+    #[test]
+    fn escaped_text_content_parts_fingerprint_and_null_usage() {
+        let stream = concat!(
+            "data: {\"id\":\"c\",\"system_fingerprint\":\"fp_1\",\"usage\":null,\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"say \\\"hi\\\"\\n\"},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"c\",\"system_fingerprint\":null,\"choices\":[{\"index\":0,\"delta\":{\"content\":[{\"type\":\"text\",\"text\":\"a\"},{\"type\":\"text\",\"text\":\"b\"}]},\"finish_reason\":null}]}\n\n",
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":null},\"finish_reason\":\"stop\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let folded = fold(stream).expect("folds");
+        assert_eq!(folded["choices"][0]["message"]["content"], "say \"hi\"\nab");
+        assert_eq!(folded["system_fingerprint"], "fp_1");
+        assert!(folded.get("usage").is_none());
+        assert_eq!(folded["choices"][0]["finish_reason"], "stop");
     }
 
     #[test]

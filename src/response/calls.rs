@@ -108,6 +108,12 @@ struct Tracked {
     sent: bool,
 }
 
+/// Searchers built once: `wants` runs on every event of a translated stream.
+static TOOL_CALLS_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"tool_calls\""));
+static FINISH_REASON_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"finish_reason"));
+
 /// Per-stream state of call translation.
 pub struct StreamCalls {
     mapper: Arc<dyn CallMapper>,
@@ -132,8 +138,8 @@ impl StreamCalls {
 
     /// Whether a data payload needs a look: it has calls, or ends held ones.
     pub fn wants(&self, data: &[u8]) -> bool {
-        memchr::memmem::find(data, b"\"tool_calls\"").is_some()
-            || (self.has_held_pending() && memchr::memmem::find(data, b"finish_reason").is_some())
+        TOOL_CALLS_KEY.find(data).is_some()
+            || (self.has_held_pending() && FINISH_REASON_KEY.find(data).is_some())
     }
 
     /// Processes one chunk. Returns `None` to forward the raw event unchanged, or the events to

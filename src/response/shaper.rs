@@ -65,13 +65,17 @@ impl Shaper {
     }
 }
 
+/// Built once (`memmem::find` builds a searcher per call; this runs on every event).
+static USAGE_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"usage\""));
+
 /// The trailing `choices: []` chunk that carries only usage.
 fn is_usage_only(event: &Event) -> bool {
     let Some(data) = event.data.as_deref() else {
         return false;
     };
     // Cheap pre-check so ordinary deltas are never parsed.
-    if memchr::memmem::find(data, b"\"usage\"").is_none() {
+    if USAGE_KEY.find(data).is_none() {
         return false;
     }
     serde_json::from_slice::<Chunk>(data).is_ok_and(|c| c.choices.is_empty() && c.usage.is_some())

@@ -142,6 +142,17 @@ pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
     out
 }
 
+/// What marks a finished answer. Searchers are built once: `memmem::find` builds one per call,
+/// and `note` runs on every forwarded chunk.
+static FINISH_MARKERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+    std::sync::LazyLock::new(|| {
+        [
+            memchr::memmem::Finder::new(b"\"finish_reason\":\""),
+            memchr::memmem::Finder::new(b"\"finish_reason\": \""),
+            memchr::memmem::Finder::new(b"[DONE]"),
+        ]
+    });
+
 /// Set once a streamed answer carried its `finish_reason` (or `[DONE]`): a client that hangs up
 /// after that has its whole answer — Codex does so before `[DONE]` — and is not logged as a
 /// disconnect. Put in response extensions for the access log.
@@ -152,13 +163,9 @@ impl AnswerFinished {
     pub fn note(&self, bytes: &[u8]) {
         use std::sync::atomic::Ordering;
         if !self.0.load(Ordering::Relaxed)
-            && [
-                &b"\"finish_reason\":\""[..],
-                b"\"finish_reason\": \"",
-                b"[DONE]",
-            ]
-            .iter()
-            .any(|marker| memchr::memmem::find(bytes, marker).is_some())
+            && FINISH_MARKERS
+                .iter()
+                .any(|marker| marker.find(bytes).is_some())
         {
             self.0.store(true, Ordering::Relaxed);
         }

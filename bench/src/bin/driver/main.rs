@@ -95,10 +95,10 @@ fn parse_args() -> Result<Args, String> {
             "--model" => args.model = value()?,
             "--stream" => args.stream = true,
             "--clients" => {
-                args.clients = value()?.parse().map_err(|e| format!("--clients: {e}"))?
+                args.clients = value()?.parse().map_err(|e| format!("--clients: {e}"))?;
             }
             "--seconds" => {
-                args.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?
+                args.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?;
             }
             other if !other.starts_with("--") && args.file.is_none() => {
                 args.file = Some(other.to_owned());

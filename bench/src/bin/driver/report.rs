@@ -104,7 +104,7 @@ pub fn table(results: &str) -> Result<String, String> {
             "| {name} | {} | {} | {}{rps_ratio} | {} | {} | {} | {} | {} / {} | {} | {} |",
             latency(&f["small"], direct.map(|d| &d["small"])),
             latency(&f["turn"], direct.map(|d| &d["turn"])),
-            rps.map_or("–".into(), |r| thousands(r)),
+            rps.map_or("–".into(), thousands),
             f["rps_cpu_ns"]
                 .as_f64()
                 .map_or("–".into(), |ns| thousands(ns / 1000.0)),

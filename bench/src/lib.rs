@@ -158,6 +158,7 @@ pub const SCENARIOS: &[Scenario] = &[
     Scenario::text(20, 50_000),
     Scenario::text(5, 20_000),
     Scenario::bash(64),
+    Scenario::bash(256),
 ];
 
 const WORDS: &[&str] = &[

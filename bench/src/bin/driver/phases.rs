@@ -39,6 +39,7 @@ const BURST: Scenario = Scenario::text(256, 0);
 const PACED: Scenario = Scenario::text(64, 1000);
 const PACED_ONE: Scenario = Scenario::text(1, 1000);
 const TURN: Scenario = Scenario::bash(64);
+const TURN_LONG: Scenario = Scenario::bash(256);
 const SUSTAINED: Scenario = Scenario::text(20, 50_000);
 const SUSTAINED_QUICK: Scenario = Scenario::text(5, 20_000);
 /// A gap this many times the pacing is a stall.
@@ -116,6 +117,34 @@ impl Plan {
                 .await;
             out.insert("turn".into(), turn_phase.latency());
             out.insert("turn_body_bytes".into(), json!(turn.len()));
+            // The same turn streamed: a `bash` call of 64 vs 256 argument deltas, which a Codex
+            // client gets back translated into its own `shell` call.
+            let short = self
+                .sequential(
+                    &mut conn,
+                    &self.body(TURN, true),
+                    &codex,
+                    self.cap(200, 10),
+                    false,
+                )
+                .await;
+            let long = self
+                .sequential(
+                    &mut conn,
+                    &self.body(TURN_LONG, true),
+                    &codex,
+                    self.cap(200, 10),
+                    false,
+                )
+                .await;
+            out.insert(
+                "translated_event_cpu_ns".into(),
+                json!(
+                    long.cpu_per_request()
+                        .zip(short.cpu_per_request())
+                        .map(|(l, s)| (l - s) / f64::from(TURN_LONG.deltas - TURN.deltas))
+                ),
+            );
         }
         out.insert("small_body_bytes".into(), json!(small.len()));
 

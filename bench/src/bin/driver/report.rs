@@ -18,7 +18,7 @@ pub fn table(results: &str) -> Result<String, String> {
         .map(|r| &r["figures"]);
     let mut out = String::new();
     out.push_str(
-        "| target | small chat p50 / p99 µs (added) | 32 KB turn p50 / p99 µs (added) | req/s c=32 (× direct) | CPU µs/req c=32 | TTFT p50 / p99 µs (added) | added µs/event, 256-event stream | CPU µs/event: streamed burst / paced / folded | paced gap over pacing p99 / max µs | 1,024 / 2,048 paced streams: failed, stalls, max gap ms | RSS MiB idle → 1,024 → 2,048 streams → after |\n",
+        "| target | small chat p50 / p99 µs (added) | 32 KB turn p50 / p99 µs (added) | req/s c=32 (× direct) | CPU µs/req c=32 | TTFT p50 / p99 µs (added) | added µs/event, 256-event stream | CPU µs/event: streamed burst / paced / folded / translated | paced gap over pacing p99 / max µs | 1,024 / 2,048 paced streams: failed, stalls, max gap ms | RSS MiB idle → 1,024 → 2,048 streams → after |\n",
     );
     out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
     let mut notes = Vec::new();
@@ -94,6 +94,7 @@ pub fn table(results: &str) -> Result<String, String> {
             f["stream_event_cpu_ns"].as_f64(),
             f["paced_event_cpu_ns"].as_f64(),
             f["fold_event_cpu_ns"].as_f64(),
+            f["translated_event_cpu_ns"].as_f64(),
         ]
         .iter()
         .map(|ns| ns.map_or("–".into(), |n| format!("{:.1}", n / 1000.0)))
@@ -153,7 +154,7 @@ fn peers(rows: &[Value], direct: Option<&Value>, out: &mut String) {
         return;
     }
     let added_p99 = |f: &Value, phase: &str| {
-        Some(f[phase]["p99_us"].as_f64()? - direct?["figures"][phase]["p99_us"].as_f64()?)
+        Some(f[phase]["p99_us"].as_f64()? - direct?[phase]["p99_us"].as_f64()?)
     };
     let _ = write!(out, "\n| proxy target |");
     for peer in &peers {

@@ -23,6 +23,10 @@ pub enum UpstreamError {
     Timeout(&'static str),
     #[error("the upstream stream failed: {0}")]
     Interrupted(String),
+    /// The joined URL would leave the base path: refused before sending (defence in depth; the
+    /// forward route already refuses such paths).
+    #[error("the request path leaves the upstream base path")]
+    PathEscape,
 }
 
 impl UpstreamError {
@@ -30,6 +34,7 @@ impl UpstreamError {
         match self {
             Self::Unreachable(_) | Self::Interrupted(_) => StatusCode::BAD_GATEWAY,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::PathEscape => StatusCode::BAD_REQUEST,
         }
     }
 
@@ -38,6 +43,7 @@ impl UpstreamError {
             Self::Unreachable(_) => "upstream_unreachable",
             Self::Timeout(_) => "upstream_timeout",
             Self::Interrupted(_) => "upstream_interrupted",
+            Self::PathEscape => "invalid_path",
         }
     }
 }
@@ -92,6 +98,9 @@ pub struct Upstream {
     client: reqwest::Client,
     /// Base URL without its trailing slash.
     base: String,
+    /// The base URL's path as the URL parser normalised it, with a trailing slash: every request
+    /// URL must stay under it.
+    base_path: String,
     key: KeySource,
     first_byte_timeout: Duration,
     idle_timeout: Duration,
@@ -145,9 +154,14 @@ impl Upstream {
         } else {
             KeySource::ClientForwarded
         };
+        let base = config.base_url.trim_end_matches('/').to_owned();
+        let base_path = reqwest::Url::parse(&base)
+            .map(|url| format!("{}/", url.path().trim_end_matches('/')))
+            .unwrap_or_else(|_| "/".to_owned());
         Ok(Self {
             client,
-            base: config.base_url.trim_end_matches('/').to_owned(),
+            base,
+            base_path,
             key,
             first_byte_timeout: config.first_byte_timeout,
             idle_timeout: config.idle_timeout,
@@ -210,14 +224,18 @@ impl Upstream {
     /// committed to the client. The body is returned as a stream guarded by the idle timeout.
     /// A 401 with a file or env key re-reads the key and retries once (keys get rotated).
     pub async fn send(&self, mut outbound: Outbound) -> Result<UpstreamResponse, UpstreamError> {
-        let url = format!("{}{}", self.base, outbound.path);
+        let url = reqwest::Url::parse(&format!("{}{}", self.base, outbound.path))
+            .map_err(|_| UpstreamError::PathEscape)?;
+        if !format!("{}/", url.path()).starts_with(&self.base_path) {
+            return Err(UpstreamError::PathEscape);
+        }
         let mut authorization = self.authorization(outbound.client_authorization.as_ref());
         let mut attempt = 0u32;
         let mut reloaded = false;
         loop {
             let mut request = self
                 .client
-                .request(outbound.method.clone(), &url)
+                .request(outbound.method.clone(), url.clone())
                 .headers(outbound.headers.clone());
             if let Some(auth) = &authorization {
                 request = request.header(header::AUTHORIZATION, auth.clone());
@@ -444,6 +462,37 @@ where
                 }
                 Poll::Pending => Poll::Pending,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_url_that_leaves_the_base_path_is_never_sent() {
+        let config = UpstreamConfig {
+            // Port 9 (discard): a request that went out would fail as unreachable instead.
+            base_url: "http://127.0.0.1:9/tenant-a/v1".to_owned(),
+            ..UpstreamConfig::default()
+        };
+        let upstream = Upstream::new(&config, &|_| None).expect("builds");
+        for path in [
+            "/../../tenant-b/files",
+            "/%2e%2e/%2e%2e/tenant-b",
+            "/..\\..\\x",
+        ] {
+            let outbound = Outbound {
+                method: Method::DELETE,
+                path: path.to_owned(),
+                headers: HeaderMap::new(),
+                body: Bytes::new(),
+                client_authorization: None,
+                dispatched: None,
+            };
+            let err = upstream.send(outbound).await.err();
+            assert_eq!(err.map(|e| e.code()), Some("invalid_path"), "{path}");
         }
     }
 }

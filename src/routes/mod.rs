@@ -5,6 +5,7 @@ pub mod forward;
 pub mod health;
 pub mod proxy;
 pub mod titles;
+pub mod upstream_path;
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's
 /// access-log middleware in request extensions.

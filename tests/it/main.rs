@@ -9,6 +9,7 @@ mod errors;
 mod golden;
 mod opencode;
 mod passthrough;
+mod path_escape;
 mod routing;
 mod secrets;
 mod shutdown;

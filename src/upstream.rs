@@ -275,8 +275,8 @@ impl Upstream {
                         continue;
                     }
                     if retries_left && matches!(status.as_u16(), 429 | 502 | 503) {
-                        let wait =
-                            retry_after(response.headers()).unwrap_or_else(|| backoff(attempt + 1));
+                        let wait = retry_after(response.headers(), std::time::SystemTime::now())
+                            .unwrap_or_else(|| backoff(attempt + 1));
                         if wait <= self.max_retry_wait {
                             attempt += 1;
                             metrics::counter!("harness_proxy_upstream_retries_total", "reason" => status.as_str().to_owned()).increment(1);
@@ -312,14 +312,25 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(100u64.saturating_mul(1 << attempt.min(6)))
 }
 
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+/// The wait a `Retry-After` asks for (RFC 9110 §10.2.3): delta-seconds or an HTTP-date. Read
+/// defensively: a number too large for any integer is "longer than anyone waits", a date in the
+/// past is no wait, and a negative, non-finite or unreadable value is ignored (`None`).
+fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
+    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(
+            value
+                .parse::<u64>()
+                .map_or(Duration::MAX, Duration::from_secs),
+        );
+    }
+    if let Ok(seconds) = value.parse::<f64>() {
+        // Fractional seconds are not in the RFC, but some servers send them.
+        return (seconds.is_finite() && seconds >= 0.0)
+            .then(|| Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 fn classify(err: &reqwest::Error) -> UpstreamError {
@@ -469,6 +480,32 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_reads_every_form_without_panicking() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT").expect("date");
+        let read = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_str(value).expect("value"),
+            );
+            retry_after(&headers, now)
+        };
+        assert_eq!(read("3"), Some(Duration::from_secs(3)));
+        assert_eq!(read(" 0 "), Some(Duration::ZERO));
+        assert_eq!(read("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(read("99999999999999999999999"), Some(Duration::MAX));
+        assert_eq!(read("1e300"), Some(Duration::MAX));
+        assert_eq!(
+            read("Wed, 21 Oct 2026 07:28:30 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(read("Tue, 20 Oct 2026 07:28:00 GMT"), Some(Duration::ZERO));
+        for ignored in ["-1", "-1e300", "NaN", "inf", "soon", "", "Wed, 99 Foo 2026"] {
+            assert_eq!(read(ignored), None, "{ignored}");
+        }
+    }
 
     #[tokio::test]
     async fn a_url_that_leaves_the_base_path_is_never_sent() {

@@ -10,6 +10,7 @@ mod golden;
 mod opencode;
 mod passthrough;
 mod path_escape;
+mod retry_after;
 mod routing;
 mod secrets;
 mod shutdown;

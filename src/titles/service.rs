@@ -448,11 +448,10 @@ mod tests {
 
     #[tokio::test]
     async fn a_panicking_title_task_becomes_a_failed_outcome() {
-        let outcome = caught(async {
-            let huge: Option<Outcome> = None;
-            huge.expect("boom in the title task")
-        })
-        .await;
+        fn explode() -> Outcome {
+            panic!("boom in the title task")
+        }
+        let outcome = caught(async { explode() }).await;
         assert_eq!(
             outcome,
             Outcome::Failed("the title task failed: boom in the title task".to_owned())

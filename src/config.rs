@@ -269,6 +269,10 @@ pub struct CollaborationConfig {
 pub struct AuthConfig {
     /// Bearer token that may read every caller's titles.
     pub admin_token: Option<String>,
+    /// Inbound API keys, as lower- or upper-case hex SHA-256 hashes of the keys. When set, every
+    /// `/v1` and `/titles` request must carry one of the keys (`Authorization: Bearer` or
+    /// `x-api-key`); the titles a key creates are that key's.
+    pub keys: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -539,6 +543,17 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
                 "expected `memory` or `sqlite://PATH`, got `{}`",
                 config.titles.store
             ),
+        ));
+    }
+    if let Some(bad_key) = config
+        .auth
+        .keys
+        .iter()
+        .position(|k| k.len() != 64 || !k.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(bad(
+            "auth.keys",
+            format!("entry {bad_key} is not a SHA-256 hash in hex (64 hex digits)"),
         ));
     }
     if config.harness_header.parse::<http::HeaderName>().is_err() {

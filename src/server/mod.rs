@@ -2,6 +2,7 @@
 //! listener so tests can use port 0; shutdown is any future, so tests need no signals.
 
 pub mod access_log;
+pub mod inbound_auth;
 
 use std::future::Future;
 use std::time::Duration;
@@ -35,12 +36,22 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             access_log::limit_concurrency,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key,
         ));
-    Router::new()
-        .merge(proxied)
+    let titles = Router::new()
         .route("/titles", get(routes::titles::list))
         .route("/titles/{id}", get(routes::titles::get_one))
         .route("/titles/{id}/stream", get(routes::titles::stream))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key_or_admin,
+        ));
+    Router::new()
+        .merge(proxied)
+        .merge(titles)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::health::metrics))

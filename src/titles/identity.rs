@@ -1,49 +1,53 @@
-//! Who is calling (a hash of its bearer token, never the token) and which conversation a request
-//! belongs to (PRODUCT §4).
+//! Who is calling (a hash of its credential, never the credential) and which conversation a
+//! request belongs to (PRODUCT §4).
 
-use http::{HeaderMap, header};
+use http::HeaderMap;
 use sha2::{Digest, Sha256};
+
+use crate::auth::Credential;
 
 /// The caller as the title API sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// Hash of the caller's credential; records are owned by it.
+    /// Hash of the caller's credential; records are owned by it. `anonymous` without one.
     pub owner: String,
     /// Holds `auth.admin_token`: sees every caller's records.
     pub admin: bool,
+    /// Sent a credential (`Authorization` of any scheme, or `x-api-key`). Callers without one
+    /// share the `anonymous` owner, so they may not read titles: any of them would see all.
+    pub identified: bool,
 }
+
+/// The owner of records made by callers without a credential (only the admin reads them).
+pub const ANONYMOUS: &str = "anonymous";
 
 impl Caller {
     pub fn from_headers(headers: &HeaderMap, admin_token: Option<&str>) -> Self {
-        let token = bearer(headers);
-        let admin = match (token, admin_token) {
-            (Some(token), Some(admin)) => constant_time_eq(token.as_bytes(), admin.as_bytes()),
+        let credential = Credential::of(headers);
+        let admin = match (credential, admin_token) {
+            (Some(credential), Some(admin)) => credential.is(admin),
             _ => false,
         };
-        let owner = match token {
-            Some(token) => hash_hex(&[b"caller\0", token.as_bytes()], 32),
-            None => "anonymous".to_owned(),
-        };
-        Self { owner, admin }
+        let owner = credential.map_or_else(
+            || ANONYMOUS.to_owned(),
+            |c| hash_hex(&[b"caller\0", c.identity().as_bytes()], 32),
+        );
+        Self {
+            owner,
+            admin,
+            identified: credential.is_some(),
+        }
+    }
+
+    /// Whether this caller may use the titles API at all.
+    pub fn may_read_titles(&self) -> bool {
+        self.identified || self.admin
     }
 
     /// The owner filter for reads: admins see everyone.
     pub fn scope(&self) -> Option<&str> {
         (!self.admin).then_some(self.owner.as_str())
     }
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
-    let token = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))?
-        .trim();
-    (!token.is_empty()).then_some(token)
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn hash_hex(parts: &[&[u8]], hex_chars: usize) -> String {
@@ -169,5 +173,8 @@ mod tests {
             (anonymous.owner.as_str(), anonymous.admin),
             ("anonymous", false)
         );
+        assert!(!anonymous.may_read_titles());
+        let basic = Caller::from_headers(&headers(&[("authorization", "Basic YTpi")]), None);
+        assert!(basic.may_read_titles() && basic.owner != anonymous.owner);
     }
 }

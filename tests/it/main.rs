@@ -5,6 +5,7 @@
 mod support;
 
 mod bridge;
+mod caller_auth;
 mod errors;
 mod golden;
 mod opencode;

@@ -444,6 +444,7 @@ mod tests {
 
     #[test]
     fn a_stream_that_ends_without_done_still_delivers_the_held_call() {
+        // (The route then adds an `upstream_interrupted` event: `Shaper::finish` says so.)
         let events = vec![call_chunk(
             0,
             Some("call_1"),

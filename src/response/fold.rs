@@ -18,6 +18,9 @@ pub enum FoldError {
     /// The upstream sent an error object inside the stream.
     #[error("the upstream reported an error in its stream")]
     Upstream(Value),
+    /// The stream ended with neither a `finish_reason` nor `[DONE]`: it was cut short.
+    #[error("the upstream stream ended before the answer finished (no finish_reason, no [DONE])")]
+    Unfinished,
 }
 
 #[derive(Default)]
@@ -29,6 +32,8 @@ pub struct Folder {
     system_fingerprint: Option<Value>,
     choices: BTreeMap<u32, ChoiceAcc>,
     usage: Option<Value>,
+    /// A `finish_reason` or `[DONE]` arrived: the answer is whole.
+    ended: bool,
 }
 
 #[derive(Default)]
@@ -64,6 +69,9 @@ impl Folder {
     pub fn finish(mut self, fallback_model: &str) -> Result<Completion, FoldError> {
         if let Some(event) = self.decoder.finish() {
             self.event(event.data.as_deref())?;
+        }
+        if !self.ended {
+            return Err(FoldError::Unfinished);
         }
         let choices = if self.choices.is_empty() {
             vec![CompletionChoice {
@@ -101,7 +109,11 @@ impl Folder {
 
     fn event(&mut self, data: Option<&[u8]>) -> Result<(), FoldError> {
         let Some(data) = data else { return Ok(()) };
-        if data.trim_ascii() == b"[DONE]" || data.trim_ascii().is_empty() {
+        if data.trim_ascii() == b"[DONE]" {
+            self.ended = true;
+            return Ok(());
+        }
+        if data.trim_ascii().is_empty() {
             return Ok(());
         }
         let chunk: Chunk =
@@ -140,6 +152,7 @@ impl Folder {
                 acc.add_call(call);
             }
             if choice.finish_reason.is_some() {
+                self.ended = true;
                 acc.finish_reason = choice.finish_reason;
             }
         }

@@ -12,6 +12,8 @@ pub struct Shaper {
     decoder: Decoder,
     include_usage: bool,
     calls: Option<StreamCalls>,
+    /// A `finish_reason` or `[DONE]` went by: the answer is whole.
+    ended: bool,
 }
 
 impl Shaper {
@@ -20,6 +22,7 @@ impl Shaper {
             decoder: Decoder::new(),
             include_usage,
             calls: None,
+            ended: false,
         }
     }
 
@@ -37,17 +40,29 @@ impl Shaper {
         }
     }
 
-    /// The upstream body ended.
-    pub fn finish(&mut self, out: &mut Vec<Bytes>) {
+    /// The upstream body ended. Returns whether the answer was whole (a `finish_reason` or
+    /// `[DONE]` arrived); if not, a trailing event that lacks its blank line is dropped, so the
+    /// client never gets half an event, and the caller ends the stream with an error event.
+    pub fn finish(&mut self, out: &mut Vec<Bytes>) -> bool {
         if let Some(event) = self.decoder.finish() {
-            self.event(event, out);
+            if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
+                self.ended = true;
+            }
+            if self.ended {
+                self.event(event, out);
+            }
         }
+        // Calls held back for translation are whole events; they go out even before an error.
         if let Some(calls) = &mut self.calls {
             out.extend(calls.flush());
         }
+        self.ended
     }
 
     fn event(&mut self, event: Event, out: &mut Vec<Bytes>) {
+        if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
+            self.ended = true;
+        }
         if !self.include_usage && is_usage_only(&event) {
             return;
         }
@@ -113,6 +128,17 @@ mod tests {
         );
         let (a, b) = STREAM.split_at(57);
         assert_eq!(run(false, &[a, b]), expected);
+    }
+
+    #[test]
+    fn a_stream_without_its_end_is_reported_and_its_half_event_dropped() {
+        let mut shaper = Shaper::new(true);
+        let mut out = Vec::new();
+        let first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n";
+        shaper.push(first.as_bytes(), &mut out);
+        shaper.push(b"data: {\"choices\":[{\"ind", &mut out);
+        assert!(!shaper.finish(&mut out));
+        assert_eq!(out, [Bytes::from(first)]);
     }
 
     #[test]

@@ -22,8 +22,8 @@ use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, add_thread_headers, client_headers, is_event_stream, on_end,
-    read_body, upstream_headers,
+    AnswerFinished, PassthroughBody, UNFINISHED, add_thread_headers, client_headers,
+    is_event_stream, on_end, read_body, upstream_headers,
 };
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
@@ -305,7 +305,7 @@ async fn shape(
                 status,
                 client_headers(&headers, false),
                 PassthroughBody::new(body, sse)
-                    .watching(finished)
+                    .watching(finished, status.is_success())
                     .into_body(),
             ));
         }
@@ -398,6 +398,7 @@ fn fold_error(err: FoldError) -> ProxyError {
         FoldError::BadChunk(message) => ProxyError::Upstream(UpstreamError::Interrupted(format!(
             "failed to parse chat completions chunk: {message}"
         ))),
+        FoldError::Unfinished => ProxyError::Upstream(UpstreamError::Interrupted(err.to_string())),
         FoldError::Upstream(error) => {
             let message = error
                 .get("message")
@@ -453,7 +454,13 @@ impl Stream for ShapedBody {
                 }
                 Poll::Ready(None) => {
                     this.done = true;
-                    this.shaper.finish(&mut out);
+                    if !this.shaper.finish(&mut out) {
+                        let err = UpstreamError::Interrupted(UNFINISHED.to_owned());
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream stream ended early");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
                 }
                 Poll::Pending => return Poll::Pending,
             }

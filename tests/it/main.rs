@@ -8,6 +8,7 @@ mod bridge;
 mod caller_auth;
 mod errors;
 mod golden;
+mod interrupted;
 mod opencode;
 mod passthrough;
 mod path_escape;

@@ -5,8 +5,10 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+
+use tokio::net::{TcpListener, TcpStream};
 
 /// A response read off the wire.
 #[derive(Debug)]
@@ -101,4 +103,81 @@ fn dechunk(mut raw: &[u8]) -> Vec<u8> {
         raw = raw.get(end + 2..).unwrap_or_default();
     }
     out
+}
+/// A fake model server that answers every request with the same bytes, then closes the
+/// connection. It records each request head (request line and headers, as text).
+pub struct RawUpstream {
+    pub addr: SocketAddr,
+    heads: Arc<Mutex<Vec<String>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for RawUpstream {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+impl RawUpstream {
+    pub async fn start(answer: Vec<u8>) -> Self {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let seen = heads.clone();
+        let task = tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let answer = answer.clone();
+                let seen = seen.clone();
+                tokio::spawn(async move {
+                    let Some(head) = read_request(&mut stream).await else {
+                        return;
+                    };
+                    seen.lock().expect("lock").push(head);
+                    let _ = stream.write_all(&answer).await;
+                    let _ = stream.shutdown().await;
+                });
+            }
+        });
+        Self { addr, heads, task }
+    }
+
+    pub fn base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    pub fn heads(&self) -> Vec<String> {
+        self.heads.lock().expect("lock").clone()
+    }
+}
+
+/// Reads one request (head, then `content-length` bytes of body); returns its head.
+async fn read_request(stream: &mut TcpStream) -> Option<String> {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 8192];
+    let head_end = loop {
+        if let Some(end) = memchr::memmem::find(&buf, b"\r\n\r\n") {
+            break end;
+        }
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            return None;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    };
+    let head = String::from_utf8_lossy(&buf[..head_end]).into_owned();
+    let length: usize = head
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .find(|(k, _)| k.trim().eq_ignore_ascii_case("content-length"))
+        .and_then(|(_, v)| v.trim().parse().ok())
+        .unwrap_or(0);
+    let mut have = buf.len() - head_end - 4;
+    while have < length {
+        let n = stream.read(&mut chunk).await.ok()?;
+        if n == 0 {
+            break;
+        }
+        have += n;
+    }
+    Some(head)
 }

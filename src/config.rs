@@ -135,6 +135,9 @@ pub struct LimitsConfig {
     pub max_body_bytes: usize,
     /// Requests served at once; beyond it clients get 503 with `Retry-After`.
     pub max_concurrent_requests: usize,
+    /// Largest single upstream SSE event (or line) the proxy buffers; beyond it the stream ends
+    /// with an `upstream_event_too_large` error event.
+    pub max_sse_event_bytes: usize,
 }
 
 impl Default for LimitsConfig {
@@ -142,6 +145,7 @@ impl Default for LimitsConfig {
         Self {
             max_body_bytes: 32 * 1024 * 1024,
             max_concurrent_requests: 1024,
+            max_sse_event_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 }
@@ -511,6 +515,12 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     if config.limits.max_concurrent_requests == 0 {
         return Err(bad(
             "limits.max_concurrent_requests",
+            "must be greater than 0".into(),
+        ));
+    }
+    if config.limits.max_sse_event_bytes == 0 {
+        return Err(bad(
+            "limits.max_sse_event_bytes",
             "must be greater than 0".into(),
         ));
     }

@@ -23,6 +23,9 @@ pub enum UpstreamError {
     Timeout(&'static str),
     #[error("the upstream stream failed: {0}")]
     Interrupted(String),
+    /// One SSE event of the answer grew past `limits.max_sse_event_bytes`.
+    #[error("an upstream SSE event exceeds limits.max_sse_event_bytes ({0} bytes)")]
+    EventTooLarge(usize),
     /// The joined URL would leave the base path: refused before sending (defence in depth; the
     /// forward route already refuses such paths).
     #[error("the request path leaves the upstream base path")]
@@ -32,7 +35,9 @@ pub enum UpstreamError {
 impl UpstreamError {
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::Unreachable(_) | Self::Interrupted(_) => StatusCode::BAD_GATEWAY,
+            Self::Unreachable(_) | Self::Interrupted(_) | Self::EventTooLarge(_) => {
+                StatusCode::BAD_GATEWAY
+            }
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::PathEscape => StatusCode::BAD_REQUEST,
         }
@@ -43,6 +48,7 @@ impl UpstreamError {
             Self::Unreachable(_) => "upstream_unreachable",
             Self::Timeout(_) => "upstream_timeout",
             Self::Interrupted(_) => "upstream_interrupted",
+            Self::EventTooLarge(_) => "upstream_event_too_large",
             Self::PathEscape => "invalid_path",
         }
     }

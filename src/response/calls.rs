@@ -306,7 +306,9 @@ mod tests {
         // One byte at a time: translation must not depend on chunk boundaries.
         for event in events {
             for byte in event.as_bytes() {
-                shaper.push(std::slice::from_ref(byte), &mut out);
+                shaper
+                    .push(std::slice::from_ref(byte), &mut out)
+                    .expect("small events");
             }
         }
         shaper.finish(&mut out);

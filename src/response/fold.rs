@@ -9,7 +9,7 @@ use crate::api::stream::{
     Chunk, CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
     ToolCallDelta,
 };
-use crate::sse::Decoder;
+use crate::sse::{Decoder, EventTooLarge};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum FoldError {
@@ -18,6 +18,8 @@ pub enum FoldError {
     /// The upstream sent an error object inside the stream.
     #[error("the upstream reported an error in its stream")]
     Upstream(Value),
+    #[error(transparent)]
+    TooLarge(#[from] EventTooLarge),
     /// The stream ended with neither a `finish_reason` nor `[DONE]`: it was cut short.
     #[error("the upstream stream ended before the answer finished (no finish_reason, no [DONE])")]
     Unfinished,
@@ -58,9 +60,15 @@ impl Folder {
         Self::default()
     }
 
+    /// Caps one upstream event at `max_event` bytes (`limits.max_sse_event_bytes`).
+    pub fn with_max_event(mut self, max_event: usize) -> Self {
+        self.decoder = Decoder::with_limit(max_event);
+        self
+    }
+
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), FoldError> {
         self.decoder.push(bytes);
-        while let Some(event) = self.decoder.next_event() {
+        while let Some(event) = self.decoder.next_event()? {
             self.event(event.data.as_deref())?;
         }
         Ok(())

@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::calls::{CallMapper, StreamCalls};
 use crate::api::stream::Chunk;
-use crate::sse::{Decoder, Event};
+use crate::sse::{Decoder, Event, EventTooLarge};
 
 pub struct Shaper {
     decoder: Decoder,
@@ -32,12 +32,20 @@ impl Shaper {
         self
     }
 
-    /// Feeds upstream bytes; appends what the client must receive to `out`.
-    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Bytes>) {
+    /// Caps one upstream event at `max_event` bytes (`limits.max_sse_event_bytes`).
+    pub fn with_max_event(mut self, max_event: usize) -> Self {
+        self.decoder = Decoder::with_limit(max_event);
+        self
+    }
+
+    /// Feeds upstream bytes; appends what the client must receive to `out`. An event past the
+    /// size limit is an error: the caller ends the stream.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Bytes>) -> Result<(), EventTooLarge> {
         self.decoder.push(chunk);
-        while let Some(event) = self.decoder.next_event() {
+        while let Some(event) = self.decoder.next_event()? {
             self.event(event, out);
         }
+        Ok(())
     }
 
     /// The upstream body ended. Returns whether the answer was whole (a `finish_reason` or
@@ -107,7 +115,7 @@ mod tests {
         let mut shaper = Shaper::new(include_usage);
         let mut out = Vec::new();
         for p in pieces {
-            shaper.push(p.as_bytes(), &mut out);
+            shaper.push(p.as_bytes(), &mut out).expect("small events");
         }
         shaper.finish(&mut out);
         out.iter()
@@ -135,8 +143,10 @@ mod tests {
         let mut shaper = Shaper::new(true);
         let mut out = Vec::new();
         let first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n";
-        shaper.push(first.as_bytes(), &mut out);
-        shaper.push(b"data: {\"choices\":[{\"ind", &mut out);
+        shaper.push(first.as_bytes(), &mut out).expect("small");
+        shaper
+            .push(b"data: {\"choices\":[{\"ind", &mut out)
+            .expect("small");
         assert!(!shaper.finish(&mut out));
         assert_eq!(out, [Bytes::from(first)]);
     }

@@ -258,7 +258,7 @@ async fn serve(
             refused,
         ));
     }
-    let mut response = respond(upstream, plan).await?;
+    let mut response = respond(upstream, plan, state.config.limits.max_sse_event_bytes).await?;
     for (name, value) in response_headers {
         response.headers_mut().insert(name, value);
     }
@@ -280,9 +280,14 @@ fn has_conversation_header(headers: &HeaderMap) -> bool {
 }
 
 /// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
-async fn respond(upstream: UpstreamResponse, plan: ResponsePlan) -> Result<Response, ProxyError> {
+/// `max_event`: `limits.max_sse_event_bytes`, the most one upstream SSE event (or line) may hold.
+async fn respond(
+    upstream: UpstreamResponse,
+    plan: ResponsePlan,
+    max_event: usize,
+) -> Result<Response, ProxyError> {
     let finished = AnswerFinished::default();
-    let mut response = shape(upstream, plan, &finished).await?;
+    let mut response = shape(upstream, plan, &finished, max_event).await?;
     response.extensions_mut().insert(finished);
     Ok(response)
 }
@@ -291,6 +296,7 @@ async fn shape(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     finished: &AnswerFinished,
+    max_event: usize,
 ) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
@@ -305,6 +311,7 @@ async fn shape(
                 status,
                 client_headers(&headers, false),
                 PassthroughBody::new(body, sse)
+                    .max_line(max_event)
                     .watching(finished, status.is_success())
                     .into_body(),
             ));
@@ -323,7 +330,7 @@ async fn shape(
         );
         out_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         let stream: Body = if sse {
-            let shaper = Shaper::new(include_usage);
+            let shaper = Shaper::new(include_usage).with_max_event(max_event);
             let shaper = match calls {
                 Some(mapper) => shaper.with_calls(mapper),
                 None => shaper,
@@ -350,7 +357,7 @@ async fn shape(
         };
         return Ok(build(status, out_headers, body));
     }
-    let mut folded = fold(body).await?;
+    let mut folded = fold(body, max_event).await?;
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
@@ -385,8 +392,11 @@ async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
     Ok(Bytes::from(out))
 }
 
-async fn fold(mut body: BodyStream) -> Result<crate::api::stream::Completion, ProxyError> {
-    let mut folder = Folder::new();
+async fn fold(
+    mut body: BodyStream,
+    max_event: usize,
+) -> Result<crate::api::stream::Completion, ProxyError> {
+    let mut folder = Folder::new().with_max_event(max_event);
     while let Some(chunk) = body.next().await {
         folder.push(&chunk?).map_err(fold_error)?;
     }
@@ -398,6 +408,9 @@ fn fold_error(err: FoldError) -> ProxyError {
         FoldError::BadChunk(message) => ProxyError::Upstream(UpstreamError::Interrupted(format!(
             "failed to parse chat completions chunk: {message}"
         ))),
+        FoldError::TooLarge(too_large) => {
+            ProxyError::Upstream(UpstreamError::EventTooLarge(too_large.limit))
+        }
         FoldError::Unfinished => ProxyError::Upstream(UpstreamError::Interrupted(err.to_string())),
         FoldError::Upstream(error) => {
             let message = error
@@ -445,7 +458,17 @@ impl Stream for ShapedBody {
             }
             let mut out = Vec::new();
             match this.inner.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => this.shaper.push(&chunk, &mut out),
+                Poll::Ready(Some(Ok(chunk))) => {
+                    if let Err(too_large) = this.shaper.push(&chunk, &mut out) {
+                        // Ending here drops the upstream request with this body.
+                        this.done = true;
+                        let err = UpstreamError::EventTooLarge(too_large.limit);
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream event too large");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
+                }
                 Poll::Ready(Some(Err(err))) => {
                     this.done = true;
                     metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);

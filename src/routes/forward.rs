@@ -84,6 +84,8 @@ async fn forward(
         harness: None,
         upstream_status: Some(upstream.status.as_u16()),
     });
-    *response.body_mut() = PassthroughBody::new(upstream.body, sse).into_body();
+    *response.body_mut() = PassthroughBody::new(upstream.body, sse)
+        .max_line(state.config.limits.max_sse_event_bytes)
+        .into_body();
     Ok(response)
 }

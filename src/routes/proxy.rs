@@ -161,6 +161,10 @@ pub struct PassthroughBody {
     finished: Option<AnswerFinished>,
     /// The stream is a successful Chat Completions answer, which ends with a finish marker.
     must_end: bool,
+    /// The longest SSE line held back (`limits.max_sse_event_bytes`).
+    max_line: usize,
+    /// An error to end the stream with on the next poll.
+    failed: Option<UpstreamError>,
 }
 
 impl PassthroughBody {
@@ -173,7 +177,15 @@ impl PassthroughBody {
             done: false,
             finished: None,
             must_end: false,
+            max_line: crate::sse::DEFAULT_MAX_EVENT_BYTES,
+            failed: None,
         }
+    }
+
+    /// Caps the partial SSE line held back; a longer line ends the stream with an error event.
+    pub fn max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line;
+        self
     }
 
     /// Flags the end of a streamed answer as it passes; `must_end`: a stream that stops before its
@@ -229,6 +241,10 @@ impl Stream for PassthroughBody {
             if self.done {
                 return Poll::Ready(None);
             }
+            if let Some(err) = self.failed.take() {
+                let event = self.error_event(&err);
+                return Poll::Ready(Some(Ok(event)));
+            }
             match self.inner.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
                     if !self.sse {
@@ -236,6 +252,11 @@ impl Stream for PassthroughBody {
                     }
                     // Only the new bytes are searched, so a long line costs linear time.
                     let Some(last_break) = memchr::memrchr2(b'\n', b'\r', &chunk) else {
+                        if self.partial.len() + chunk.len() > self.max_line {
+                            let limit = self.max_line;
+                            let event = self.error_event(&UpstreamError::EventTooLarge(limit));
+                            return Poll::Ready(Some(Ok(event)));
+                        }
                         self.partial.extend_from_slice(&chunk);
                         continue;
                     };
@@ -245,7 +266,12 @@ impl Stream for PassthroughBody {
                         self.partial.extend_from_slice(&chunk[..=last_break]);
                         self.partial.split().freeze()
                     };
-                    self.partial.extend_from_slice(&chunk[last_break + 1..]);
+                    if chunk.len() - last_break - 1 > self.max_line {
+                        // The whole lines go now, the error event on the next poll.
+                        self.failed = Some(UpstreamError::EventTooLarge(self.max_line));
+                    } else {
+                        self.partial.extend_from_slice(&chunk[last_break + 1..]);
+                    }
                     let whole = self.forward(whole);
                     return Poll::Ready(Some(Ok(whole)));
                 }

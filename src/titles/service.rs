@@ -404,7 +404,10 @@ async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, S
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| format!("title stream failed: {e}"))?;
         decoder.push(&chunk);
-        while let Some(event) = decoder.next_event() {
+        while let Some(event) = decoder
+            .next_event()
+            .map_err(|e| format!("title stream failed: {e}"))?
+        {
             handle(event.data.as_deref(), &mut raw)?;
         }
     }

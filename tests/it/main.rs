@@ -16,5 +16,6 @@ mod retry_after;
 mod routing;
 mod secrets;
 mod shutdown;
+mod sse_limits;
 mod startup;
 mod titles;

@@ -575,6 +575,25 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
+/// `url` with the password of its userinfo (`http://user:PASS@host/`) replaced, for logs and
+/// `check-config`. A URL without a password is returned as it was.
+pub fn redacted_url(url: &str) -> String {
+    const MARK: &str = "harness-proxy-redacted";
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            if parsed.set_password(Some(MARK)).is_err() {
+                return "<redacted URL>".to_owned();
+            }
+            parsed
+                .to_string()
+                .replace(&format!(":{MARK}@"), ":<redacted>@")
+        }
+        Ok(_) => url.to_owned(),
+        // Unparseable URLs are refused by `validate`; never echo one that might hold a secret.
+        Err(_) => "<unparseable URL>".to_owned(),
+    }
+}
+
 /// The effective config as TOML with every secret replaced, for `check-config`.
 pub fn redacted_toml(config: &Config) -> String {
     let mut shown = config.clone();
@@ -584,6 +603,7 @@ pub fn redacted_toml(config: &Config) -> String {
         }
     };
     hide(&mut shown.upstream.api_key);
+    shown.upstream.base_url = redacted_url(&shown.upstream.base_url);
     hide(&mut shown.auth.admin_token);
     toml::to_string_pretty(&shown).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
 }
@@ -711,6 +731,20 @@ mod tests {
             text.contains("`log_format`") && text.contains("--log-format"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_password_of_a_url_is_redacted() {
+        assert_eq!(
+            redacted_url("http://user:PASS@h:8/v1"),
+            "http://user:<redacted>@h:8/v1"
+        );
+        assert_eq!(
+            redacted_url("https://:p%40ss@h/v1/"),
+            "https://:<redacted>@h/v1/"
+        );
+        assert_eq!(redacted_url("http://h/v1"), "http://h/v1");
+        assert_eq!(redacted_url("http://user@h/v1"), "http://user@h/v1");
     }
 
     #[test]

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -21,6 +21,7 @@ use crate::error::ProxyError;
 use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
+use crate::routes::extract::PathParam;
 use crate::routes::proxy::{
     AnswerFinished, PassthroughBody, UNFINISHED, add_thread_headers, client_headers,
     is_event_stream, on_end, read_body, upstream_headers,
@@ -44,7 +45,7 @@ pub async fn default_route(
 
 pub async fn path_route(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    PathParam(name): PathParam<String>,
     Extension(id): Extension<RequestId>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -167,7 +168,13 @@ async fn serve(
             .flatten()
     });
     let first_user_text = facts.as_ref().map_or("", |f| f.first_user_text.as_str());
-    let conversation = conversation_id(headers, &caller.owner, first_user_text);
+    let conversation = conversation_id(headers, &caller.owner, first_user_text).map_err(|bad| {
+        ProxyError::InvalidRequest {
+            message: bad.to_string(),
+            param: Some(bad.header),
+            code: "invalid_conversation_id",
+        }
+    })?;
     exchange.conversation_id = Some(conversation.clone());
     let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
     if rewritten {

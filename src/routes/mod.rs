@@ -1,6 +1,7 @@
 //! Thin handlers: extract → call → map. Shared plumbing for proxied requests lives in `proxy`.
 
 pub mod chat;
+pub mod extract;
 pub mod forward;
 pub mod health;
 pub mod proxy;

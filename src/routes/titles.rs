@@ -2,7 +2,7 @@
 //! its own credential created; the admin token sees all. Others get 404, never a hint.
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -11,6 +11,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use crate::error::ProxyError;
+use crate::routes::extract::PathParam;
 use crate::sse::named_event;
 use crate::state::AppState;
 use crate::titles::identity::Caller;
@@ -149,7 +150,7 @@ pub async fn list(
 
 pub async fn get_one(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     headers: HeaderMap,
 ) -> Response {
     let caller = match caller(&state, &headers) {
@@ -189,7 +190,7 @@ fn final_event(outcome: &Outcome) -> Bytes {
 
 pub async fn stream(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     headers: HeaderMap,
 ) -> Response {
     let caller = match caller(&state, &headers) {

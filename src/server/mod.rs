@@ -3,6 +3,7 @@
 
 pub mod access_log;
 pub mod inbound_auth;
+pub mod json_errors;
 
 use std::future::Future;
 use std::time::Duration;
@@ -57,6 +58,7 @@ pub fn router(state: AppState) -> Router {
         .route("/metrics", get(routes::health::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(json_errors::json_errors))
         .layer(axum::middleware::from_fn(access_log::access_log))
         .layer(CatchPanicLayer::custom(|_| {
             ProxyError::Internal("handler panicked".into()).into_response()

@@ -68,35 +68,61 @@ const ID_HEADERS: [&str; 4] = [
     "session-id",
 ];
 
-/// The conversation id: a client header, else `conv_<16 hex>` of (caller, first user text).
-pub fn conversation_id(headers: &HeaderMap, owner: &str, first_user_text: &str) -> String {
-    for name in ID_HEADERS {
-        if let Some(value) = headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-        {
-            // Ids appear in URLs and logs: anything unusual is hashed into a safe one.
-            if value.len() <= 128
-                && value
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-            {
-                return value.to_owned();
-            }
-            return format!("conv_{}", hash_hex(&[b"header\0", value.as_bytes()], 16));
+/// A client-chosen conversation id that is not a safe path segment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "header `{header}` must be a conversation id of 1 to 128 characters from A-Z a-z 0-9 . _ : - \
+     (and not `.` or `..`)"
+)]
+pub struct BadConversationId {
+    pub header: &'static str,
+}
+
+/// Whether `id` can stand as one URL path segment (`/titles/{id}`) and one log field as it is.
+fn is_safe_segment(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        && id != "."
+        && id != ".."
+}
+
+/// The conversation id: a client header, else `conv_<16 hex>` of (caller, first user text). A
+/// header id that is not a safe path segment is refused, not rewritten: the client would not
+/// find its title under an id it never sent.
+pub fn conversation_id(
+    headers: &HeaderMap,
+    owner: &str,
+    first_user_text: &str,
+) -> Result<String, BadConversationId> {
+    for header in ID_HEADERS {
+        let Some(value) = headers.get(header) else {
+            continue;
+        };
+        let value = value.to_str().map(str::trim).unwrap_or("\0");
+        if value.is_empty() {
+            continue;
         }
+        return if is_safe_segment(value) {
+            Ok(value.to_owned())
+        } else {
+            Err(BadConversationId { header })
+        };
     }
-    format!(
+    Ok(format!(
         "conv_{}",
         hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
-    )
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn id_of(headers: &HeaderMap, owner: &str, text: &str) -> String {
+        conversation_id(headers, owner, text).expect("a safe id")
+    }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -117,44 +143,55 @@ mod tests {
             ("session_id", "c"),
             ("session-id", "d"),
         ]);
-        assert_eq!(conversation_id(&all, "o", "t"), "a");
+        assert_eq!(id_of(&all, "o", "t"), "a");
         assert_eq!(
-            conversation_id(
+            id_of(
                 &headers(&[("x-session-id", "ses_1"), ("session-id", "d")]),
                 "o",
                 "t"
             ),
             "ses_1"
         );
-        assert_eq!(
-            conversation_id(&headers(&[("session_id", "c")]), "o", "t"),
-            "c"
-        );
-        assert_eq!(
-            conversation_id(&headers(&[("session-id", "d")]), "o", "t"),
-            "d"
-        );
+        assert_eq!(id_of(&headers(&[("session_id", "c")]), "o", "t"), "c");
+        assert_eq!(id_of(&headers(&[("session-id", "d")]), "o", "t"), "d");
     }
 
     #[test]
     fn hashed_id_is_stable_and_depends_on_caller_and_text() {
         let none = HeaderMap::new();
-        let a = conversation_id(&none, "owner-a", "fix the bug");
+        let a = id_of(&none, "owner-a", "fix the bug");
         assert!(a.starts_with("conv_") && a.len() == 21, "{a}");
         assert!(a[5..].bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_eq!(a, conversation_id(&none, "owner-a", "fix the bug"));
-        assert_ne!(a, conversation_id(&none, "owner-b", "fix the bug"));
-        assert_ne!(a, conversation_id(&none, "owner-a", "fix the other bug"));
+        assert_eq!(a, id_of(&none, "owner-a", "fix the bug"));
+        assert_ne!(a, id_of(&none, "owner-b", "fix the bug"));
+        assert_ne!(a, id_of(&none, "owner-a", "fix the other bug"));
     }
 
     #[test]
-    fn unsafe_header_ids_are_hashed() {
-        let id = conversation_id(
-            &headers(&[("x-conversation-id", "../../etc/passwd")]),
-            "o",
-            "t",
-        );
-        assert!(id.starts_with("conv_") && !id.contains('/'), "{id}");
+    fn unsafe_header_ids_are_refused_naming_the_header() {
+        for id in [
+            "../../etc/passwd",
+            "..",
+            ".",
+            "a b",
+            "a/b",
+            "%2e",
+            &"x".repeat(129),
+        ] {
+            assert_eq!(
+                conversation_id(&headers(&[("session_id", id)]), "o", "t"),
+                Err(BadConversationId {
+                    header: "session_id"
+                }),
+                "{id}"
+            );
+        }
+        for id in ["...", "a..b", "ses_1:2-3.4", &"x".repeat(128)] {
+            assert_eq!(
+                conversation_id(&headers(&[("x-conversation-id", id)]), "o", "t").as_deref(),
+                Ok(id)
+            );
+        }
     }
 
     #[test]

@@ -15,6 +15,7 @@ mod path_escape;
 mod retry_after;
 mod routing;
 mod secrets;
+mod shapes;
 mod shutdown;
 mod sse_limits;
 mod startup;

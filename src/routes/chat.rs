@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -22,9 +22,10 @@ use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::protocols::{ClientProtocol, Inbound, Renderer};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
+use crate::routes::extract::PathParam;
 use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, add_thread_headers, client_authorization, client_headers,
-    is_event_stream, on_end, read_body, upstream_headers,
+    AnswerFinished, PassthroughBody, UNFINISHED, add_thread_headers, client_authorization,
+    client_headers, is_event_stream, on_end, read_body, upstream_headers,
 };
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
@@ -45,7 +46,7 @@ pub async fn default_route(
 
 pub async fn path_route(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    PathParam(name): PathParam<String>,
     Extension(id): Extension<RequestId>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -222,7 +223,12 @@ async fn serve(
     });
     let first_user_text = facts.as_ref().map_or("", |f| f.first_user_text.as_str());
     let body_key = inbound.as_ref().and_then(|i| i.conversation_key.as_deref());
-    let conversation = conversation_id_with_key(headers, body_key, &caller.owner, first_user_text);
+    let conversation = conversation_id_with_key(headers, body_key, &caller.owner, first_user_text)
+        .map_err(|bad| ProxyError::InvalidRequest {
+            message: bad.to_string(),
+            param: Some(bad.header),
+            code: "invalid_conversation_id",
+        })?;
     exchange.conversation_id = Some(conversation.clone());
     let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
     if rewritten {
@@ -329,7 +335,8 @@ async fn serve(
         ),
         None => (None, Vec::new()),
     };
-    let mut response = respond(upstream, plan, render).await?;
+    let max_event = state.config.limits.max_sse_event_bytes;
+    let mut response = respond(upstream, plan, render, max_event, front.protocol).await?;
     for (name, value) in response_headers {
         response.headers_mut().insert(name, value);
     }
@@ -371,18 +378,28 @@ fn has_conversation_header(headers: &HeaderMap) -> bool {
 }
 
 /// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
+/// `max_event`: `limits.max_sse_event_bytes`, the most one upstream SSE event (or line) may hold.
 async fn respond(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     render: Option<(Box<dyn Renderer>, bool)>,
+    max_event: usize,
+    protocol: ClientProtocol,
 ) -> Result<Response, ProxyError> {
     let finished = AnswerFinished::default();
     let mut response = match render {
         Some((renderer, client_stream)) => {
-            crate::routes::render::render(upstream, plan, renderer, client_stream, &finished)
-                .await?
+            crate::routes::render::render(
+                upstream,
+                plan,
+                renderer,
+                client_stream,
+                &finished,
+                max_event,
+            )
+            .await?
         }
-        None => shape(upstream, plan, &finished).await?,
+        None => shape(upstream, plan, &finished, max_event, protocol).await?,
     };
     response.extensions_mut().insert(finished);
     Ok(response)
@@ -392,6 +409,8 @@ async fn shape(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     finished: &AnswerFinished,
+    max_event: usize,
+    protocol: ClientProtocol,
 ) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
@@ -406,7 +425,12 @@ async fn shape(
                 status,
                 client_headers(&headers, false),
                 PassthroughBody::new(body, sse)
-                    .watching(finished)
+                    .max_line(max_event)
+                    // Only a Chat Completions answer is known to end with a finish or `[DONE]`.
+                    .watching(
+                        finished,
+                        status.is_success() && protocol == ClientProtocol::Chat,
+                    )
                     .into_body(),
             ));
         }
@@ -424,7 +448,7 @@ async fn shape(
         );
         out_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         let stream: Body = if sse {
-            let shaper = Shaper::new(include_usage);
+            let shaper = Shaper::new(include_usage).with_max_event(max_event);
             let shaper = match calls {
                 Some(mapper) => shaper.with_calls(mapper),
                 None => shaper,
@@ -451,7 +475,7 @@ async fn shape(
         };
         return Ok(build(status, out_headers, body));
     }
-    let mut folded = fold(body).await?;
+    let mut folded = fold(body, max_event).await?;
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
@@ -486,8 +510,11 @@ pub(crate) async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
     Ok(Bytes::from(out))
 }
 
-async fn fold(mut body: BodyStream) -> Result<crate::api::stream::Completion, ProxyError> {
-    let mut folder = Folder::new();
+async fn fold(
+    mut body: BodyStream,
+    max_event: usize,
+) -> Result<crate::api::stream::Completion, ProxyError> {
+    let mut folder = Folder::new().with_max_event(max_event);
     while let Some(chunk) = body.next().await {
         folder.push(&chunk?).map_err(fold_error)?;
     }
@@ -499,6 +526,10 @@ fn fold_error(err: FoldError) -> ProxyError {
         FoldError::BadChunk(message) => ProxyError::Upstream(UpstreamError::Interrupted(format!(
             "failed to parse chat completions chunk: {message}"
         ))),
+        FoldError::TooLarge(too_large) => {
+            ProxyError::Upstream(UpstreamError::EventTooLarge(too_large.limit))
+        }
+        FoldError::Unfinished => ProxyError::Upstream(UpstreamError::Interrupted(err.to_string())),
         FoldError::Upstream(error) => {
             let message = error
                 .get("message")
@@ -545,7 +576,17 @@ impl Stream for ShapedBody {
             }
             let mut out = Vec::new();
             match this.inner.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => this.shaper.push(&chunk, &mut out),
+                Poll::Ready(Some(Ok(chunk))) => {
+                    if let Err(too_large) = this.shaper.push(&chunk, &mut out) {
+                        // Ending here drops the upstream request with this body.
+                        this.done = true;
+                        let err = UpstreamError::EventTooLarge(too_large.limit);
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream event too large");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
+                }
                 Poll::Ready(Some(Err(err))) => {
                     this.done = true;
                     metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
@@ -554,7 +595,13 @@ impl Stream for ShapedBody {
                 }
                 Poll::Ready(None) => {
                     this.done = true;
-                    this.shaper.finish(&mut out);
+                    if !this.shaper.finish(&mut out) {
+                        let err = UpstreamError::Interrupted(UNFINISHED.to_owned());
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream stream ended early");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
                 }
                 Poll::Pending => return Poll::Pending,
             }

@@ -5,15 +5,21 @@
 mod support;
 
 mod bridge;
+mod caller_auth;
 mod errors;
 mod golden;
+mod interrupted;
 mod messages;
 mod opencode;
 mod passthrough;
+mod path_escape;
 mod responses;
 mod responses_golden;
+mod retry_after;
 mod routing;
 mod secrets;
+mod shapes;
 mod shutdown;
+mod sse_limits;
 mod startup;
 mod titles;

@@ -301,7 +301,10 @@ fn describe_parse_error(body: &[u8]) -> HarnessError {
     };
     let path = err.path().to_string();
     let inner = err.into_inner();
-    if inner.is_syntax() || inner.is_eof() {
+    // serde_json reports some type mismatches as syntax (`{"role":1}` where an enum is expected
+    // says "expected value"), so only a body that is not JSON at all is `invalid_json`.
+    let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
+    if (inner.is_syntax() || inner.is_eof()) && !is_json {
         HarnessError::InvalidJson(format!("request body is not valid JSON: {inner}"))
     } else {
         HarnessError::Invalid {

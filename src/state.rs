@@ -51,6 +51,13 @@ pub struct Inner {
     /// Set once shutdown begins; `/readyz` then reports not ready.
     pub draining: AtomicBool,
     pub metrics: Option<PrometheusHandle>,
+    /// Bytes of request bodies held in memory, one permit per byte (`limits.max_inflight_body_bytes`).
+    pub body_budget: Arc<Semaphore>,
+    /// Live `/titles/{id}/stream` subscribers (`limits.max_title_subscribers`).
+    pub title_subscribers: Arc<Semaphore>,
+    /// Set when the shutdown grace is over and open responses are being cut: the access log then
+    /// says `shutdown`, not `client_disconnected`.
+    pub cutting: AtomicBool,
 }
 
 impl std::ops::Deref for AppState {
@@ -82,6 +89,19 @@ impl AppState {
             harness_header,
             titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),
+            body_budget: Arc::new(Semaphore::new(
+                config
+                    .limits
+                    .max_inflight_body_bytes
+                    .min(Semaphore::MAX_PERMITS),
+            )),
+            title_subscribers: Arc::new(Semaphore::new(
+                config
+                    .limits
+                    .max_title_subscribers
+                    .min(Semaphore::MAX_PERMITS),
+            )),
+            cutting: AtomicBool::new(false),
             config,
             harnesses,
             upstream,
@@ -96,6 +116,14 @@ impl AppState {
 
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
+    }
+
+    pub fn start_cutting(&self) {
+        self.cutting.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cutting(&self) -> bool {
+        self.cutting.load(Ordering::SeqCst)
     }
 }
 

@@ -449,6 +449,7 @@ impl Stream for ShapedBody {
                     this.done = true;
                     metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
                     tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
+                    this.finished.interrupt();
                     out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
                 }
                 Poll::Ready(None) => {

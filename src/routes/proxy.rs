@@ -123,9 +123,13 @@ pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
 
 /// Set once a streamed answer carried its `finish_reason` (or `[DONE]`): a client that hangs up
 /// after that has its whole answer — Codex does so before `[DONE]` — and is not logged as a
-/// disconnect. Put in response extensions for the access log.
+/// disconnect. Put in response extensions for the access log, which also reads `interrupted`.
 #[derive(Clone, Default)]
-pub struct AnswerFinished(std::sync::Arc<std::sync::atomic::AtomicBool>);
+pub struct AnswerFinished(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Set when the stream ended with the proxy's error event instead of its own end.
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+);
 
 impl AnswerFinished {
     pub fn note(&self, bytes: &[u8]) {
@@ -145,6 +149,14 @@ impl AnswerFinished {
 
     pub fn is_set(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn interrupt(&self) {
+        self.1.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_interrupted(&self) -> bool {
+        self.1.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -211,6 +223,9 @@ impl Stream for PassthroughBody {
                 tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
                 if !self.sse {
                     return Poll::Ready(Some(Err(err)));
+                }
+                if let Some(finished) = &self.finished {
+                    finished.interrupt();
                 }
                 let mut event = String::new();
                 if !self.at_boundary() {

@@ -58,6 +58,9 @@ pub struct Inner {
     /// Set when the shutdown grace is over and open responses are being cut: the access log then
     /// says `shutdown`, not `client_disconnected`.
     pub cutting: AtomicBool,
+    /// Large rewrites running at once (one per core): they are CPU-bound, and each holds a parsed
+    /// copy and a rebuilt copy of its body, so more at once only adds memory.
+    pub large_rewrites: Arc<Semaphore>,
 }
 
 impl std::ops::Deref for AppState {
@@ -102,6 +105,9 @@ impl AppState {
                     .min(Semaphore::MAX_PERMITS),
             )),
             cutting: AtomicBool::new(false),
+            large_rewrites: Arc::new(Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+            )),
             config,
             harnesses,
             upstream,

@@ -84,16 +84,7 @@ async fn handle(
         conversation_id: None,
         deferred_title: None,
     };
-    let result = serve(
-        &state,
-        harness.as_ref(),
-        &id,
-        query,
-        &headers,
-        body,
-        &mut exchange,
-    )
-    .await;
+    let result = serve(&state, &harness, &id, query, &headers, body, &mut exchange).await;
     let mut response = match result {
         Ok(response) => response,
         Err(err) => err.into_response(),
@@ -137,7 +128,7 @@ const TITLE_DISPATCH_WAIT: Duration = Duration::from_millis(500);
 
 async fn serve(
     state: &AppState,
-    harness: &dyn crate::harness::Harness,
+    harness: &std::sync::Arc<dyn crate::harness::Harness>,
     id: &RequestId,
     query: Option<String>,
     headers: &HeaderMap,
@@ -145,11 +136,7 @@ async fn serve(
     exchange: &mut Exchange,
 ) -> Result<Response, ProxyError> {
     let body = read_body(headers, body, state.config.limits.max_body_bytes).await?;
-    let prepared = harness.prepare(&HarnessRequest {
-        body: &body,
-        headers,
-        now: chrono::Utc::now(),
-    })?;
+    let prepared = prepare(state, harness, &body, headers).await?;
     let Prepared {
         upstream_body,
         response: plan,
@@ -266,6 +253,37 @@ async fn serve(
         response.headers_mut().insert("x-title-url", url);
     }
     Ok(response)
+}
+
+/// Bodies from this size are rewritten on the blocking pool, one per core at a time: parsing and
+/// rebuilding a large body takes long enough to stall every connection served by the same worker
+/// thread, and each rewrite in progress holds about two more copies of its body.
+const BLOCKING_PREPARE_BYTES: usize = 256 * 1024;
+
+async fn prepare(
+    state: &AppState,
+    harness: &std::sync::Arc<dyn crate::harness::Harness>,
+    body: &Bytes,
+    headers: &HeaderMap,
+) -> Result<Prepared, ProxyError> {
+    let now = chrono::Utc::now();
+    if body.len() < BLOCKING_PREPARE_BYTES {
+        return Ok(harness.prepare(&HarnessRequest { body, headers, now })?);
+    }
+    let Ok(_turn) = state.large_rewrites.acquire().await else {
+        return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
+    };
+    let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
+    let prepared = tokio::task::spawn_blocking(move || {
+        harness.prepare(&HarnessRequest {
+            body: &body,
+            headers: &headers,
+            now,
+        })
+    })
+    .await
+    .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?;
+    Ok(prepared?)
 }
 
 fn has_conversation_header(headers: &HeaderMap) -> bool {

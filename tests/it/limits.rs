@@ -220,3 +220,41 @@ async fn beyond_max_connections_a_new_connection_is_closed_and_a_freed_slot_serv
         "{metrics}"
     );
 }
+
+#[tokio::test]
+async fn bodies_beyond_the_in_flight_budget_get_503_with_retry_after() {
+    let upstream = quick_upstream().await;
+    let mut config = test_config(&upstream.base_url());
+    config.limits.max_body_bytes = 1024 * 1024;
+    config.limits.max_inflight_body_bytes = 2 * 1024 * 1024;
+    let app = TestApp::start(config).await;
+
+    // Two 1 MiB bodies being received fill the budget (their declared length is reserved when
+    // their reading starts, which `100 Continue` signals).
+    let mut receiving = Vec::new();
+    for _ in 0..2 {
+        let mut socket = TcpStream::connect(app.addr).await.unwrap();
+        socket
+            .write_all(head(1024 * 1024, "expect: 100-continue\r\n").as_bytes())
+            .await
+            .unwrap();
+        assert!(read_response(&mut socket).await.starts_with("HTTP/1.1 100"));
+        receiving.push(socket);
+    }
+    let refused = app.chat("passthrough", &chat_body(true)).await;
+    assert_eq!(refused.status(), 503);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let (_, code, message) = crate::support::error_of(refused).await;
+    assert_eq!(code, "overloaded");
+    assert!(message.contains("request bodies"), "{message}");
+
+    // One of them finishes: its bytes are given back and the next request goes through.
+    let mut done = receiving.pop().unwrap();
+    let mut body = br#"{"model":"m","messages":[]}"#.to_vec();
+    body.resize(1024 * 1024, b' ');
+    done.write_all(&body).await.unwrap();
+    assert!(read_response(&mut done).await.starts_with("HTTP/1.1 200"));
+    drop(done);
+    let served = app.chat("passthrough", &chat_body(true)).await;
+    assert_eq!(served.status(), 200);
+}

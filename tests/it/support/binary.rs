@@ -52,6 +52,11 @@ impl Proxy {
         panic!("the proxy did not start: {}", proxy.logs());
     }
 
+    /// The process id, to read `/proc/<pid>/status`.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
     /// Stops the process and returns everything it logged.
     pub fn logs(mut self) -> String {
         let Some(mut child) = self.child.take() else {

@@ -8,6 +8,7 @@ mod bridge;
 mod errors;
 mod golden;
 mod limits;
+mod load;
 mod memory;
 mod opencode;
 mod passthrough;

@@ -57,6 +57,32 @@ impl Proxy {
         self.child.as_ref().map_or(0, Child::id)
     }
 
+    /// Sends SIGTERM, waits (bounded) for the process to exit, and returns its exit success and
+    /// everything it logged.
+    pub fn terminate(mut self) -> (bool, String) {
+        let Some(mut child) = self.child.take() else {
+            return (false, String::new());
+        };
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while child.try_wait().expect("wait").is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let output = child.wait_with_output().expect("output");
+        (
+            output.status.success(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
     /// Stops the process and returns everything it logged.
     pub fn logs(mut self) -> String {
         let Some(mut child) = self.child.take() else {

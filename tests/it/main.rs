@@ -12,6 +12,7 @@ mod load;
 mod memory;
 mod opencode;
 mod passthrough;
+mod promises;
 mod routing;
 mod secrets;
 mod shutdown;

@@ -133,11 +133,27 @@ impl Default for UpstreamConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     pub max_body_bytes: usize,
-    /// Requests served at once; beyond it clients get 503 with `Retry-After`.
+    /// Requests served at once; beyond it clients get 503 with `Retry-After`. A request takes its
+    /// slot once its body has been read, so slow senders cannot hold slots.
     pub max_concurrent_requests: usize,
     /// Largest single upstream SSE event (or line) the proxy buffers; beyond it the stream ends
     /// with an `upstream_event_too_large` error event.
     pub max_sse_event_bytes: usize,
+    /// Longest time to receive a request's head and body, from its first byte to its last.
+    #[serde(with = "humantime_serde")]
+    pub request_read_timeout: Duration,
+    /// Longest silence while a request head or body is being received.
+    #[serde(with = "humantime_serde")]
+    pub request_idle_timeout: Duration,
+    /// How long an idle keep-alive connection stays open between requests.
+    #[serde(with = "humantime_serde")]
+    pub keep_alive_timeout: Duration,
+    /// Open client connections; beyond it a new connection is closed at once.
+    pub max_connections: usize,
+    /// Sum of request-body bytes held in memory at once; beyond it 503 with `Retry-After`.
+    pub max_inflight_body_bytes: usize,
+    /// Live `/titles/{id}/stream` subscribers at once; beyond it 503 with `Retry-After`.
+    pub max_title_subscribers: usize,
 }
 
 impl Default for LimitsConfig {
@@ -146,6 +162,12 @@ impl Default for LimitsConfig {
             max_body_bytes: 32 * 1024 * 1024,
             max_concurrent_requests: 1024,
             max_sse_event_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
+            request_read_timeout: Duration::from_secs(30),
+            request_idle_timeout: Duration::from_secs(10),
+            keep_alive_timeout: Duration::from_secs(60),
+            max_connections: 4096,
+            max_inflight_body_bytes: 256 * 1024 * 1024,
+            max_title_subscribers: 1024,
         }
     }
 }
@@ -524,6 +546,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             "must be greater than 0".into(),
         ));
     }
+    validate_limits(&config.limits)?;
     if let Some(git) = &config.opencode.git
         && !matches!(git.as_str(), "yes" | "no")
     {
@@ -592,6 +615,42 @@ pub fn redacted_url(url: &str) -> String {
         // Unparseable URLs are refused by `validate`; never echo one that might hold a secret.
         Err(_) => "<unparseable URL>".to_owned(),
     }
+}
+
+/// The connection and memory bounds: none may be zero, and a body must fit the in-flight budget.
+fn validate_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
+    let bad = |key: &str, message: &str| ConfigError::Key {
+        key: format!("limits.{key}"),
+        origin: String::new(),
+        message: message.to_owned(),
+    };
+    let positive = [
+        (
+            "request_read_timeout",
+            limits.request_read_timeout.is_zero(),
+        ),
+        (
+            "request_idle_timeout",
+            limits.request_idle_timeout.is_zero(),
+        ),
+        ("keep_alive_timeout", limits.keep_alive_timeout.is_zero()),
+        ("max_connections", limits.max_connections == 0),
+        ("max_title_subscribers", limits.max_title_subscribers == 0),
+    ];
+    if let Some((key, _)) = positive.iter().find(|(_, zero)| *zero) {
+        return Err(bad(key, "must be greater than 0"));
+    }
+    if limits.max_inflight_body_bytes < limits.max_body_bytes {
+        return Err(bad(
+            "max_inflight_body_bytes",
+            "must be at least `limits.max_body_bytes`, or no body of the largest size could be read",
+        ));
+    }
+    // Budgets are taken in u32 steps (tokio's semaphore), so one body must fit in one.
+    if u32::try_from(limits.max_body_bytes).is_err() {
+        return Err(bad("max_body_bytes", "must be below 4 GiB"));
+    }
+    Ok(())
 }
 
 /// The effective config as TOML with every secret replaced, for `check-config`.
@@ -713,6 +772,26 @@ mod tests {
                 "opencode.timezone",
             ),
             ("HARNESS_PROXY__LISTEN", "nowhere", "listen"),
+            (
+                "HARNESS_PROXY__LIMITS__REQUEST_READ_TIMEOUT",
+                "0s",
+                "limits.request_read_timeout",
+            ),
+            (
+                "HARNESS_PROXY__LIMITS__MAX_CONNECTIONS",
+                "0",
+                "limits.max_connections",
+            ),
+            (
+                "HARNESS_PROXY__LIMITS__MAX_INFLIGHT_BODY_BYTES",
+                "1024",
+                "limits.max_inflight_body_bytes",
+            ),
+            (
+                "HARNESS_PROXY__LIMITS__MAX_TITLE_SUBSCRIBERS",
+                "none",
+                "limits.max_title_subscribers",
+            ),
         ];
         for (var, value, key) in cases {
             let text = load(None, &env(&[(var, value)]), &FlagOverrides::default())

@@ -198,7 +198,11 @@ pub async fn stream(
         Err(err) => return err.into_response(),
     };
     if let Some(live) = state.titles.live(caller.scope(), &id) {
-        return sse_response(Body::from_stream(follow(live.subscribe())));
+        // Each live subscriber holds a task and a watch receiver until the title ends: bounded.
+        let Ok(seat) = state.title_subscribers.clone().try_acquire_owned() else {
+            return ProxyError::Busy("live title subscribers").into_response();
+        };
+        return sse_response(Body::from_stream(follow(live.subscribe(), seat)));
     }
     let record = match state.titles.get(caller.scope(), &id).await {
         Ok(Some(record)) => record,
@@ -216,11 +220,14 @@ pub async fn stream(
     sse_response(Body::from(final_event(&outcome)))
 }
 
-/// Everything streamed so far, then each new delta, then the outcome.
+/// Everything streamed so far, then each new delta, then the outcome. `seat` is held until the
+/// subscriber is gone.
 fn follow(
     rx: watch::Receiver<Snapshot>,
+    seat: tokio::sync::OwnedSemaphorePermit,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> {
-    futures_util::stream::unfold((rx, 0usize, false), |(mut rx, mut sent, done)| async move {
+    let state = (rx, 0usize, false, seat);
+    futures_util::stream::unfold(state, |(mut rx, mut sent, done, seat)| async move {
         if done {
             return None;
         }
@@ -245,13 +252,13 @@ fn follow(
                 if let Some(outcome) = outcome {
                     out.extend_from_slice(&final_event(&outcome));
                 }
-                return Some((Ok(Bytes::from(out)), (rx, sent, finished)));
+                return Some((Ok(Bytes::from(out)), (rx, sent, finished, seat)));
             }
             if rx.changed().await.is_err() {
                 let lost = final_event(&Outcome::Failed(
                     "the title stream ended unexpectedly".to_owned(),
                 ));
-                return Some((Ok(lost), (rx, sent, true)));
+                return Some((Ok(lost), (rx, sent, true, seat)));
             }
         }
     })

@@ -34,6 +34,9 @@ pub enum ProxyError {
     ResourceNotFound { what: String },
     #[error("the proxy is at its limit of concurrent requests; retry shortly")]
     Overloaded,
+    /// The title store cannot be reached; `store` is its URL without any password.
+    #[error("the title store {store} is unreachable; retry shortly")]
+    StoreUnavailable { store: String, reason: String },
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
     #[error("internal error")]
@@ -68,7 +71,7 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::StoreUnavailable { .. } => StatusCode::SERVICE_UNAVAILABLE,
             Self::Upstream(e) => e.status(),
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -85,6 +88,7 @@ impl ProxyError {
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::Unauthorized(_) => "unauthorized",
             Self::Overloaded => "overloaded",
+            Self::StoreUnavailable { .. } => "store_unavailable",
             Self::Upstream(e) => e.code(),
             Self::Internal(_) => "internal_error",
         }
@@ -140,7 +144,7 @@ impl IntoResponse for ProxyError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if matches!(self, Self::Overloaded) {
+        if matches!(self, Self::Overloaded | Self::StoreUnavailable { .. }) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response.extensions_mut().insert(ErrorCode(self.code()));

@@ -9,7 +9,7 @@ use tokio::sync::Notify;
 
 use crate::support::sse::{DONE, finish_chunk, hello_stream, read_all, text_chunk};
 use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, test_config};
-use harness_proxy::config::TitleOrder;
+use harness_proxy::config::{StoreUrl, TitleOrder};
 
 const TITLE_PROMPT: &str = include_str!("../../prompts/opencode/title.md");
 
@@ -628,9 +628,8 @@ async fn listing_paginates_newest_first_with_a_cursor() {
 async fn titles_survive_a_restart_with_sqlite() {
     let upstream = upstream_with_title(title_reply("Persistent title")).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite://{}", dir.path().join("titles.db").display());
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = store.clone();
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("titles.db"));
     let mut app = TestApp::start(config.clone()).await;
     read_all(chat(&app, &first_turn("Keep this"), "conv-keep", "k").await).await;
     settled(&app, "conv-keep", "k").await;
@@ -652,7 +651,7 @@ async fn shutdown_waits_for_a_running_title_and_records_it() {
     let upstream = upstream_with_title(title).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = format!("sqlite://{}", dir.path().join("t.db").display());
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("t.db"));
     let mut app = TestApp::start(config.clone()).await;
     read_all(chat(&app, &first_turn("Shut down gently"), "conv-grace", "k").await).await;
     app.trigger_shutdown();
@@ -678,7 +677,7 @@ async fn a_title_still_running_when_the_grace_ends_is_recorded_as_cut_short() {
     let upstream = upstream_with_title(title).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = format!("sqlite://{}", dir.path().join("t.db").display());
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("t.db"));
     config.titles.timeout = Duration::from_secs(60);
     config.shutdown_grace = Duration::from_millis(300);
     let mut app = TestApp::start(config.clone()).await;

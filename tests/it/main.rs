@@ -9,6 +9,7 @@ mod errors;
 mod golden;
 mod opencode;
 mod passthrough;
+mod replicas;
 mod routing;
 mod secrets;
 mod shutdown;

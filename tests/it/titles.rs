@@ -13,7 +13,7 @@ use harness_proxy::config::{StoreUrl, TitleOrder};
 
 const TITLE_PROMPT: &str = include_str!("../../prompts/opencode/title.md");
 
-fn main_reply() -> Reply {
+pub(crate) fn main_reply() -> Reply {
     Reply::sse(
         &hello_stream()
             .iter()
@@ -22,13 +22,13 @@ fn main_reply() -> Reply {
     )
 }
 
-fn title_reply(title: &str) -> Reply {
+pub(crate) fn title_reply(title: &str) -> Reply {
     Reply::sse(&[&text_chunk(title), &finish_chunk("stop"), DONE])
 }
 
 /// A title stream that sends `before`, waits until the returned `Notify` is told, then sends
 /// `after` and ends.
-fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
+pub(crate) fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
     let release = Arc::new(Notify::new());
     let mut steps: Vec<Step> = before
         .iter()
@@ -41,7 +41,7 @@ fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
 }
 
 /// Title requests get `title`, everything else the hello answer.
-async fn upstream_with_title(title: Reply) -> FakeUpstream {
+pub(crate) async fn upstream_with_title(title: Reply) -> FakeUpstream {
     FakeUpstream::start(move |r: &Recorded, _| {
         if r.is_title() {
             title.clone()
@@ -52,7 +52,7 @@ async fn upstream_with_title(title: Reply) -> FakeUpstream {
     .await
 }
 
-fn first_turn(text: &str) -> Value {
+pub(crate) fn first_turn(text: &str) -> Value {
     json!({"model": "mock-model", "stream": true, "messages": [
         {"role": "system", "content": "You are an agent."},
         {"role": "user", "content": "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"},
@@ -60,7 +60,12 @@ fn first_turn(text: &str) -> Value {
     ]})
 }
 
-async fn chat(app: &TestApp, body: &Value, conversation: &str, token: &str) -> reqwest::Response {
+pub(crate) async fn chat(
+    app: &TestApp,
+    body: &Value,
+    conversation: &str,
+    token: &str,
+) -> reqwest::Response {
     app.post("/v1/chat/completions")
         .header("x-conversation-id", conversation)
         .bearer_auth(token)
@@ -71,7 +76,7 @@ async fn chat(app: &TestApp, body: &Value, conversation: &str, token: &str) -> r
 }
 
 /// Polls the record until it is no longer pending (bounded).
-async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
+pub(crate) async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
     for _ in 0..500 {
         let response = app
             .get(&format!("/titles/{id}"))
@@ -90,7 +95,7 @@ async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
     panic!("title {id} did not settle");
 }
 
-fn titles_of(upstream: &FakeUpstream) -> Vec<Recorded> {
+pub(crate) fn titles_of(upstream: &FakeUpstream) -> Vec<Recorded> {
     upstream
         .requests()
         .into_iter()

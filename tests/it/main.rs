@@ -5,6 +5,7 @@
 mod support;
 
 mod bridge;
+mod deploy;
 mod errors;
 mod golden;
 mod opencode;

@@ -60,8 +60,8 @@ fn image_name(image: &str) -> &str {
 }
 
 fn dockerfile_image_title() -> String {
-    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Dockerfile"))
-        .unwrap();
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Dockerfile")).unwrap();
     let at = text
         .find("org.opencontainers.image.title=\"")
         .expect("the Dockerfile labels its image title");
@@ -157,7 +157,10 @@ async fn the_deployment_agrees_with_the_config_the_routes_and_the_image() {
     // Hardening and resources.
     assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
     assert_eq!(container["securityContext"]["readOnlyRootFilesystem"], true);
-    assert_eq!(container["securityContext"]["allowPrivilegeEscalation"], false);
+    assert_eq!(
+        container["securityContext"]["allowPrivilegeEscalation"],
+        false
+    );
     for kind in ["requests", "limits"] {
         assert!(
             container["resources"][kind]["memory"].is_string(),
@@ -206,7 +209,11 @@ fn compose_runs_two_replicas_behind_a_balancer_with_redis_and_no_key_in_the_file
     let services = compose["services"].as_mapping().unwrap();
     let proxies: Vec<&Value> = services
         .values()
-        .filter(|s| s["image"].as_str().is_some_and(|i| image_name(i) == dockerfile_image_title()))
+        .filter(|s| {
+            s["image"]
+                .as_str()
+                .is_some_and(|i| image_name(i) == dockerfile_image_title())
+        })
         .collect();
     assert_eq!(proxies.len(), 2, "two proxy replicas");
     let nginx = std::fs::read_to_string(deploy_dir().join("nginx.conf")).unwrap();
@@ -225,7 +232,10 @@ fn compose_runs_two_replicas_behind_a_balancer_with_redis_and_no_key_in_the_file
             env["HARNESS_PROXY__UPSTREAM__API_KEY_FILE"],
             "/run/secrets/upstream_key"
         );
-        assert!(env["HARNESS_PROXY__UPSTREAM__API_KEY"].is_null(), "no key in the file");
+        assert!(
+            env["HARNESS_PROXY__UPSTREAM__API_KEY"].is_null(),
+            "no key in the file"
+        );
         assert_eq!(proxy["read_only"], true);
     }
     assert!(services.contains_key("redis") && services.contains_key("lb"));

@@ -286,3 +286,38 @@ async fn readyz_turns_503_when_the_sqlite_directory_is_removed() {
     assert_eq!(body["status"], "title store unreachable");
     assert_eq!(body["title_store"]["state"], "unreachable", "{body}");
 }
+
+#[tokio::test]
+async fn a_proxy_started_while_redis_is_down_serves_chat_and_titles_once_it_is_back() {
+    let Some(mut redis) = PrivateRedis::start("redis down at start-up").await else {
+        return;
+    };
+    let upstream = upstream_with_title(title_reply("Back again")).await;
+    let mut config = test_config(&upstream.base_url());
+    use_redis(&mut config, &redis.url(), "hp");
+    redis.kill();
+    let app = TestApp::start(config).await;
+    let answer = chat(&app, &first_turn("Anyone there?"), "conv-down", "k").await;
+    assert_eq!(answer.status(), 200);
+    assert!(
+        !answer.headers().contains_key("x-title-url"),
+        "no claim, no title"
+    );
+    assert!(read_all(answer).await.contains("Hello"));
+
+    redis.restart().await;
+    let mut titled = false;
+    for n in 0..400 {
+        let id = format!("conv-up-{n}");
+        let answer = chat(&app, &first_turn("Anyone there?"), &id, "k").await;
+        if answer.headers().contains_key("x-title-url") {
+            read_all(answer).await;
+            assert_eq!(settled(&app, &id, "k").await["title"], "Back again");
+            titled = true;
+            break;
+        }
+        read_all(answer).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(titled, "titles resume once Redis answers");
+}

@@ -39,6 +39,9 @@ pub enum ProxyError {
     Busy(&'static str),
     #[error("the request was not received in time: {0}")]
     RequestTimeout(&'static str),
+    /// The title store cannot be reached; `store` is its URL without any password.
+    #[error("the title store {store} is unreachable; retry shortly")]
+    StoreUnavailable { store: String, reason: String },
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
     #[error("internal error")]
@@ -80,7 +83,9 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Overloaded | Self::Busy(_) => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Upstream(e) => e.status(),
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -101,6 +106,7 @@ impl ProxyError {
             Self::Unauthorized(_) => "unauthorized",
             Self::Overloaded | Self::Busy(_) => "overloaded",
             Self::RequestTimeout(_) => "request_timeout",
+            Self::StoreUnavailable { .. } => "store_unavailable",
             Self::Upstream(e) => e.code(),
             Self::Internal(_) => "internal_error",
             Self::UpgradeRequired(_) => "websocket_unsupported",
@@ -171,7 +177,10 @@ impl IntoResponse for ProxyError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if matches!(self, Self::Overloaded | Self::Busy(_)) {
+        if matches!(
+            self,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
+        ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response.extensions_mut().insert(ErrorCode(self.code()));

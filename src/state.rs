@@ -81,13 +81,13 @@ impl AppState {
         let prompts = Prompts::load(config.prompts_dir.as_deref())?;
         let harnesses = build_registry(&config, &prompts, env)?;
         let upstream = Arc::new(Upstream::new(&config.upstream, env)?);
-        let store = store::open(&config.titles.store, config.titles.max_records)?;
+        let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(
             config.titles.clone(),
             prompts.title,
             store,
             upstream.clone(),
-        ));
+        )?);
         let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
             .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
         let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);

@@ -351,7 +351,7 @@ async fn sigterm_drains_100_streams_and_100_titles_with_nothing_lost() {
     assert_eq!(complete, N, "streams lost");
 
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = store;
+    config.titles.store = harness_proxy::config::StoreUrl::Sqlite(dir.path().join("titles.db"));
     let restarted = TestApp::start(config).await;
     let list: Value = restarted.get_json("/titles?limit=500", "k").await;
     let done: Vec<&Value> = list["data"]

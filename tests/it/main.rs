@@ -6,6 +6,7 @@ mod support;
 
 mod bridge;
 mod caller_auth;
+mod deploy;
 mod errors;
 mod golden;
 mod interrupted;
@@ -17,6 +18,7 @@ mod opencode;
 mod passthrough;
 mod path_escape;
 mod promises;
+mod replicas;
 mod responses;
 mod responses_golden;
 mod retry_after;

@@ -9,11 +9,11 @@ use tokio::sync::Notify;
 
 use crate::support::sse::{DONE, finish_chunk, hello_stream, read_all, text_chunk};
 use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, test_config};
-use harness_proxy::config::TitleOrder;
+use harness_proxy::config::{StoreUrl, TitleOrder};
 
 const TITLE_PROMPT: &str = include_str!("../../prompts/opencode/title.md");
 
-fn main_reply() -> Reply {
+pub(crate) fn main_reply() -> Reply {
     Reply::sse(
         &hello_stream()
             .iter()
@@ -22,13 +22,13 @@ fn main_reply() -> Reply {
     )
 }
 
-fn title_reply(title: &str) -> Reply {
+pub(crate) fn title_reply(title: &str) -> Reply {
     Reply::sse(&[&text_chunk(title), &finish_chunk("stop"), DONE])
 }
 
 /// A title stream that sends `before`, waits until the returned `Notify` is told, then sends
 /// `after` and ends.
-fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
+pub(crate) fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
     let release = Arc::new(Notify::new());
     let mut steps: Vec<Step> = before
         .iter()
@@ -41,7 +41,7 @@ fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
 }
 
 /// Title requests get `title`, everything else the hello answer.
-async fn upstream_with_title(title: Reply) -> FakeUpstream {
+pub(crate) async fn upstream_with_title(title: Reply) -> FakeUpstream {
     FakeUpstream::start(move |r: &Recorded, _| {
         if r.is_title() {
             title.clone()
@@ -52,7 +52,7 @@ async fn upstream_with_title(title: Reply) -> FakeUpstream {
     .await
 }
 
-fn first_turn(text: &str) -> Value {
+pub(crate) fn first_turn(text: &str) -> Value {
     json!({"model": "mock-model", "stream": true, "messages": [
         {"role": "system", "content": "You are an agent."},
         {"role": "user", "content": "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"},
@@ -60,7 +60,12 @@ fn first_turn(text: &str) -> Value {
     ]})
 }
 
-async fn chat(app: &TestApp, body: &Value, conversation: &str, token: &str) -> reqwest::Response {
+pub(crate) async fn chat(
+    app: &TestApp,
+    body: &Value,
+    conversation: &str,
+    token: &str,
+) -> reqwest::Response {
     app.post("/v1/chat/completions")
         .header("x-conversation-id", conversation)
         .bearer_auth(token)
@@ -71,7 +76,7 @@ async fn chat(app: &TestApp, body: &Value, conversation: &str, token: &str) -> r
 }
 
 /// Polls the record until it is no longer pending (bounded).
-async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
+pub(crate) async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
     while tokio::time::Instant::now() < deadline {
         let response = app
@@ -91,7 +96,7 @@ async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
     panic!("title {id} did not settle");
 }
 
-fn titles_of(upstream: &FakeUpstream) -> Vec<Recorded> {
+pub(crate) fn titles_of(upstream: &FakeUpstream) -> Vec<Recorded> {
     upstream
         .requests()
         .into_iter()
@@ -668,9 +673,8 @@ async fn listing_paginates_newest_first_with_a_cursor() {
 async fn titles_survive_a_restart_with_sqlite() {
     let upstream = upstream_with_title(title_reply("Persistent title")).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite://{}", dir.path().join("titles.db").display());
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = store.clone();
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("titles.db"));
     let mut app = TestApp::start(config.clone()).await;
     read_all(chat(&app, &first_turn("Keep this"), "conv-keep", "k").await).await;
     settled(&app, "conv-keep", "k").await;
@@ -692,7 +696,7 @@ async fn shutdown_waits_for_a_running_title_and_records_it() {
     let upstream = upstream_with_title(title).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = format!("sqlite://{}", dir.path().join("t.db").display());
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("t.db"));
     let mut app = TestApp::start(config.clone()).await;
     read_all(chat(&app, &first_turn("Shut down gently"), "conv-grace", "k").await).await;
     app.trigger_shutdown();
@@ -728,7 +732,7 @@ async fn a_title_still_running_when_the_grace_ends_is_recorded_as_cut_short() {
     let upstream = upstream_with_title(title).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = format!("sqlite://{}", dir.path().join("t.db").display());
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("t.db"));
     config.titles.timeout = Duration::from_secs(60);
     config.shutdown_grace = Duration::from_secs(1);
     let mut app = TestApp::start(config.clone()).await;

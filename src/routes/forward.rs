@@ -66,6 +66,7 @@ async fn forward(
     response.extensions_mut().insert(ResponseFacts {
         harness: None,
         upstream_status: Some(upstream.status.as_u16()),
+        protocol: None,
     });
     *response.body_mut() = PassthroughBody::new(upstream.body, sse).into_body();
     Ok(response)

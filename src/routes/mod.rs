@@ -3,6 +3,7 @@
 pub mod chat;
 pub mod forward;
 pub mod health;
+pub mod meter;
 pub mod proxy;
 pub mod render;
 pub mod titles;
@@ -17,4 +18,6 @@ pub struct RequestId(pub String);
 pub struct ResponseFacts {
     pub harness: Option<&'static str>,
     pub upstream_status: Option<u16>,
+    /// The client protocol (`ClientProtocol::name`) of a proxied request.
+    pub protocol: Option<&'static str>,
 }

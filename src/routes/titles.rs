@@ -56,6 +56,7 @@ fn caller(state: &AppState, headers: &HeaderMap) -> Caller {
 }
 
 fn store_error(err: &StoreError) -> ProxyError {
+    metrics::counter!("harness_proxy_title_store_errors_total", "operation" => "read").increment(1);
     ProxyError::Internal(err.to_string())
 }
 

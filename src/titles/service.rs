@@ -113,6 +113,7 @@ impl TitleService {
                 None
             }
             Err(err) => {
+                store_error("get");
                 tracing::warn!(error = %err, "title store unavailable; no title for this conversation");
                 self.live.remove(owner, id);
                 None
@@ -137,6 +138,7 @@ impl TitleService {
 
     async fn run(&self, live: &LiveTitle, job: TitleJob, dispatched: oneshot::Sender<()>) {
         if let Err(err) = self.store.insert_pending(&live.record).await {
+            store_error("insert");
             tracing::warn!(error = %err, "cannot record a pending title");
         }
         let outcome = tokio::select! {
@@ -171,7 +173,13 @@ impl TitleService {
         }
         metrics::counter!("harness_proxy_titles_total", "status" => record.status.as_str())
             .increment(1);
+        let took = (record.updated_at - record.created_at)
+            .to_std()
+            .unwrap_or_default();
+        metrics::histogram!("harness_proxy_title_duration_seconds", "status" => record.status.as_str())
+            .record(took.as_secs_f64());
         if let Err(err) = self.store.finish(&record).await {
+            store_error("finish");
             tracing::warn!(error = %err, "cannot record a title outcome");
         }
         // Publish after the store has the outcome, so a reader never finds neither.
@@ -185,6 +193,7 @@ impl TitleService {
         let this = self.clone();
         self.tracker.spawn(async move {
             if let Err(err) = this.store.insert_pending(&live.record).await {
+                store_error("insert");
                 tracing::warn!(error = %err, "cannot record a pending title");
             }
             let outcome = match raw.and_then(|text| {
@@ -271,7 +280,11 @@ impl TitleService {
     }
 
     pub async fn ready(&self) -> bool {
-        self.store.ping().await.is_ok()
+        let ping = self.store.ping().await;
+        if ping.is_err() {
+            store_error("ping");
+        }
+        ping.is_ok()
     }
 
     /// Before serving: titles left pending by an earlier process are failed, old ones pruned.
@@ -286,7 +299,10 @@ impl TitleService {
                 count = n,
                 "marked titles interrupted by a restart as failed"
             ),
-            Err(err) => tracing::warn!(error = %err, "cannot recover pending titles"),
+            Err(err) => {
+                store_error("recover");
+                tracing::warn!(error = %err, "cannot recover pending titles");
+            }
         }
         self.prune().await;
     }
@@ -298,7 +314,10 @@ impl TitleService {
         match self.store.prune(cutoff, self.config.max_records).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(count = n, "pruned old titles"),
-            Err(err) => tracing::warn!(error = %err, "cannot prune titles"),
+            Err(err) => {
+                store_error("prune");
+                tracing::warn!(error = %err, "cannot prune titles");
+            }
         }
     }
 
@@ -329,6 +348,12 @@ impl TitleService {
         self.cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
     }
+}
+
+/// A title store operation failed (the request it served went on without it).
+fn store_error(operation: &'static str) {
+    metrics::counter!("harness_proxy_title_store_errors_total", "operation" => operation)
+        .increment(1);
 }
 
 /// Folds a title stream, publishing each text delta. Reasoning deltas are not title text.

@@ -7,6 +7,7 @@ mod support;
 mod bridge;
 mod errors;
 mod golden;
+mod metrics;
 mod opencode;
 mod passthrough;
 mod routing;

@@ -1,0 +1,279 @@
+//! `/metrics` after known traffic, scraped from the real binary in its own process: the recorder
+//! is process-wide, so only a process of its own has counts this test alone made.
+
+use serde_json::{Value, json};
+
+use crate::support::binary::Proxy;
+use crate::support::sse::{DONE, finish_chunk, read_all, text_chunk};
+use crate::support::{FakeUpstream, Recorded, Reply};
+
+const CODEX_UA: &str = "codex_exec/0.94.0 (Debian 12; x86_64) dumb (codex-exec; 0.94.0)";
+
+/// The sum of every sample of `name` whose labels include all of `labels`.
+fn sum(text: &str, name: &str, labels: &[(&str, &str)]) -> f64 {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter_map(|line| {
+            let (series, value) = line.rsplit_once(' ')?;
+            let (metric, rest) = series.split_once('{').unwrap_or((series, "}"));
+            if metric != name {
+                return None;
+            }
+            let rest = rest.strip_suffix('}')?;
+            let has = |(k, v): &(&str, &str)| {
+                rest.split(',')
+                    .any(|pair| pair == format!("{k}=\"{v}\"").as_str())
+            };
+            labels.iter().all(has).then(|| value.parse::<f64>().ok())?
+        })
+        .sum()
+}
+
+fn call_delta(index: u32, id: &str, name: &str, args: &str) -> String {
+    format!(
+        "data: {}\n\n",
+        json!({"id": "chatcmpl-9", "object": "chat.completion.chunk", "created": 1, "model": "mock-model",
+            "choices": [{"index": 0, "delta": {"tool_calls": [
+                {"index": index, "id": id, "type": "function", "function": {"name": name, "arguments": args}}
+            ]}, "finish_reason": null}]})
+    )
+}
+
+fn codex_first_turn() -> Value {
+    json!({
+        "model": "mock-model",
+        "stream": true,
+        "messages": [
+            {"role": "system", "content": "You are Codex, a coding agent."},
+            {"role": "user", "content": "List the files"}
+        ],
+        "tools": [
+            {"type": "function", "function": {"name": "shell", "parameters": {"type": "object",
+                "properties": {"command": {"type": "array", "items": {"type": "string"}}}, "required": ["command"]}}},
+            {"type": "function", "function": {"name": "metrics_widget", "parameters": {"type": "object"}}}
+        ]
+    })
+}
+
+#[tokio::test]
+async fn metrics_answer_what_the_traffic_was() {
+    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+        let body = String::from_utf8_lossy(&r.body);
+        if r.is_title() {
+            Reply::sse(&[&text_chunk("Listing files"), &finish_chunk("stop"), DONE])
+        } else if body.contains("teapot") {
+            Reply::json(418, r#"{"error":{"message":"I'm a teapot","type":"x","param":null,"code":null}}"#)
+        } else if body.contains("List the files") {
+            // A `bash` call (an alias of Codex's `shell`) and a call to a tool nobody offered.
+            Reply::sse(&[
+                &call_delta(0, "call_1", "bash", r#"{"command":"ls","description":"Lists files"}"#),
+                &call_delta(1, "call_2", "frobnicate", "{}"),
+                &finish_chunk("tool_calls"),
+                DONE,
+            ])
+        } else {
+            Reply::json(
+                200,
+                r#"{"id":"c","object":"chat.completion","created":1,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}]}"#,
+            )
+        }
+    })
+    .await;
+    let proxy = Proxy::start(&upstream.base_url(), &[]).await;
+    let client = reqwest::Client::new();
+    let post = |harness: &str, body: Value| {
+        client
+            .post(format!("{}/v1/chat/completions", proxy.base))
+            .header("x-harness", harness)
+            .bearer_auth("sk-metrics")
+            .json(&body)
+    };
+
+    // Two plain passthrough requests and one the upstream refuses with 418.
+    for _ in 0..2 {
+        let response = post(
+            "passthrough",
+            json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(response.status(), 200);
+        read_all(response).await;
+    }
+    let refused = post(
+        "passthrough",
+        json!({"model": "m", "messages": [{"role": "user", "content": "teapot"}]}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(refused.status(), 418);
+    read_all(refused).await;
+
+    // A Codex first turn through opencode: one tool dropped, one call translated, one unmapped,
+    // and a title.
+    let response = post("opencode", codex_first_turn())
+        .header("user-agent", CODEX_UA)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["x-harness-dropped-tools"],
+        "metrics_widget"
+    );
+    let conversation = response.headers()["x-conversation-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let answer = read_all(response).await;
+    assert!(answer.contains(r#""name":"shell""#), "{answer}");
+    // The title is done once its stream says so.
+    let title = client
+        .get(format!("{}/titles/{conversation}/stream", proxy.base))
+        .bearer_auth("sk-metrics")
+        .send()
+        .await
+        .unwrap();
+    assert!(read_all(title).await.contains("event: done"));
+
+    let text = client
+        .get(format!("{}/metrics", proxy.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let requests = |labels: &[(&str, &str)]| sum(&text, "harness_proxy_requests_total", labels);
+    assert_eq!(
+        requests(&[
+            ("harness", "passthrough"),
+            ("protocol", "chat"),
+            ("code", "200")
+        ]),
+        2.0,
+        "{text}"
+    );
+    assert_eq!(
+        requests(&[
+            ("harness", "passthrough"),
+            ("protocol", "chat"),
+            ("status", "4xx"),
+            ("code", "418")
+        ]),
+        1.0
+    );
+    assert_eq!(
+        requests(&[
+            ("harness", "opencode"),
+            ("protocol", "chat"),
+            ("code", "200")
+        ]),
+        1.0
+    );
+
+    // Every proxied request was timed; none is in flight any more.
+    let timed =
+        |name: &str, harness: &str| sum(&text, name, &[("harness", harness), ("protocol", "chat")]);
+    assert_eq!(
+        timed("harness_proxy_overhead_seconds_count", "passthrough"),
+        3.0
+    );
+    assert_eq!(
+        timed("harness_proxy_overhead_seconds_count", "opencode"),
+        1.0
+    );
+    assert_eq!(
+        timed(
+            "harness_proxy_upstream_first_byte_seconds_count",
+            "passthrough"
+        ),
+        3.0
+    );
+    assert_eq!(
+        timed(
+            "harness_proxy_upstream_first_byte_seconds_count",
+            "opencode"
+        ),
+        1.0
+    );
+    // Histograms with buckets: the last bucket holds every observation.
+    assert_eq!(
+        sum(
+            &text,
+            "harness_proxy_overhead_seconds_bucket",
+            &[("harness", "passthrough"), ("le", "+Inf")]
+        ),
+        3.0
+    );
+    assert_eq!(
+        timed("harness_proxy_proxied_requests_in_flight", "passthrough"),
+        0.0
+    );
+    assert_eq!(
+        timed("harness_proxy_proxied_requests_in_flight", "opencode"),
+        0.0
+    );
+    assert_eq!(
+        timed("harness_proxy_proxied_streams_in_flight", "opencode"),
+        0.0
+    );
+
+    // Tools: translated back, unmapped, dropped by name.
+    assert_eq!(
+        sum(
+            &text,
+            "harness_proxy_translated_tool_calls_total",
+            &[
+                ("profile", "codex"),
+                ("tool", "bash"),
+                ("outcome", "translated")
+            ]
+        ),
+        1.0
+    );
+    assert_eq!(
+        sum(
+            &text,
+            "harness_proxy_unmapped_tool_calls_total",
+            &[("profile", "codex"), ("tool", "frobnicate")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        sum(
+            &text,
+            "harness_proxy_dropped_tools_total",
+            &[("harness", "opencode"), ("tool", "metrics_widget")]
+        ),
+        1.0
+    );
+
+    // The title: one, done, timed.
+    assert_eq!(
+        sum(&text, "harness_proxy_titles_total", &[("status", "done")]),
+        1.0
+    );
+    assert_eq!(
+        sum(
+            &text,
+            "harness_proxy_title_duration_seconds_count",
+            &[("status", "done")]
+        ),
+        1.0
+    );
+    assert_eq!(
+        sum(&text, "harness_proxy_title_store_errors_total", &[]),
+        0.0
+    );
+    assert!(
+        text.contains("# TYPE harness_proxy_overhead_seconds histogram"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# HELP harness_proxy_requests_total"),
+        "{text}"
+    );
+}

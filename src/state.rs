@@ -51,6 +51,8 @@ pub struct Inner {
     /// Set once shutdown begins; `/readyz` then reports not ready.
     pub draining: AtomicBool,
     pub metrics: Option<PrometheusHandle>,
+    /// The console's request inspector; `None` unless `inspect.enabled`.
+    pub inspect: Option<crate::inspect::Inspector>,
 }
 
 impl std::ops::Deref for AppState {
@@ -82,6 +84,7 @@ impl AppState {
             harness_header,
             titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),
+            inspect: crate::inspect::Inspector::from_config(&config.inspect),
             config,
             harnesses,
             upstream,

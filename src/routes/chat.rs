@@ -187,6 +187,7 @@ async fn serve(
     let body = read_body(headers, body, state.config.limits.max_body_bytes).await;
     meter.waited(reading.elapsed());
     let body = body?;
+    let client_body = body.clone();
     // A rewriting harness gets every protocol as Chat Completions; passthrough gets the bytes.
     let inbound = match front.parse {
         Some(parse) if harness.rewrites() => Some(parse(&body, headers)?),
@@ -245,7 +246,13 @@ async fn serve(
     if let Some(facts) = facts.as_ref().filter(|f| titled && f.title_request)
         && let Some(live) = state
             .titles
-            .claim(&caller.owner, &conversation, &facts.model, harness.name())
+            .claim(
+                &caller.owner,
+                &conversation,
+                &facts.model,
+                harness.name(),
+                front.protocol.name(),
+            )
             .await
     {
         title_url = Some(format!("/titles/{conversation}"));
@@ -254,7 +261,13 @@ async fn serve(
     if let Some(facts) = facts.as_ref().filter(|f| titled && f.initial_turn)
         && let Some(live) = state
             .titles
-            .claim(&caller.owner, &conversation, &facts.model, harness.name())
+            .claim(
+                &caller.owner,
+                &conversation,
+                &facts.model,
+                harness.name(),
+                front.protocol.name(),
+            )
             .await
     {
         title_url = Some(format!("/titles/{conversation}"));
@@ -304,6 +317,21 @@ async fn serve(
         client_authorization: headers.get(header::AUTHORIZATION).cloned(),
         dispatched: None,
     };
+    if let Some(inspector) = &state.inspect {
+        inspector.record(&crate::inspect::Exchange {
+            id: &id.0,
+            owner: &caller.owner,
+            conversation_id: &conversation,
+            harness: harness.name(),
+            protocol: front.protocol.name(),
+            client: (
+                &format!("/v1{}", front.protocol.upstream_path()),
+                headers,
+                &client_body,
+            ),
+            upstream: (&outbound.path, &outbound.headers, &outbound.body),
+        });
+    }
     let sending = std::time::Instant::now();
     let sent = state.upstream.send(outbound).await;
     let mut upstream = match sent {

@@ -7,6 +7,7 @@ pub mod meter;
 pub mod proxy;
 pub mod render;
 pub mod titles;
+pub mod ui;
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's
 /// access-log middleware in request extensions.

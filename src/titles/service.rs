@@ -88,6 +88,7 @@ impl TitleService {
         id: &str,
         model: &str,
         harness: &str,
+        protocol: &str,
     ) -> Option<Arc<LiveTitle>> {
         let now = Utc::now();
         let record = TitleRecord {
@@ -102,6 +103,7 @@ impl TitleService {
                 .clone()
                 .unwrap_or_else(|| model.to_owned()),
             harness: harness.to_owned(),
+            protocol: protocol.to_owned(),
             created_at: now,
             updated_at: now,
         };

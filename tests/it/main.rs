@@ -15,3 +15,4 @@ mod secrets;
 mod shutdown;
 mod startup;
 mod titles;
+mod ui;

@@ -48,6 +48,9 @@ pub struct TitleRecord {
     pub error: Option<String>,
     pub model: String,
     pub harness: String,
+    /// The client protocol of the request that started the conversation (`chat`, `responses`,
+    /// `messages`).
+    pub protocol: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -151,6 +154,7 @@ pub(crate) mod contract {
             error: None,
             model: "m".into(),
             harness: "opencode".into(),
+            protocol: "chat".into(),
             created_at: at,
             updated_at: at,
         }

@@ -31,7 +31,12 @@ CREATE INDEX IF NOT EXISTS titles_by_created ON titles (created_at DESC, id DESC
 CREATE INDEX IF NOT EXISTS titles_by_owner_created ON titles (owner, created_at DESC, id DESC);
 ";
 
-const COLUMNS: &str = "owner, id, title, status, error, model, harness, created_at, updated_at";
+/// Databases created before titles knew their client protocol get the column (chat, then the only
+/// protocol).
+const ADD_PROTOCOL: &str = "ALTER TABLE titles ADD COLUMN protocol TEXT NOT NULL DEFAULT 'chat'";
+
+const COLUMNS: &str =
+    "owner, id, title, status, error, model, harness, created_at, updated_at, protocol";
 
 fn backend(err: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(err.to_string())
@@ -52,6 +57,10 @@ impl SqliteStore {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
+        let has_protocol = conn.prepare("SELECT protocol FROM titles LIMIT 0").is_ok();
+        if !has_protocol {
+            conn.execute_batch(ADD_PROTOCOL).map_err(backend)?;
+        }
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
         })
@@ -93,6 +102,7 @@ fn row_to_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<TitleRecord> {
         harness: row.get(6)?,
         created_at: from_micros(row.get(7)?),
         updated_at: from_micros(row.get(8)?),
+        protocol: row.get(9)?,
     })
 }
 
@@ -102,7 +112,7 @@ impl TitleStore for SqliteStore {
         let r = record.clone();
         self.with(move |c| {
             let changed = c.execute(
-                &format!("INSERT OR IGNORE INTO titles ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
+                &format!("INSERT OR IGNORE INTO titles ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)"),
                 params![
                     r.owner,
                     r.id,
@@ -112,7 +122,8 @@ impl TitleStore for SqliteStore {
                     r.model,
                     r.harness,
                     micros(r.created_at),
-                    micros(r.updated_at)
+                    micros(r.updated_at),
+                    r.protocol
                 ],
             )?;
             Ok(changed == 1)
@@ -219,6 +230,43 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SqliteStore::open(&dir.path().join("t.db")).expect("open");
         super::super::contract::run(&store).await;
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_protocols_gets_the_column() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&path).expect("open");
+            conn.execute_batch(
+                "CREATE TABLE titles (owner TEXT NOT NULL, id TEXT NOT NULL, title TEXT, \
+                 status TEXT NOT NULL, error TEXT, model TEXT NOT NULL, harness TEXT NOT NULL, \
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (owner, id)); \
+                 INSERT INTO titles VALUES ('o', 'old', 'Old title', 'done', NULL, 'm', 'opencode', 1, 2);",
+            )
+            .expect("old schema");
+        }
+        let store = SqliteStore::open(&path).expect("open migrates");
+        let old = store
+            .get(Some("o"), "old")
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(
+            (old.title.as_deref(), old.protocol.as_str()),
+            (Some("Old title"), "chat")
+        );
+        let mut new = super::super::contract::record("o", "new", 3);
+        new.protocol = "responses".into();
+        store.insert_pending(&new).await.expect("insert");
+        let read = store
+            .get(Some("o"), "new")
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(read.protocol, "responses");
+        drop(store);
+        SqliteStore::open(&path).expect("reopening a migrated database");
     }
 
     #[tokio::test]

@@ -38,6 +38,9 @@ pub enum ProxyError {
     Upstream(#[from] UpstreamError),
     #[error("internal error")]
     Internal(String),
+    /// A WebSocket upgrade on an HTTP-only route (Codex then falls back to HTTP POST).
+    #[error("{0}")]
+    UpgradeRequired(&'static str),
 }
 
 impl From<HarnessError> for ProxyError {
@@ -71,6 +74,7 @@ impl ProxyError {
             Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::Upstream(e) => e.status(),
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::UpgradeRequired(_) => StatusCode::UPGRADE_REQUIRED,
         }
     }
 
@@ -87,6 +91,7 @@ impl ProxyError {
             Self::Overloaded => "overloaded",
             Self::Upstream(e) => e.code(),
             Self::Internal(_) => "internal_error",
+            Self::UpgradeRequired(_) => "websocket_unsupported",
         }
     }
 

@@ -30,7 +30,7 @@ use crate::routes::proxy::{
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::titles::TitleJob;
-use crate::titles::identity::{Caller, conversation_id};
+use crate::titles::identity::{Caller, conversation_id_with_key};
 use crate::titles::observe::Observed;
 use crate::upstream::{BodyStream, Outbound, UpstreamError, UpstreamResponse};
 
@@ -232,7 +232,8 @@ async fn serve(
             .flatten()
     });
     let first_user_text = facts.as_ref().map_or("", |f| f.first_user_text.as_str());
-    let conversation = conversation_id(headers, &caller.owner, first_user_text);
+    let body_key = inbound.as_ref().and_then(|i| i.conversation_key.as_deref());
+    let conversation = conversation_id_with_key(headers, body_key, &caller.owner, first_user_text);
     exchange.conversation_id = Some(conversation.clone());
     let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
     if rewritten {
@@ -426,6 +427,7 @@ fn has_conversation_header(headers: &HeaderMap) -> bool {
         "x-session-id",
         "session_id",
         "session-id",
+        "thread-id",
     ]
     .iter()
     .any(|h| headers.contains_key(*h))

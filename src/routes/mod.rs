@@ -6,6 +6,7 @@ pub mod health;
 pub mod meter;
 pub mod proxy;
 pub mod render;
+pub mod responses;
 pub mod titles;
 pub mod ui;
 

@@ -27,6 +27,14 @@ pub fn router(state: AppState) -> Router {
             "/harness/{name}/v1/chat/completions",
             post(routes::chat::path_route),
         )
+        .route(
+            "/v1/responses",
+            post(routes::responses::default_route).get(routes::responses::websocket),
+        )
+        .route(
+            "/harness/{name}/v1/responses",
+            post(routes::responses::path_route).get(routes::responses::websocket),
+        )
         .route("/v1/{*rest}", any(routes::forward::default_route))
         .route(
             "/harness/{name}/v1/{*rest}",

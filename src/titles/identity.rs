@@ -57,32 +57,46 @@ fn hash_hex(parts: &[&[u8]], hex_chars: usize) -> String {
 }
 
 /// Headers that carry a client-chosen conversation id, in order of preference.
-const ID_HEADERS: [&str; 4] = [
+const ID_HEADERS: [&str; 5] = [
     "x-conversation-id",
     "x-session-id",
     "session_id",
     "session-id",
+    // Codex 0.171 sends `thread-id` next to `session-id` (the same UUID).
+    "thread-id",
 ];
 
 /// The conversation id: a client header, else `conv_<16 hex>` of (caller, first user text).
 pub fn conversation_id(headers: &HeaderMap, owner: &str, first_user_text: &str) -> String {
-    for name in ID_HEADERS {
-        if let Some(value) = headers
-            .get(name)
+    conversation_id_with_key(headers, None, owner, first_user_text)
+}
+
+/// `conversation_id`, with a key the body carries (Responses `prompt_cache_key`) tried after the
+/// headers and before the derived hash.
+pub fn conversation_id_with_key(
+    headers: &HeaderMap,
+    body_key: Option<&str>,
+    owner: &str,
+    first_user_text: &str,
+) -> String {
+    let from_headers = ID_HEADERS.iter().find_map(|name| {
+        headers
+            .get(*name)
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
             .filter(|v| !v.is_empty())
+    });
+    let body_key = body_key.map(str::trim).filter(|k| !k.is_empty());
+    if let Some(value) = from_headers.or(body_key) {
+        // Ids appear in URLs and logs: anything unusual is hashed into a safe one.
+        if value.len() <= 128
+            && value
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
         {
-            // Ids appear in URLs and logs: anything unusual is hashed into a safe one.
-            if value.len() <= 128
-                && value
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-            {
-                return value.to_owned();
-            }
-            return format!("conv_{}", hash_hex(&[b"header\0", value.as_bytes()], 16));
+            return value.to_owned();
         }
+        return format!("conv_{}", hash_hex(&[b"header\0", value.as_bytes()], 16));
     }
     format!(
         "conv_{}",
@@ -103,6 +117,27 @@ mod tests {
             );
         }
         map
+    }
+
+    #[test]
+    fn codex_thread_id_then_a_body_key_then_the_hash() {
+        // Codex 0.171 sends `session-id` and `thread-id`; either names the conversation.
+        assert_eq!(
+            conversation_id(&headers(&[("thread-id", "t-1")]), "o", "x"),
+            "t-1"
+        );
+        assert_eq!(
+            conversation_id_with_key(&headers(&[("session-id", "s-1")]), Some("k"), "o", "x"),
+            "s-1"
+        );
+        assert_eq!(
+            conversation_id_with_key(&HeaderMap::new(), Some("cache-key"), "o", "x"),
+            "cache-key"
+        );
+        assert_eq!(
+            conversation_id_with_key(&HeaderMap::new(), Some(" "), "o", "x"),
+            conversation_id(&HeaderMap::new(), "o", "x")
+        );
     }
 
     #[test]

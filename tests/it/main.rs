@@ -10,6 +10,8 @@ mod golden;
 mod metrics;
 mod opencode;
 mod passthrough;
+mod responses;
+mod responses_golden;
 mod routing;
 mod secrets;
 mod shutdown;

@@ -5,6 +5,7 @@
 pub mod aliases;
 pub mod args;
 pub mod body;
+pub mod codex_responses;
 pub mod contextual;
 pub mod env;
 pub mod flavour;
@@ -120,13 +121,14 @@ impl Opencode {
     /// A client's own title request (its system prompt is the title prompt): facts naming the
     /// text being titled, its last user message.
     pub fn title_request(&self, request: &ChatRequest) -> Option<ConversationFacts> {
-        let is_title = request.messages.iter().any(|m| {
-            m.role == Role::System && {
-                let text = m.text();
-                let text = text.trim_start();
-                text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
-            }
-        });
+        let is_title = is_codex_title_request(request)
+            || request.messages.iter().any(|m| {
+                m.role == Role::System && {
+                    let text = m.text();
+                    let text = text.trim_start();
+                    text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
+                }
+            });
         is_title.then(|| ConversationFacts {
             model: request.model.clone(),
             initial_turn: false,
@@ -264,6 +266,20 @@ impl Opencode {
         })
     }
 }
+
+/// Codex's own title request (agents-wire.md: `tools: []`, a JSON-schema answer format named
+/// `codex_output_schema`), as the Responses front translates it.
+fn is_codex_title_request(request: &ChatRequest) -> bool {
+    request.tools.as_ref().is_none_or(Vec::is_empty)
+        && request
+            .extra
+            .get("response_format")
+            .and_then(|f| f.pointer("/json_schema/name"))
+            .and_then(serde_json::Value::as_str)
+            == Some(CODEX_TITLE_SCHEMA)
+}
+
+const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";
 
 /// Parses a Chat Completions body, saying where it is broken.
 pub fn parse_request(body: &[u8]) -> Result<ChatRequest, HarnessError> {

@@ -63,6 +63,8 @@ async fn metrics_answer_what_the_traffic_was() {
             Reply::sse(&[&text_chunk("Listing files"), &finish_chunk("stop"), DONE])
         } else if body.contains("teapot") {
             Reply::json(418, r#"{"error":{"message":"I'm a teapot","type":"x","param":null,"code":null}}"#)
+        } else if body.contains("Greet me through Responses") {
+            Reply::sse(&[&text_chunk("Hello"), &finish_chunk("stop"), DONE])
         } else if body.contains("List the files") {
             // A `bash` call (an alias of Codex's `shell`) and a call to a tool nobody offered.
             Reply::sse(&[
@@ -138,6 +140,34 @@ async fn metrics_answer_what_the_traffic_was() {
         .unwrap();
     assert!(read_all(title).await.contains("event: done"));
 
+    // A Codex 0.95+ first turn over the Responses protocol; its hosted `web_search` is dropped.
+    let response = client
+        .post(format!("{}/v1/responses", proxy.base))
+        .bearer_auth("sk-metrics")
+        .json(&json!({
+            "model": "mock-model",
+            "stream": true,
+            "input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Greet me through Responses"}]}],
+            "tools": [{"type": "web_search"}]
+        }))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["x-harness-dropped-tools"], "web_search");
+    let conversation = response.headers()["x-conversation-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(read_all(response).await.contains("response.completed"));
+    let title = client
+        .get(format!("{}/titles/{conversation}/stream", proxy.base))
+        .bearer_auth("sk-metrics")
+        .send()
+        .await
+        .unwrap();
+    assert!(read_all(title).await.contains("event: done"));
+
     let text = client
         .get(format!("{}/metrics", proxy.base))
         .send()
@@ -146,128 +176,91 @@ async fn metrics_answer_what_the_traffic_was() {
         .text()
         .await
         .unwrap();
-    let requests = |labels: &[(&str, &str)]| sum(&text, "harness_proxy_requests_total", labels);
-    assert_eq!(
-        requests(&[
-            ("harness", "passthrough"),
-            ("protocol", "chat"),
-            ("code", "200")
-        ]),
+    let check = |name: &str, labels: &[(&str, &str)], expected: f64| {
+        let got = sum(&text, name, labels);
+        assert_eq!(got, expected, "{name} {labels:?}\n{text}");
+    };
+    let requests = "harness_proxy_requests_total";
+    let passthrough = [("harness", "passthrough"), ("protocol", "chat")];
+    let chat = [("harness", "opencode"), ("protocol", "chat")];
+    let responses = [("harness", "opencode"), ("protocol", "responses")];
+    check(
+        requests,
+        &[("harness", "passthrough"), ("code", "200")],
         2.0,
-        "{text}"
     );
-    assert_eq!(
-        requests(&[
+    check(
+        requests,
+        &[
             ("harness", "passthrough"),
-            ("protocol", "chat"),
             ("status", "4xx"),
-            ("code", "418")
-        ]),
-        1.0
+            ("code", "418"),
+        ],
+        1.0,
     );
-    assert_eq!(
-        requests(&[
-            ("harness", "opencode"),
-            ("protocol", "chat"),
-            ("code", "200")
-        ]),
-        1.0
+    check(
+        requests,
+        &[chat[0], chat[1], ("status", "2xx"), ("code", "200")],
+        1.0,
+    );
+    check(
+        requests,
+        &[responses[0], responses[1], ("code", "200")],
+        1.0,
     );
 
-    // Every proxied request was timed; none is in flight any more.
-    let timed =
-        |name: &str, harness: &str| sum(&text, name, &[("harness", harness), ("protocol", "chat")]);
-    assert_eq!(
-        timed("harness_proxy_overhead_seconds_count", "passthrough"),
-        3.0
-    );
-    assert_eq!(
-        timed("harness_proxy_overhead_seconds_count", "opencode"),
-        1.0
-    );
-    assert_eq!(
-        timed(
+    // Every proxied request was timed, as histograms with buckets; none is in flight any more.
+    for (labels, count) in [(&passthrough, 3.0), (&chat, 1.0), (&responses, 1.0)] {
+        check("harness_proxy_overhead_seconds_count", labels, count);
+        check(
             "harness_proxy_upstream_first_byte_seconds_count",
-            "passthrough"
-        ),
-        3.0
+            labels,
+            count,
+        );
+        check("harness_proxy_proxied_requests_in_flight", labels, 0.0);
+    }
+    check(
+        "harness_proxy_overhead_seconds_bucket",
+        &[passthrough[0], ("le", "+Inf")],
+        3.0,
     );
-    assert_eq!(
-        timed(
-            "harness_proxy_upstream_first_byte_seconds_count",
-            "opencode"
-        ),
-        1.0
-    );
-    // Histograms with buckets: the last bucket holds every observation.
-    assert_eq!(
-        sum(
-            &text,
-            "harness_proxy_overhead_seconds_bucket",
-            &[("harness", "passthrough"), ("le", "+Inf")]
-        ),
-        3.0
-    );
-    assert_eq!(
-        timed("harness_proxy_proxied_requests_in_flight", "passthrough"),
-        0.0
-    );
-    assert_eq!(
-        timed("harness_proxy_proxied_requests_in_flight", "opencode"),
-        0.0
-    );
-    assert_eq!(
-        timed("harness_proxy_proxied_streams_in_flight", "opencode"),
-        0.0
-    );
+    check("harness_proxy_proxied_streams_in_flight", &chat, 0.0);
+    check("harness_proxy_proxied_streams_in_flight", &responses, 0.0);
 
     // Tools: translated back, unmapped, dropped by name.
-    assert_eq!(
-        sum(
-            &text,
-            "harness_proxy_translated_tool_calls_total",
-            &[
-                ("profile", "codex"),
-                ("tool", "bash"),
-                ("outcome", "translated")
-            ]
-        ),
-        1.0
+    check(
+        "harness_proxy_translated_tool_calls_total",
+        &[
+            ("profile", "codex"),
+            ("tool", "bash"),
+            ("outcome", "translated"),
+        ],
+        1.0,
     );
-    assert_eq!(
-        sum(
-            &text,
-            "harness_proxy_unmapped_tool_calls_total",
-            &[("profile", "codex"), ("tool", "frobnicate")]
-        ),
-        1.0
+    check(
+        "harness_proxy_unmapped_tool_calls_total",
+        &[("profile", "codex"), ("tool", "frobnicate")],
+        1.0,
     );
-    assert_eq!(
-        sum(
-            &text,
-            "harness_proxy_dropped_tools_total",
-            &[("harness", "opencode"), ("tool", "metrics_widget")]
-        ),
-        1.0
+    check(
+        "harness_proxy_dropped_tools_total",
+        &[("harness", "opencode"), ("tool", "metrics_widget")],
+        1.0,
+    );
+    check(
+        "harness_proxy_dropped_tools_total",
+        &[("harness", "opencode"), ("tool", "web_search")],
+        1.0,
     );
 
-    // The title: one, done, timed.
-    assert_eq!(
-        sum(&text, "harness_proxy_titles_total", &[("status", "done")]),
-        1.0
+    // The titles: two, done, timed; the store never failed.
+    check("harness_proxy_titles_total", &[("status", "done")], 2.0);
+    check(
+        "harness_proxy_title_duration_seconds_count",
+        &[("status", "done")],
+        2.0,
     );
-    assert_eq!(
-        sum(
-            &text,
-            "harness_proxy_title_duration_seconds_count",
-            &[("status", "done")]
-        ),
-        1.0
-    );
-    assert_eq!(
-        sum(&text, "harness_proxy_title_store_errors_total", &[]),
-        0.0
-    );
+    check("harness_proxy_title_store_errors_total", &[], 0.0);
     assert!(
         text.contains("# TYPE harness_proxy_overhead_seconds histogram"),
         "{text}"

@@ -5,6 +5,7 @@
 mod support;
 
 mod bridge;
+mod docs;
 mod errors;
 mod golden;
 mod metrics;

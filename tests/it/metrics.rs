@@ -1,6 +1,13 @@
 //! `/metrics` after known traffic, scraped from the real binary in its own process: the recorder
 //! is process-wide, so only a process of its own has counts this test alone made.
 
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use harness_proxy::config::Config;
+use harness_proxy::titles::TitleService;
+use harness_proxy::titles::store::{Cursor, StoreError, TitleRecord, TitleStore};
+use harness_proxy::upstream::Upstream;
 use serde_json::{Value, json};
 
 use crate::support::binary::Proxy;
@@ -269,4 +276,83 @@ async fn metrics_answer_what_the_traffic_was() {
         text.contains("# HELP harness_proxy_requests_total"),
         "{text}"
     );
+}
+
+/// A store that is down: every operation fails.
+struct DownStore;
+
+#[async_trait::async_trait]
+impl TitleStore for DownStore {
+    async fn insert_pending(&self, _: &TitleRecord) -> Result<bool, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    async fn finish(&self, _: &TitleRecord) -> Result<(), StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    async fn get(&self, _: Option<&str>, _: &str) -> Result<Option<TitleRecord>, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    async fn list(
+        &self,
+        _: Option<&str>,
+        _: Option<&Cursor>,
+        _: usize,
+    ) -> Result<Vec<TitleRecord>, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    async fn prune(&self, _: DateTime<Utc>, _: usize) -> Result<u64, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    async fn fail_stale_pending(&self, _: &str, _: DateTime<Utc>) -> Result<u64, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+    async fn ping(&self) -> Result<(), StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
+}
+
+/// Store failures never fail a request, so they must show somewhere: counted by operation. (A
+/// recorder of this test's own, on this thread, so the counts are this test's alone.)
+#[test]
+fn title_store_errors_are_counted_by_operation() {
+    let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+    let handle = recorder.handle();
+    metrics::with_local_recorder(&recorder, || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let config = Config::default();
+            let upstream =
+                Arc::new(Upstream::new(&config.upstream, &|_: &str| None).expect("upstream"));
+            let service = TitleService::new(
+                config.titles.clone(),
+                String::new(),
+                Arc::new(DownStore),
+                upstream,
+            );
+            assert!(
+                service
+                    .claim("owner", "conv", "m", "opencode", "chat")
+                    .await
+                    .is_none(),
+                "no title without a store"
+            );
+            assert!(!service.ready().await);
+            service.recover().await;
+        });
+    });
+    let text = handle.render();
+    for operation in ["get", "ping", "recover", "prune"] {
+        assert_eq!(
+            sum(
+                &text,
+                "harness_proxy_title_store_errors_total",
+                &[("operation", operation)]
+            ),
+            1.0,
+            "{operation}\n{text}"
+        );
+    }
 }

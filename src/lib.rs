@@ -16,6 +16,7 @@
 //! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
 //! - `titles`: title sanitizing (and, with the title service, first-turn titles).
 //! - `state`: `AppState`, everything handlers share.
+//! - `inspect`: the console's in-memory ring of recent requests (client and upstream bodies).
 
 pub mod api;
 pub mod auth;
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod harness;
+pub mod inspect;
 pub mod prompts;
 pub mod protocols;
 pub mod response;

@@ -34,6 +34,14 @@ pub enum ProxyError {
     ResourceNotFound { what: String },
     #[error("the proxy is at its limit of concurrent requests; retry shortly")]
     Overloaded,
+    /// Another bound than the request slots is full (what, e.g. "request bodies in memory").
+    #[error("the proxy is at its limit of {0}; retry shortly")]
+    Busy(&'static str),
+    #[error("the request was not received in time: {0}")]
+    RequestTimeout(&'static str),
+    /// The title store cannot be reached; `store` is its URL without any password.
+    #[error("the title store {store} is unreachable; retry shortly")]
+    StoreUnavailable { store: String, reason: String },
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
     #[error("internal error")]
@@ -41,6 +49,10 @@ pub enum ProxyError {
     /// A WebSocket upgrade on an HTTP-only route (Codex then falls back to HTTP POST).
     #[error("{0}")]
     UpgradeRequired(&'static str),
+    /// An error answer made by the framework rather than our code (an extractor's rejection),
+    /// re-rendered in our shape with its status kept.
+    #[error("{message}")]
+    Rejected { status: StatusCode, message: String },
 }
 
 impl From<HarnessError> for ProxyError {
@@ -71,10 +83,14 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Upstream(e) => e.status(),
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::UpgradeRequired(_) => StatusCode::UPGRADE_REQUIRED,
+            Self::Rejected { status, .. } => *status,
         }
     }
 
@@ -88,10 +104,23 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::Unauthorized(_) => "unauthorized",
-            Self::Overloaded => "overloaded",
+            Self::Overloaded | Self::Busy(_) => "overloaded",
+            Self::RequestTimeout(_) => "request_timeout",
+            Self::StoreUnavailable { .. } => "store_unavailable",
             Self::Upstream(e) => e.code(),
             Self::Internal(_) => "internal_error",
             Self::UpgradeRequired(_) => "websocket_unsupported",
+            Self::Rejected { status, .. } => match status.as_u16() {
+                404 => "not_found",
+                405 => "method_not_allowed",
+                408 => "request_timeout",
+                413 => "request_too_large",
+                414 => "uri_too_long",
+                415 => "unsupported_media_type",
+                431 => "headers_too_large",
+                400..=499 => "invalid_request",
+                _ => "internal_error",
+            },
         }
     }
 
@@ -115,6 +144,9 @@ impl ProxyError {
     fn public_message(&self) -> String {
         match self {
             Self::Internal(_) => "internal error".to_owned(),
+            Self::Rejected { status, .. } if status.is_server_error() => {
+                "internal error".to_owned()
+            }
             other => other.to_string(),
         }
     }
@@ -145,7 +177,10 @@ impl IntoResponse for ProxyError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if matches!(self, Self::Overloaded) {
+        if matches!(
+            self,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
+        ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response.extensions_mut().insert(ErrorCode(self.code()));

@@ -11,16 +11,20 @@
 //!   events back into each protocol's stream.
 //! - `response`: pure response shaping for rewritten requests (stream filter, fold, synthetic SSE).
 //! - `upstream`: the only HTTP client of the model server.
+//! - `auth`: credentials of a request, the admin token, inbound keys (hashed, constant time).
 //! - `sse`: split-safe SSE codec. `api`: OpenAI wire types. `error`: `ProxyError` → OpenAI error.
 //! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
 //! - `titles`: title sanitizing (and, with the title service, first-turn titles).
 //! - `state`: `AppState`, everything handlers share.
+//! - `inspect`: the console's in-memory ring of recent requests (client and upstream bodies).
 
 pub mod api;
+pub mod auth;
 pub mod cli;
 pub mod config;
 pub mod error;
 pub mod harness;
+pub mod inspect;
 pub mod prompts;
 pub mod protocols;
 pub mod response;

@@ -15,6 +15,26 @@ pub use calls::{CallMapper, CallRoute};
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 
+/// Whether these bytes (one SSE event or line of a Chat Completions stream) mark the end of the
+/// answer: a string `finish_reason` or `[DONE]`. A stream that ends without either was cut short.
+/// A byte search, so passthrough can use it without parsing.
+pub fn ends_answer(bytes: &[u8]) -> bool {
+    FINISH_MARKERS
+        .iter()
+        .any(|marker| marker.find(bytes).is_some())
+}
+
+/// Searchers built once: `memmem::find` builds one per call, and `ends_answer` runs on every
+/// forwarded chunk.
+static FINISH_MARKERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+    std::sync::LazyLock::new(|| {
+        [
+            memchr::memmem::Finder::new(b"\"finish_reason\":\""),
+            memchr::memmem::Finder::new(b"\"finish_reason\": \""),
+            memchr::memmem::Finder::new(b"[DONE]"),
+        ]
+    });
+
 /// How the route must treat a successful upstream response.
 pub enum ResponsePlan {
     /// Bytes go to the client untouched.

@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -22,9 +22,11 @@ use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::protocols::{ClientProtocol, Inbound, Renderer};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
+use crate::routes::extract::PathParam;
+use crate::routes::meter::Meter;
 use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, add_thread_headers, client_authorization, client_headers,
-    is_event_stream, on_end, read_body, upstream_headers,
+    AnswerFinished, PassthroughBody, UNFINISHED, add_thread_headers, client_authorization,
+    client_headers, is_event_stream, on_end, read_body, upstream_headers,
 };
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
@@ -45,7 +47,7 @@ pub async fn default_route(
 
 pub async fn path_route(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    PathParam(name): PathParam<String>,
     Extension(id): Extension<RequestId>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -99,10 +101,12 @@ pub async fn handle(
         }
         .into_response();
     };
+    let meter = Meter::start(harness.name(), front.protocol.name());
     let mut exchange = Exchange {
         facts: ResponseFacts {
             harness: Some(harness.name()),
             upstream_status: None,
+            protocol: Some(front.protocol.name()),
         },
         conversation_id: None,
         deferred_title: None,
@@ -112,8 +116,9 @@ pub async fn handle(
         query,
         headers: &headers,
         front,
+        meter: &meter,
     };
-    let result = serve(&state, harness.as_ref(), incoming, body, &mut exchange).await;
+    let result = serve(&state, &harness, incoming, body, &mut exchange).await;
     let mut response = match result {
         Ok(response) => response,
         Err(err) => err.into_response(),
@@ -136,6 +141,7 @@ pub async fn handle(
         out.insert("x-conversation-id", conversation);
     }
     response.extensions_mut().insert(exchange.facts);
+    meter.attach(&mut response);
     response
 }
 
@@ -161,11 +167,12 @@ struct Incoming<'a> {
     query: Option<String>,
     headers: &'a HeaderMap,
     front: Front,
+    meter: &'a Meter,
 }
 
 async fn serve(
     state: &AppState,
-    harness: &dyn crate::harness::Harness,
+    harness: &std::sync::Arc<dyn crate::harness::Harness>,
     incoming: Incoming<'_>,
     body: Body,
     exchange: &mut Exchange,
@@ -175,8 +182,13 @@ async fn serve(
         query,
         headers,
         front,
+        meter,
     } = incoming;
-    let body = read_body(headers, body, state.config.limits.max_body_bytes).await?;
+    let reading = std::time::Instant::now();
+    let body = read_body(headers, body, state.config.limits.max_body_bytes).await;
+    meter.waited(reading.elapsed());
+    let body = body?;
+    let client_body = body.clone();
     // A rewriting harness gets every protocol as Chat Completions; passthrough gets the bytes.
     let inbound = match front.parse {
         Some(parse) if harness.rewrites() => Some(parse(&body, headers)?),
@@ -198,11 +210,7 @@ async fn serve(
         }
         None => (body, headers),
     };
-    let prepared = harness.prepare(&HarnessRequest {
-        body: &body,
-        headers: harness_headers,
-        now: chrono::Utc::now(),
-    })?;
+    let prepared = prepare(state, harness, &body, harness_headers).await?;
     let Prepared {
         upstream_body,
         response: plan,
@@ -222,7 +230,12 @@ async fn serve(
     });
     let first_user_text = facts.as_ref().map_or("", |f| f.first_user_text.as_str());
     let body_key = inbound.as_ref().and_then(|i| i.conversation_key.as_deref());
-    let conversation = conversation_id_with_key(headers, body_key, &caller.owner, first_user_text);
+    let conversation = conversation_id_with_key(headers, body_key, &caller.owner, first_user_text)
+        .map_err(|bad| ProxyError::InvalidRequest {
+            message: bad.to_string(),
+            param: Some(bad.header),
+            code: "invalid_conversation_id",
+        })?;
     exchange.conversation_id = Some(conversation.clone());
     let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
     if rewritten {
@@ -236,7 +249,13 @@ async fn serve(
     if let Some(facts) = facts.as_ref().filter(|f| titled && f.title_request)
         && let Some(live) = state
             .titles
-            .claim(&caller.owner, &conversation, &facts.model, harness.name())
+            .claim(
+                &caller.owner,
+                &conversation,
+                &facts.model,
+                harness.name(),
+                front.protocol.name(),
+            )
             .await
     {
         title_url = Some(format!("/titles/{conversation}"));
@@ -245,7 +264,13 @@ async fn serve(
     if let Some(facts) = facts.as_ref().filter(|f| titled && f.initial_turn)
         && let Some(live) = state
             .titles
-            .claim(&caller.owner, &conversation, &facts.model, harness.name())
+            .claim(
+                &caller.owner,
+                &conversation,
+                &facts.model,
+                harness.name(),
+                front.protocol.name(),
+            )
             .await
     {
         title_url = Some(format!("/titles/{conversation}"));
@@ -299,9 +324,30 @@ async fn serve(
         client_authorization: client_authorization(headers, translated),
         dispatched: None,
     };
-    let mut upstream = match state.upstream.send(outbound).await {
-        Ok(upstream) => upstream,
+    if let Some(inspector) = &state.inspect {
+        inspector.record(&crate::inspect::Exchange {
+            id: &id.0,
+            owner: &caller.owner,
+            conversation_id: &conversation,
+            harness: harness.name(),
+            protocol: front.protocol.name(),
+            client: (
+                &format!("/v1{}", front.protocol.upstream_path()),
+                headers,
+                &client_body,
+            ),
+            upstream: (&outbound.path, &outbound.headers, &outbound.body),
+        });
+    }
+    let sending = std::time::Instant::now();
+    let sent = state.upstream.send(outbound).await;
+    let mut upstream = match sent {
+        Ok(upstream) => {
+            meter.upstream_head(sending.elapsed());
+            upstream
+        }
         Err(err) => {
+            meter.waited(sending.elapsed());
             if let Some(live) = observed_title {
                 state.titles.record_observed(live, Err(err.to_string()));
             }
@@ -309,6 +355,10 @@ async fn serve(
         }
     };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
+    upstream.body = meter.watch_upstream(std::mem::replace(
+        &mut upstream.body,
+        Box::pin(futures_util::stream::empty()),
+    ));
     if let Some(live) = observed_title {
         let refused = (!upstream.status.is_success())
             .then(|| format!("upstream answered {}", upstream.status.as_u16()));
@@ -329,7 +379,8 @@ async fn serve(
         ),
         None => (None, Vec::new()),
     };
-    let mut response = respond(upstream, plan, render).await?;
+    let max_event = state.config.limits.max_sse_event_bytes;
+    let mut response = respond(upstream, plan, render, max_event, front.protocol).await?;
     for (name, value) in response_headers {
         response.headers_mut().insert(name, value);
     }
@@ -352,10 +403,60 @@ async fn serve(
                 .insert("x-harness-dropped-tools", value);
         }
     }
+    count_dropped_tools(harness.name(), response.headers());
     if let Some(url) = title_url.and_then(|u| HeaderValue::from_str(&u).ok()) {
         response.headers_mut().insert("x-title-url", url);
     }
     Ok(response)
+}
+
+/// Bodies from this size are rewritten on the blocking pool, one per core at a time: parsing and
+/// rebuilding a large body takes long enough to stall every connection served by the same worker
+/// thread, and each rewrite in progress holds about two more copies of its body.
+const BLOCKING_PREPARE_BYTES: usize = 256 * 1024;
+
+async fn prepare(
+    state: &AppState,
+    harness: &std::sync::Arc<dyn crate::harness::Harness>,
+    body: &Bytes,
+    headers: &HeaderMap,
+) -> Result<Prepared, ProxyError> {
+    let now = chrono::Utc::now();
+    if body.len() < BLOCKING_PREPARE_BYTES {
+        return Ok(harness.prepare(&HarnessRequest { body, headers, now })?);
+    }
+    let Ok(_turn) = state.large_rewrites.acquire().await else {
+        return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
+    };
+    let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
+    let prepared = tokio::task::spawn_blocking(move || {
+        harness.prepare(&HarnessRequest {
+            body: &body,
+            headers: &headers,
+            now,
+        })
+    })
+    .await
+    .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?;
+    Ok(prepared?)
+}
+
+/// Counts each tool named in `x-harness-dropped-tools` (the harness's and the protocol's drops).
+fn count_dropped_tools(harness: &'static str, headers: &HeaderMap) {
+    let Some(list) = headers
+        .get("x-harness-dropped-tools")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return;
+    };
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        metrics::counter!(
+            "harness_proxy_dropped_tools_total",
+            "harness" => harness,
+            "tool" => crate::routes::meter::tool_label(name)
+        )
+        .increment(1);
+    }
 }
 
 fn has_conversation_header(headers: &HeaderMap) -> bool {
@@ -371,18 +472,28 @@ fn has_conversation_header(headers: &HeaderMap) -> bool {
 }
 
 /// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
+/// `max_event`: `limits.max_sse_event_bytes`, the most one upstream SSE event (or line) may hold.
 async fn respond(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     render: Option<(Box<dyn Renderer>, bool)>,
+    max_event: usize,
+    protocol: ClientProtocol,
 ) -> Result<Response, ProxyError> {
     let finished = AnswerFinished::default();
     let mut response = match render {
         Some((renderer, client_stream)) => {
-            crate::routes::render::render(upstream, plan, renderer, client_stream, &finished)
-                .await?
+            crate::routes::render::render(
+                upstream,
+                plan,
+                renderer,
+                client_stream,
+                &finished,
+                max_event,
+            )
+            .await?
         }
-        None => shape(upstream, plan, &finished).await?,
+        None => shape(upstream, plan, &finished, max_event, protocol).await?,
     };
     response.extensions_mut().insert(finished);
     Ok(response)
@@ -392,6 +503,8 @@ async fn shape(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     finished: &AnswerFinished,
+    max_event: usize,
+    protocol: ClientProtocol,
 ) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
@@ -406,7 +519,12 @@ async fn shape(
                 status,
                 client_headers(&headers, false),
                 PassthroughBody::new(body, sse)
-                    .watching(finished)
+                    .max_line(max_event)
+                    // Only a Chat Completions answer is known to end with a finish or `[DONE]`.
+                    .watching(
+                        finished,
+                        status.is_success() && protocol == ClientProtocol::Chat,
+                    )
                     .into_body(),
             ));
         }
@@ -424,7 +542,7 @@ async fn shape(
         );
         out_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         let stream: Body = if sse {
-            let shaper = Shaper::new(include_usage);
+            let shaper = Shaper::new(include_usage).with_max_event(max_event);
             let shaper = match calls {
                 Some(mapper) => shaper.with_calls(mapper),
                 None => shaper,
@@ -451,7 +569,7 @@ async fn shape(
         };
         return Ok(build(status, out_headers, body));
     }
-    let mut folded = fold(body).await?;
+    let mut folded = fold(body, max_event).await?;
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
@@ -486,8 +604,11 @@ pub(crate) async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
     Ok(Bytes::from(out))
 }
 
-async fn fold(mut body: BodyStream) -> Result<crate::api::stream::Completion, ProxyError> {
-    let mut folder = Folder::new();
+async fn fold(
+    mut body: BodyStream,
+    max_event: usize,
+) -> Result<crate::api::stream::Completion, ProxyError> {
+    let mut folder = Folder::new().with_max_event(max_event);
     while let Some(chunk) = body.next().await {
         folder.push(&chunk?).map_err(fold_error)?;
     }
@@ -499,6 +620,10 @@ fn fold_error(err: FoldError) -> ProxyError {
         FoldError::BadChunk(message) => ProxyError::Upstream(UpstreamError::Interrupted(format!(
             "failed to parse chat completions chunk: {message}"
         ))),
+        FoldError::TooLarge(too_large) => {
+            ProxyError::Upstream(UpstreamError::EventTooLarge(too_large.limit))
+        }
+        FoldError::Unfinished => ProxyError::Upstream(UpstreamError::Interrupted(err.to_string())),
         FoldError::Upstream(error) => {
             let message = error
                 .get("message")
@@ -545,16 +670,33 @@ impl Stream for ShapedBody {
             }
             let mut out = Vec::new();
             match this.inner.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => this.shaper.push(&chunk, &mut out),
+                Poll::Ready(Some(Ok(chunk))) => {
+                    if let Err(too_large) = this.shaper.push(&chunk, &mut out) {
+                        // Ending here drops the upstream request with this body.
+                        this.done = true;
+                        let err = UpstreamError::EventTooLarge(too_large.limit);
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream event too large");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
+                }
                 Poll::Ready(Some(Err(err))) => {
                     this.done = true;
                     metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
                     tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
+                    this.finished.interrupt();
                     out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
                 }
                 Poll::Ready(None) => {
                     this.done = true;
-                    this.shaper.finish(&mut out);
+                    if !this.shaper.finish(&mut out) {
+                        let err = UpstreamError::Interrupted(UNFINISHED.to_owned());
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream stream ended early");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
                 }
                 Poll::Pending => return Poll::Pending,
             }

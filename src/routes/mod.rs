@@ -1,13 +1,17 @@
 //! Thin handlers: extract → call → map. Shared plumbing for proxied requests lives in `proxy`.
 
 pub mod chat;
+pub mod extract;
 pub mod forward;
 pub mod health;
 pub mod messages;
+pub mod meter;
 pub mod proxy;
 pub mod render;
 pub mod responses;
 pub mod titles;
+pub mod ui;
+pub mod upstream_path;
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's
 /// access-log middleware in request extensions.
@@ -19,4 +23,6 @@ pub struct RequestId(pub String);
 pub struct ResponseFacts {
     pub harness: Option<&'static str>,
     pub upstream_status: Option<u16>,
+    /// The client protocol (`ClientProtocol::name`) of a proxied request.
+    pub protocol: Option<&'static str>,
 }

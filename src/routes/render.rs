@@ -32,6 +32,7 @@ pub async fn render(
     mut renderer: Box<dyn Renderer>,
     client_stream: bool,
     finished: &AnswerFinished,
+    max_event: usize,
 ) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
@@ -52,7 +53,7 @@ pub async fn render(
         ResponsePlan::Passthrough => None,
     };
     let chat: ChatStream = if is_event_stream(&headers) {
-        let shaper = Shaper::new(true);
+        let shaper = Shaper::new(true).with_max_event(max_event);
         let shaper = match calls {
             Some(mapper) => shaper.with_calls(mapper),
             None => shaper,

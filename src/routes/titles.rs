@@ -2,17 +2,20 @@
 //! its own credential created; the admin token sees all. Others get 404, never a hint.
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
+use futures_util::StreamExt;
 use serde::Serialize;
 use serde_json::json;
 use tokio::sync::watch;
 
 use crate::error::ProxyError;
+use crate::routes::extract::PathParam;
 use crate::sse::named_event;
 use crate::state::AppState;
+use crate::titles::follow::{self, Event};
 use crate::titles::identity::Caller;
 use crate::titles::live::{Outcome, Snapshot};
 use crate::titles::store::{Cursor, Status, StoreError, TitleRecord};
@@ -29,6 +32,7 @@ struct RecordView<'a> {
     error: Option<&'a str>,
     model: &'a str,
     harness: &'a str,
+    protocol: &'a str,
     created_at: String,
     updated_at: String,
 }
@@ -45,18 +49,35 @@ impl<'a> From<&'a TitleRecord> for RecordView<'a> {
             error: r.error.as_deref(),
             model: &r.model,
             harness: &r.harness,
+            protocol: &r.protocol,
             created_at: time(r.created_at),
             updated_at: time(r.updated_at),
         }
     }
 }
 
-fn caller(state: &AppState, headers: &HeaderMap) -> Caller {
-    Caller::from_headers(headers, state.config.auth.admin_token.as_deref())
+/// The caller, if it may use the titles API: one without any credential would share the
+/// `anonymous` scope with every other such caller, so it gets 401.
+fn caller(state: &AppState, headers: &HeaderMap) -> Result<Caller, ProxyError> {
+    let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
+    if caller.may_read_titles() {
+        Ok(caller)
+    } else {
+        Err(ProxyError::Unauthorized(
+            "the titles API needs the credential the conversation was made with \
+             (`Authorization` or `x-api-key`)",
+        ))
+    }
 }
 
-fn store_error(err: &StoreError) -> ProxyError {
-    ProxyError::Internal(err.to_string())
+fn store_error(state: &AppState, err: &StoreError) -> ProxyError {
+    match err {
+        StoreError::Unavailable(reason) => ProxyError::StoreUnavailable {
+            store: state.config.titles.store.to_string(),
+            reason: reason.clone(),
+        },
+        StoreError::Backend(_) => ProxyError::Internal(err.to_string()),
+    }
 }
 
 fn json_response(value: &impl Serialize) -> Response {
@@ -79,7 +100,10 @@ pub async fn list(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let caller = caller(&state, &headers);
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
     let mut limit = DEFAULT_LIMIT;
     let mut before = None;
     for pair in query
@@ -119,7 +143,7 @@ pub async fn list(
         .await
     {
         Ok(records) => records,
-        Err(err) => return store_error(&err).into_response(),
+        Err(err) => return store_error(&state, &err).into_response(),
     };
     let has_more = records.len() > limit;
     records.truncate(limit);
@@ -136,14 +160,17 @@ pub async fn list(
 
 pub async fn get_one(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     headers: HeaderMap,
 ) -> Response {
-    let caller = caller(&state, &headers);
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
     match state.titles.get(caller.scope(), &id).await {
         Ok(Some(record)) => json_response(&RecordView::from(&record)),
         Ok(None) => not_found(&id).into_response(),
-        Err(err) => store_error(&err).into_response(),
+        Err(err) => store_error(&state, &err).into_response(),
     }
 }
 
@@ -173,34 +200,57 @@ fn final_event(outcome: &Outcome) -> Bytes {
 
 pub async fn stream(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     headers: HeaderMap,
 ) -> Response {
-    let caller = caller(&state, &headers);
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
     if let Some(live) = state.titles.live(caller.scope(), &id) {
-        return sse_response(Body::from_stream(follow(live.subscribe())));
+        // Each live subscriber holds a task and a watch receiver until the title ends: bounded.
+        let Ok(seat) = state.title_subscribers.clone().try_acquire_owned() else {
+            return ProxyError::Busy("live title subscribers").into_response();
+        };
+        return sse_response(Body::from_stream(follow(live.subscribe(), seat)));
     }
+    // Subscribed before the read, so no change falls between the two.
+    let notices = state.titles.notices();
     let record = match state.titles.get(caller.scope(), &id).await {
         Ok(Some(record)) => record,
         Ok(None) => return not_found(&id).into_response(),
-        Err(err) => return store_error(&err).into_response(),
+        Err(err) => return store_error(&state, &err).into_response(),
     };
     let outcome = match record.status {
         Status::Done => Outcome::Done(record.title.unwrap_or_default()),
         Status::Failed => Outcome::Failed(record.error.unwrap_or_default()),
-        // Pending but not running here: another process owns it, or it just finished.
+        // Running on another process (or just finished): follow the record.
         Status::Pending => {
-            Outcome::Failed("the title is not being generated by this proxy".to_owned())
+            let events = follow::remote(state.titles.clone(), notices, record);
+            let bytes = events.map(|event| {
+                Ok::<_, std::convert::Infallible>(match event {
+                    Event::Delta(text) => delta_event(&text),
+                    Event::End(outcome) => final_event(&outcome),
+                })
+            });
+            return sse_response(Body::from_stream(bytes));
         }
     };
     sse_response(Body::from(final_event(&outcome)))
 }
 
-/// Everything streamed so far, then each new delta, then the outcome.
+fn delta_event(text: &str) -> Bytes {
+    named_event("delta", &json!({"text": text}).to_string())
+}
+
+/// Everything streamed so far, then each new delta, then the outcome. `seat` is held until the
+/// subscriber is gone.
 fn follow(
     rx: watch::Receiver<Snapshot>,
+    seat: tokio::sync::OwnedSemaphorePermit,
 ) -> impl futures_util::Stream<Item = Result<Bytes, std::convert::Infallible>> {
-    futures_util::stream::unfold((rx, 0usize, false), |(mut rx, mut sent, done)| async move {
+    let state = (rx, 0usize, false, seat);
+    futures_util::stream::unfold(state, |(mut rx, mut sent, done, seat)| async move {
         if done {
             return None;
         }
@@ -215,23 +265,20 @@ fn follow(
             if !fresh.is_empty() || outcome.is_some() {
                 let mut out = Vec::new();
                 for delta in &fresh {
-                    out.extend_from_slice(&named_event(
-                        "delta",
-                        &json!({"text": delta}).to_string(),
-                    ));
+                    out.extend_from_slice(&delta_event(delta));
                 }
                 sent += fresh.len();
                 let finished = outcome.is_some();
                 if let Some(outcome) = outcome {
                     out.extend_from_slice(&final_event(&outcome));
                 }
-                return Some((Ok(Bytes::from(out)), (rx, sent, finished)));
+                return Some((Ok(Bytes::from(out)), (rx, sent, finished, seat)));
             }
             if rx.changed().await.is_err() {
                 let lost = final_event(&Outcome::Failed(
                     "the title stream ended unexpectedly".to_owned(),
                 ));
-                return Some((Ok(lost), (rx, sent, true)));
+                return Some((Ok(lost), (rx, sent, true, seat)));
             }
         }
     })

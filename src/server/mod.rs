@@ -2,6 +2,10 @@
 //! listener so tests can use port 0; shutdown is any future, so tests need no signals.
 
 pub mod access_log;
+mod admit;
+pub mod inbound_auth;
+pub mod json_errors;
+mod listen;
 
 use std::future::Future;
 use std::time::Duration;
@@ -11,7 +15,6 @@ use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -42,7 +45,11 @@ pub fn router(state: AppState) -> Router {
         )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            access_log::limit_concurrency,
+            admit::admit,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key,
         ));
     // Anthropic Messages: errors reshaped outside the limiter, so its 503 becomes a 529 too.
     let messages = Router::new()
@@ -61,29 +68,50 @@ pub fn router(state: AppState) -> Router {
         )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            access_log::limit_concurrency,
+            admit::admit,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key,
         ))
         .route_layer(axum::middleware::from_fn(
             routes::messages::anthropic_errors,
         ));
-    Router::new()
-        .merge(proxied)
-        .merge(messages)
+    let probes = Router::new()
         // Base-URL probes (Claude Code: `HEAD /api/hello` without its no-traffic flags).
         .route("/", get(routes::messages::hello))
         .route("/api/hello", get(routes::messages::hello))
         .route("/harness/{name}", get(routes::messages::hello))
         .route("/harness/{name}/", get(routes::messages::hello))
-        .route("/harness/{name}/api/hello", get(routes::messages::hello))
+        .route("/harness/{name}/api/hello", get(routes::messages::hello));
+    let titles = Router::new()
         .route("/titles", get(routes::titles::list))
         .route("/titles/{id}", get(routes::titles::get_one))
         .route("/titles/{id}/stream", get(routes::titles::stream))
+        // The inspector shows bodies: the same gate and scoping as the titles.
+        .route("/ui/api/inspect", get(routes::ui::inspect))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key_or_admin,
+        ));
+    Router::new()
+        .route("/ui", get(routes::ui::page))
+        .route("/ui/app.js", get(routes::ui::script))
+        .route("/ui/style.css", get(routes::ui::style))
+        .merge(proxied)
+        .merge(messages)
+        .merge(probes)
+        .merge(titles)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::health::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(axum::middleware::from_fn(access_log::access_log))
+        .layer(axum::middleware::from_fn(json_errors::json_errors))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access_log::access_log,
+        ))
         .layer(CatchPanicLayer::custom(|_| {
             ProxyError::Internal("handler panicked".into()).into_response()
         }))
@@ -105,7 +133,8 @@ async fn method_not_allowed(method: Method, request: Request) -> ProxyError {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish for
-/// up to `shutdown_grace`. Returns once everything has finished or the grace period ran out.
+/// up to `shutdown_grace`. Returns once everything has finished or the grace period ran out (then
+/// the connections still open are cut, and their access-log lines say `shutdown`).
 pub async fn run(
     listener: TcpListener,
     state: AppState,
@@ -126,23 +155,30 @@ pub async fn run(
         tracing::info!("shutdown requested; draining in-flight requests");
         trigger.cancel();
     });
-    // TCP_NODELAY: without it a small SSE event can wait ~40 ms for Nagle's algorithm.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    let graceful = stopping.clone();
-    let serve = axum::serve(listener, router(state.clone()))
-        .with_graceful_shutdown(async move { graceful.cancelled().await })
-        .into_future();
+    let stop = listen::Stop {
+        stopping: stopping.clone(),
+        cut: CancellationToken::new(),
+        tracker: tokio_util::task::TaskTracker::new(),
+    };
+    let serve = listen::serve(
+        listener,
+        router(state.clone()),
+        &state.config.limits,
+        stop.clone(),
+    );
     let deadline = async {
         stopping.cancelled().await;
         tokio::time::sleep(grace).await;
     };
     tokio::select! {
         result = serve => result?,
-        () = deadline => tracing::warn!(grace = ?grace, "grace period over; closing remaining connections"),
+        () = deadline => {
+            tracing::warn!(grace = ?grace, "grace period over; closing remaining connections");
+            state.start_cutting();
+            stop.cut.cancel();
+            // The cut connections drop their bodies (and write their access-log lines) at once.
+            let _ = tokio::time::timeout(BACKGROUND_FLUSH, stop.tracker.wait()).await;
+        }
     }
     // Title tasks get what is left of the grace period (at least a moment to record themselves).
     let spent = signalled_at

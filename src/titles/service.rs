@@ -1,40 +1,52 @@
 //! `TitleService`: decides which turns get a title, runs each title request as a tracked
 //! background task (streamed, bounded by `titles.timeout`), publishes its deltas live and writes
 //! the outcome to the store. A title never breaks the user's answer: every failure is recorded.
+//!
+//! Which process titles a conversation is decided by the store's atomic claim, so replicas that
+//! share a store title each conversation once. Start-up, leases and periodic work: `upkeep`.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
-use futures_util::StreamExt;
+use futures_util::FutureExt;
 use http::{HeaderMap, HeaderValue, Method};
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::answer::{error_message, read_limited, stream_text};
+use super::bus::{Bus, Notice};
 use super::live::{LiveHub, LiveTitle, Outcome};
+use super::outbox::Outbox;
 use super::request::title_body;
 use super::sanitize::sanitize_title;
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
-use crate::api::stream::Chunk;
 use crate::config::{TitleOrder, TitlesConfig};
-use crate::sse::Decoder;
-use crate::upstream::{BodyStream, Outbound, Upstream};
+use crate::upstream::{Outbound, Upstream};
 
-/// How much of a non-streamed or error answer is read.
-const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Longest wait for the claim on the chat path: beyond it the turn is simply not titled.
+const CLAIM_TIMEOUT: Duration = Duration::from_secs(3);
 
 pub struct TitleService {
-    config: TitlesConfig,
+    pub(super) config: TitlesConfig,
     /// The title system prompt, sent whole.
     prompt: String,
-    store: Arc<dyn TitleStore>,
-    live: LiveHub,
+    pub(super) store: Arc<dyn TitleStore>,
+    /// This process's name in the store (`titles.instance_id` or a fresh UUID).
+    pub(super) instance: String,
+    pub(super) live: LiveHub,
+    /// Change notices for followers of titles running on any process.
+    pub(super) bus: Bus,
+    /// Outcomes waiting for the store to come back.
+    pub(super) outbox: Outbox,
     upstream: Arc<Upstream>,
-    tracker: TaskTracker,
+    pub(super) tracker: TaskTracker,
     /// Cancelled when the shutdown grace runs out: running titles record that they were cut short.
-    cancel: CancellationToken,
+    pub(super) cancel: CancellationToken,
 }
 
 /// Everything a title task needs from the request that started it.
@@ -59,20 +71,32 @@ impl TitleService {
         prompt: String,
         store: Arc<dyn TitleStore>,
         upstream: Arc<Upstream>,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, StoreError> {
+        let bus = Bus::new(&config.store, &config.redis_prefix)?;
+        let instance = config
+            .instance_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        Ok(Self {
             config,
             prompt,
             store,
+            instance,
             live: LiveHub::default(),
+            bus,
+            outbox: Outbox::default(),
             upstream,
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
-        }
+        })
     }
 
     pub fn order(&self) -> TitleOrder {
         self.config.order
+    }
+
+    pub fn instance(&self) -> &str {
+        &self.instance
     }
 
     /// Whether requests through `harness` get titles at all.
@@ -80,14 +104,16 @@ impl TitleService {
         self.config.order != TitleOrder::Off && self.config.harnesses.iter().any(|h| h == harness)
     }
 
-    /// Claims the title of (owner, id): `Some` when this request is the one to title it, i.e. no
-    /// title is running or recorded for it. Store trouble means no title, never an error.
+    /// Claims the title of (owner, id): `Some` when this request is the one to title it, i.e. the
+    /// store's insert-if-absent took this process's pending record. Store trouble means no title,
+    /// never an error.
     pub async fn claim(
-        &self,
+        self: &Arc<Self>,
         owner: &str,
         id: &str,
         model: &str,
         harness: &str,
+        protocol: &str,
     ) -> Option<Arc<LiveTitle>> {
         let now = Utc::now();
         let record = TitleRecord {
@@ -102,22 +128,32 @@ impl TitleService {
                 .clone()
                 .unwrap_or_else(|| model.to_owned()),
             harness: harness.to_owned(),
+            protocol: protocol.to_owned(),
             created_at: now,
             updated_at: now,
+            instance: self.instance.clone(),
+            text: String::new(),
         };
+        // Running here already: no store round trip needed.
         let live = self.live.register(record)?;
-        match self.store.get(Some(owner), id).await {
-            Ok(None) => Some(live),
-            Ok(Some(_)) => {
-                self.live.remove(owner, id);
-                None
+        let claimed = tokio::time::timeout(CLAIM_TIMEOUT, self.store.claim(&live.record)).await;
+        match claimed {
+            Ok(Ok(true)) => {
+                self.mirror(&live);
+                return Some(live);
             }
-            Err(err) => {
+            Ok(Ok(false)) => {}
+            Ok(Err(err)) => {
+                store_error("claim");
                 tracing::warn!(error = %err, "title store unavailable; no title for this conversation");
-                self.live.remove(owner, id);
-                None
+            }
+            Err(_) => {
+                store_error("claim");
+                tracing::warn!("title store too slow; no title for this conversation");
             }
         }
+        self.live.remove(owner, id);
+        None
     }
 
     /// Starts the title task for a claimed conversation.
@@ -126,7 +162,8 @@ impl TitleService {
         let (finished_tx, finished) = oneshot::channel();
         let this = self.clone();
         self.tracker.spawn(async move {
-            this.run(&live, job, dispatched_tx).await;
+            let outcome = caught(this.run(&live, job, dispatched_tx)).await;
+            this.settle_surely(&live, outcome).await;
             let _ = finished_tx.send(());
         });
         Started {
@@ -135,11 +172,42 @@ impl TitleService {
         }
     }
 
-    async fn run(&self, live: &LiveTitle, job: TitleJob, dispatched: oneshot::Sender<()>) {
-        if let Err(err) = self.store.insert_pending(&live.record).await {
-            tracing::warn!(error = %err, "cannot record a pending title");
+    /// For stores other processes read: copies the text so far onto the record as it grows and
+    /// tells their followers. Ends with the title (the outcome is written by `settle`).
+    fn mirror(self: &Arc<Self>, live: &Arc<LiveTitle>) {
+        if !self.store.shared() {
+            return;
         }
-        let outcome = tokio::select! {
+        let this = self.clone();
+        let mut rx = live.subscribe();
+        let (owner, id) = (live.record.owner.clone(), live.record.id.clone());
+        self.tracker.spawn(async move {
+            while rx.changed().await.is_ok() {
+                let (text, finished) = {
+                    let snapshot = rx.borrow_and_update();
+                    (snapshot.deltas.concat(), snapshot.outcome.is_some())
+                };
+                if finished {
+                    return;
+                }
+                if let Err(err) = this.store.set_text(&owner, &id, &text).await {
+                    store_error("set_text");
+                    tracing::debug!(error = %err, "cannot mirror a running title");
+                    continue;
+                }
+                this.bus.publish(&owner, &id).await;
+            }
+        });
+    }
+
+    /// The title task's work; its outcome is settled by the caller, panic or not.
+    async fn run(
+        &self,
+        live: &LiveTitle,
+        job: TitleJob,
+        dispatched: oneshot::Sender<()>,
+    ) -> Outcome {
+        tokio::select! {
             result = tokio::time::timeout(self.config.timeout, self.generate(live, &job, dispatched)) => match result {
                 Ok(Ok(title)) => Outcome::Done(title),
                 Ok(Err(reason)) => Outcome::Failed(reason),
@@ -149,13 +217,29 @@ impl TitleService {
                 )),
             },
             () = self.cancel.cancelled() => Outcome::Failed("the proxy shut down before the title finished".to_owned()),
-        };
-        self.settle(live, outcome).await;
+        }
     }
 
-    /// Writes a title's outcome, then publishes it and retires the live entry.
+    /// `settle`, and if even that panics (a broken store), still end the live title so that its
+    /// `/stream` subscribers are not left waiting.
+    async fn settle_surely(&self, live: &LiveTitle, outcome: Outcome) {
+        if AssertUnwindSafe(self.settle(live, outcome))
+            .catch_unwind()
+            .await
+            .is_err()
+        {
+            tracing::warn!(conversation = %live.record.id, "recording a title outcome panicked");
+            live.finish(Outcome::Failed(
+                "the title could not be recorded".to_owned(),
+            ));
+            self.live.remove(&live.record.owner, &live.record.id);
+        }
+    }
+
+    /// Writes a title's outcome (or queues it while the store is unreachable), then publishes it
+    /// and retires the live entry.
     async fn settle(&self, live: &LiveTitle, outcome: Outcome) {
-        let mut record = live.record.clone();
+        let mut record = live.pending_record();
         record.updated_at = Utc::now();
         match &outcome {
             Outcome::Done(title) => {
@@ -171,10 +255,21 @@ impl TitleService {
         }
         metrics::counter!("harness_proxy_titles_total", "status" => record.status.as_str())
             .increment(1);
-        if let Err(err) = self.store.finish(&record).await {
-            tracing::warn!(error = %err, "cannot record a title outcome");
+        let took = (record.updated_at - record.created_at)
+            .to_std()
+            .unwrap_or_default();
+        metrics::histogram!("harness_proxy_title_duration_seconds", "status" => record.status.as_str())
+            .record(took.as_secs_f64());
+        match self.store.finish(&record).await {
+            Ok(()) => self.bus.publish(&record.owner, &record.id).await,
+            Err(err) => {
+                store_error("finish");
+                tracing::warn!(error = %err, "cannot record a title outcome; queued until the store is back");
+                self.outbox.push(record.clone());
+            }
         }
-        // Publish after the store has the outcome, so a reader never finds neither.
+        // Publish after the store has the outcome (or it is queued), so a reader never finds
+        // neither here.
         live.finish(outcome);
         self.live.remove(&record.owner, &record.id);
     }
@@ -184,17 +279,17 @@ impl TitleService {
     pub fn record_observed(self: &Arc<Self>, live: Arc<LiveTitle>, raw: Result<String, String>) {
         let this = self.clone();
         self.tracker.spawn(async move {
-            if let Err(err) = this.store.insert_pending(&live.record).await {
-                tracing::warn!(error = %err, "cannot record a pending title");
-            }
-            let outcome = match raw.and_then(|text| {
-                sanitize_title(&text, this.config.max_chars)
-                    .ok_or_else(|| "titler produced no text".to_owned())
-            }) {
-                Ok(title) => Outcome::Done(title),
-                Err(reason) => Outcome::Failed(reason),
-            };
-            this.settle(&live, outcome).await;
+            let outcome = caught(async {
+                match raw.and_then(|text| {
+                    sanitize_title(&text, this.config.max_chars)
+                        .ok_or_else(|| "titler produced no text".to_owned())
+                }) {
+                    Ok(title) => Outcome::Done(title),
+                    Err(reason) => Outcome::Failed(reason),
+                }
+            })
+            .await;
+            this.settle_surely(&live, outcome).await;
         });
     }
 
@@ -245,7 +340,7 @@ impl TitleService {
             .ok_or_else(|| "titler produced no text".to_owned())
     }
 
-    /// A record as callers see it: the live one while pending, else the stored one.
+    /// A record as callers see it: the live one while pending here, else the stored one.
     pub async fn get(
         &self,
         scope: Option<&str>,
@@ -270,130 +365,57 @@ impl TitleService {
         self.live.find(scope, id)
     }
 
-    pub async fn ready(&self) -> bool {
-        self.store.ping().await.is_ok()
+    /// Notices of changed records, for following a title running on another process. Subscribe
+    /// before reading the record, so no change falls between the two.
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.bus.subscribe()
     }
 
-    /// Before serving: titles left pending by an earlier process are failed, old ones pruned.
-    pub async fn recover(&self) {
-        match self
-            .store
-            .fail_stale_pending("the proxy restarted before the title finished", Utc::now())
-            .await
-        {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(
-                count = n,
-                "marked titles interrupted by a restart as failed"
-            ),
-            Err(err) => tracing::warn!(error = %err, "cannot recover pending titles"),
-        }
-        self.prune().await;
-    }
-
-    async fn prune(&self) {
-        let retention =
-            chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
-        let cutoff = Utc::now().checked_sub_signed(retention).unwrap_or_default();
-        match self.store.prune(cutoff, self.config.max_records).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(count = n, "pruned old titles"),
-            Err(err) => tracing::warn!(error = %err, "cannot prune titles"),
-        }
-    }
-
-    /// Prunes every hour until shutdown.
-    pub fn spawn_maintenance(self: &Arc<Self>) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(3600)) => this.prune().await,
-                    () = this.cancel.cancelled() => return,
-                }
-            }
-        });
-    }
-
-    /// Waits up to `within` for running titles; then cuts them short, letting them record so.
-    pub async fn shutdown(&self, within: Duration) {
-        self.tracker.close();
-        if tokio::time::timeout(within, self.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                "titles still running at the end of the grace period; recording them as failed"
-            );
-        }
-        self.cancel.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
+    /// How long a follower waits for a title running elsewhere: its timeout, plus time for its
+    /// owner's lease to run out and another process to fail it if that owner died.
+    pub fn follow_deadline(&self) -> Duration {
+        self.config.timeout + self.config.lease * 2
     }
 }
 
-/// Folds a title stream, publishing each text delta. Reasoning deltas are not title text.
-async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, String> {
-    let mut decoder = Decoder::new();
-    let mut raw = String::new();
-    let handle = |data: Option<&[u8]>, raw: &mut String| -> Result<(), String> {
-        let Some(data) = data else { return Ok(()) };
-        let data = data.trim_ascii();
-        if data.is_empty() || data == b"[DONE]" {
-            return Ok(());
-        }
-        let chunk: Chunk = serde_json::from_slice(data)
-            .map_err(|e| format!("failed to parse title chunk: {e}"))?;
-        if let Some(error) = chunk.error {
-            return Err(error_message(&error.to_string()));
-        }
-        if let Some(text) = chunk
-            .choices
-            .iter()
-            .find(|c| c.index == 0)
-            .and_then(|c| c.delta.text())
-        {
-            raw.push_str(&text);
-            live.push_delta(&text);
-        }
-        Ok(())
-    };
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| format!("title stream failed: {e}"))?;
-        decoder.push(&chunk);
-        while let Some(event) = decoder.next_event() {
-            handle(event.data.as_deref(), &mut raw)?;
-        }
-    }
-    if let Some(event) = decoder.finish() {
-        handle(event.data.as_deref(), &mut raw)?;
-    }
-    Ok(raw)
+/// A title store operation failed (the request it served went on without it).
+pub(super) fn store_error(operation: &'static str) {
+    metrics::counter!("harness_proxy_title_store_errors_total", "operation" => operation)
+        .increment(1);
 }
 
-async fn read_limited(mut body: BodyStream) -> String {
-    let mut out = Vec::new();
-    while let Some(Ok(chunk)) = body.next().await {
-        out.extend_from_slice(&chunk);
-        if out.len() >= MAX_ANSWER_BYTES {
-            out.truncate(MAX_ANSWER_BYTES);
-            break;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
+/// Runs a title task's work; a panic inside it becomes a `Failed` outcome naming the panic, so a
+/// title is recorded whatever happens and its live stream ends.
+async fn caught(work: impl Future<Output = Outcome>) -> Outcome {
+    AssertUnwindSafe(work)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            tracing::warn!(panic = %what, "a title task panicked");
+            Outcome::Failed(format!("the title task failed: {what}"))
+        })
 }
 
-/// `error.message` of an OpenAI error body, else the text itself (shortened).
-fn error_message(text: &str) -> String {
-    let parsed: Option<serde_json::Value> = serde_json::from_str(text).ok();
-    let message = parsed.as_ref().and_then(|v| {
-        v.pointer("/error/message")
-            .or_else(|| v.get("message"))
-            .and_then(|m| m.as_str())
-            .map(str::to_owned)
-    });
-    let mut message = message.unwrap_or_else(|| text.trim().to_owned());
-    if message.chars().count() > 300 {
-        message = message.chars().take(300).collect::<String>() + "…";
+#[cfg(test)]
+mod panic_tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_title_task_becomes_a_failed_outcome() {
+        fn explode() -> Outcome {
+            panic!("boom in the title task")
+        }
+        let outcome = caught(async { explode() }).await;
+        assert_eq!(
+            outcome,
+            Outcome::Failed("the title task failed: boom in the title task".to_owned())
+        );
+        let fine = caught(async { Outcome::Done("Title".to_owned()) }).await;
+        assert_eq!(fine, Outcome::Done("Title".to_owned()));
     }
-    message
 }

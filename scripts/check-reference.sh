@@ -17,7 +17,7 @@ cat >"$request" <<'JSON'
  {"role":"user","content":"Run the QA pass\nthen report"}]}
 JSON
 export HARNESS_PROXY__OPENCODE__TOOLS=reference HARNESS_PROXY__OPENCODE__TODAY="Sat Nov 29 2025" \
-  HARNESS_PROXY__OPENCODE__PLATFORM=linux
+  HARNESS_PROXY__OPENCODE__PLATFORM=linux HARNESS_PROXY__OPENCODE__IDENTITY=reference
 args=(rewrite --harness opencode --header "x-harness-cwd: /home/user/project" --prompts-dir "$ref/prompts")
 status=0
 for kind in main title; do

@@ -9,6 +9,7 @@ pub mod contextual;
 pub mod env;
 pub mod flavour;
 pub mod history;
+pub mod identity;
 pub mod quote;
 pub mod system;
 pub mod tools;
@@ -40,6 +41,7 @@ const MAX_TOKENS: u32 = 32_000;
 
 pub struct Opencode {
     config: OpencodeConfig,
+    identity: identity::Identity,
     timezone: Option<chrono_tz::Tz>,
     system_prefix: system::EscapedPrefix,
     search_prefix: system::EscapedPrefix,
@@ -56,10 +58,8 @@ pub struct Opencode {
 pub enum SetupError {
     #[error(transparent)]
     Tools(#[from] tools::CatalogError),
-    #[error(
-        "config key `opencode.{key}`: unknown placeholder in `{value}`; only {{model}} and {{provider}} are known"
-    )]
-    Identity { key: &'static str, value: String },
+    #[error(transparent)]
+    Identity(#[from] identity::IdentityError),
 }
 
 /// The upstream request for one client request, plus what the route needs to know about it.
@@ -80,25 +80,16 @@ impl Opencode {
         host: HostInfo,
         profiles: Profiles,
         collaboration: Collaboration,
+        upstream_base_url: &str,
     ) -> Result<Self, SetupError> {
-        for (key, value) in [
-            ("model_name", &config.model_name),
-            ("model_id", &config.model_id),
-        ] {
-            let stripped = value.replace("{model}", "").replace("{provider}", "");
-            if stripped.contains('{') || stripped.contains('}') {
-                return Err(SetupError::Identity {
-                    key,
-                    value: value.clone(),
-                });
-            }
-        }
+        let identity = identity::Identity::new(config, upstream_base_url)?;
         let platform = config
             .platform
             .clone()
             .unwrap_or_else(|| env::process_platform().to_owned());
         Ok(Self {
             config: config.clone(),
+            identity,
             timezone: config.timezone.as_deref().and_then(|tz| tz.parse().ok()),
             system_prefix: system::EscapedPrefix::new(&prompts.system),
             search_prefix: system::EscapedPrefix::new(&prompts.search_agent),
@@ -193,13 +184,7 @@ impl Opencode {
         } else {
             String::new()
         };
-        let model_name = system::render_identity(
-            &self.config.model_name,
-            &request.model,
-            &self.config.provider,
-        );
-        let model_id =
-            system::render_identity(&self.config.model_id, &request.model, &self.config.provider);
+        let (model_name, model_id) = self.identity.render(&request.model);
         let system = prefix.with_suffix(&system::suffix(&model_name, &model_id, &env, &skills));
 
         let mut messages = Vec::with_capacity(request.messages.len() + 1);

@@ -2,13 +2,6 @@
 
 use super::env::EnvValues;
 
-/// Renders the identity templates: `{model}` is the request's model, `{provider}` the configured one.
-pub fn render_identity(template: &str, model: &str, provider: &str) -> String {
-    template
-        .replace("{model}", model)
-        .replace("{provider}", provider)
-}
-
 /// The skills block: a newline, then the file text with `{cwd}` substituted, trailing space trimmed.
 pub fn skills_block(skills_template: &str, cwd: &str) -> String {
     let mut block = String::with_capacity(skills_template.len() + cwd.len() + 1);
@@ -125,18 +118,5 @@ mod tests {
         let whole = system_prompt(prefix, "n", "i", &env(), &skills);
         let raw = EscapedPrefix::new(prefix).with_suffix(&suffix("n", "i", &env(), &skills));
         assert_eq!(raw.get(), serde_json::Value::String(whole).to_string());
-    }
-
-    #[test]
-    fn identity_templates() {
-        assert_eq!(
-            render_identity("deepseek/{model}", "m1", "deepseek"),
-            "deepseek/m1"
-        );
-        assert_eq!(
-            render_identity("{provider}/{model}", "m1", "openrouter"),
-            "openrouter/m1"
-        );
-        assert_eq!(render_identity("deepseek-chat", "m1", "x"), "deepseek-chat");
     }
 }

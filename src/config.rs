@@ -175,6 +175,15 @@ pub enum ExtraTools {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+pub enum InstructionsMode {
+    /// `Instructions from: <path>` blocks after `</env>`, the client's system prompt last.
+    Carry,
+    /// The reference: the client's instructions are not sent.
+    Drop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum IdentityPreset {
     /// `You are powered by the model named {{model}}. The exact model ID is {{provider}}/{{model}}`.
     Model,
@@ -196,6 +205,9 @@ pub struct OpencodeConfig {
     /// (`openai-compatible` for an unknown host; `deepseek` with the reference preset).
     pub provider: Option<String>,
     pub history: HistoryMode,
+    /// The client's project instructions (AGENTS.md, CLAUDE.md, its own system prompt):
+    /// `carry` puts them into the system prompt as opencode does, `drop` is the reference.
+    pub instructions: InstructionsMode,
     pub tools: ToolsPolicy,
     pub extra_tools: ExtraTools,
     pub cwd: Option<String>,
@@ -217,6 +229,7 @@ impl Default for OpencodeConfig {
             model_id: None,
             provider: None,
             history: HistoryMode::Keep,
+            instructions: InstructionsMode::Carry,
             tools: ToolsPolicy::Intersect,
             extra_tools: ExtraTools::Drop,
             cwd: None,

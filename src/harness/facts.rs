@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use serde::Deserialize;
 
 use super::opencode::contextual::is_contextual;
+use super::opencode::instructions::is_project_memory;
 use crate::api::chat::{ChatRequest, Role};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,8 +28,8 @@ impl ConversationFacts {
         let first_user_text = request
             .messages
             .iter()
-            .find(|m| m.role == Role::User && !is_contextual(m.text_parts()))
-            .map(|m| m.text().into_owned())
+            .filter(|m| m.role == Role::User)
+            .find_map(|m| user_words(&m.text_parts()))
             .unwrap_or_default();
         Self {
             model: request.model.clone(),
@@ -50,14 +51,14 @@ impl ConversationFacts {
             .messages
             .iter()
             .filter(|m| m.role == "user")
-            .map(|m| {
-                m.content
+            .find_map(|m| {
+                let parts = m
+                    .content
                     .as_ref()
                     .map(PeekContent::parts)
-                    .unwrap_or_default()
+                    .unwrap_or_default();
+                user_words(&parts.iter().map(|p| &**p).collect::<Vec<_>>())
             })
-            .find(|parts| !is_contextual(parts.iter().map(|p| &**p)))
-            .map(|parts| parts.concat())
             .unwrap_or_default();
         Some(Self {
             model: peek.model.into_owned(),
@@ -66,6 +67,24 @@ impl ConversationFacts {
             title_request: false,
         })
     }
+}
+
+/// What the user typed in one user message: `None` for a contextual message (§2.2) or one that
+/// holds only Claude Code's project-memory reminder; otherwise the text parts without that
+/// reminder (instructions, not words to title or to tell conversations apart by).
+fn user_words(parts: &[&str]) -> Option<String> {
+    if is_contextual(parts.iter().copied()) {
+        return None;
+    }
+    let words: Vec<&str> = parts
+        .iter()
+        .copied()
+        .filter(|p| !is_project_memory(p))
+        .collect();
+    if words.is_empty() && !parts.is_empty() {
+        return None;
+    }
+    Some(words.concat())
 }
 
 #[derive(Deserialize)]
@@ -132,6 +151,10 @@ mod tests {
             ]}),
             json!({"model": "m", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": []}]}),
             json!({"model": "m", "messages": [{"role": "developer", "content": "d"}]}),
+            json!({"model": "m", "messages": [
+                {"role": "user", "content": "<system-reminder>\nContents of /p/CLAUDE.md (project instructions, checked into the codebase):\n\nUse pnpm.\n</system-reminder>"},
+                {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nContents of /p/CLAUDE.md (project instructions, checked into the codebase):\n\nx\n</system-reminder>"}, {"type": "text", "text": "Go"}]}
+            ]}),
         ];
         for body in bodies {
             let bytes = serde_json::to_vec(&body).expect("json");
@@ -143,5 +166,15 @@ mod tests {
             );
         }
         assert_eq!(ConversationFacts::peek(b"not json"), None);
+    }
+
+    /// Claude Code's project memory is instructions, not the user's words.
+    #[test]
+    fn project_memory_is_not_the_first_user_text() {
+        let body = json!({"model": "m", "messages": [
+            {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nContents of /p/CLAUDE.md (project instructions, checked into the codebase):\n\nx\n</system-reminder>"}, {"type": "text", "text": "Go"}]}
+        ]});
+        let full: ChatRequest = serde_json::from_value(body).expect("parses");
+        assert_eq!(ConversationFacts::from_request(&full).first_user_text, "Go");
     }
 }

@@ -22,10 +22,10 @@ fn golden_dir() -> PathBuf {
 
 /// The golden world: 2025-11-29 12:00 UTC on linux, temp dir /tmp, no $SHELL, an upstream on a
 /// host no provider owns (a case may name another with `"upstream"`). The cases were written for
-/// the reference identity line, so it is pinned unless a case's config says otherwise.
+/// the reference identity line and the reference's dropped instructions, so both are pinned
+/// unless a case's config says otherwise.
 fn harness(overrides: &Value, upstream: Option<&str>) -> Opencode {
-    let mut base =
-        serde_json::json!({"timezone": "UTC", "platform": "linux", "identity": "reference"});
+    let mut base = serde_json::json!({"timezone": "UTC", "platform": "linux", "identity": "reference", "instructions": "drop"});
     if let (Some(base), Some(over)) = (base.as_object_mut(), overrides.as_object()) {
         base.extend(over.clone());
     }

@@ -10,6 +10,7 @@ pub mod env;
 pub mod flavour;
 pub mod history;
 pub mod identity;
+pub mod instructions;
 pub mod quote;
 pub mod system;
 pub mod tools;
@@ -29,7 +30,7 @@ use self::tools::{Catalog, HostInfo, SelectRules};
 use super::collaboration::{Collaboration, Mode};
 use super::{ConversationFacts, Harness, HarnessError, HarnessRequest, Prepared};
 use crate::api::chat::{ChatRequest, Role};
-use crate::config::OpencodeConfig;
+use crate::config::{InstructionsMode, OpencodeConfig};
 use crate::prompts::Prompts;
 use crate::response::{CallMapper, Reshape, ResponsePlan};
 
@@ -185,7 +186,19 @@ impl Opencode {
             String::new()
         };
         let (model_name, model_id) = self.identity.render(&request.model);
-        let system = prefix.with_suffix(&system::suffix(&model_name, &model_id, &env, &skills));
+        let carry = self.config.instructions == InstructionsMode::Carry;
+        let (blocks, tail) = if carry {
+            instructions::collect(
+                &request.messages,
+                &[&self.search_prompt, flavour::TASK_AGENT_MARKER],
+            )
+            .render()
+        } else {
+            (String::new(), String::new())
+        };
+        let mut suffix = system::suffix(&model_name, &model_id, &env, &blocks, &skills);
+        suffix.push_str(&tail);
+        let system = prefix.with_suffix(&suffix);
 
         let mut messages = Vec::with_capacity(request.messages.len() + 1);
         messages.push(OutMessage::Raw {
@@ -197,6 +210,7 @@ impl Opencode {
             &HistoryOptions {
                 mode: self.config.history,
                 quote_user: flavour.quotes_user_text(),
+                carry_instructions: carry,
                 profile: &profile,
             },
         ));

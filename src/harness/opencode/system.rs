@@ -10,26 +10,34 @@ pub fn skills_block(skills_template: &str, cwd: &str) -> String {
     block
 }
 
-/// Assembles the system content. `skills` is empty for the search agent.
+/// Assembles the system content. `skills` is empty for the search agent; `instructions` is
+/// empty unless project instructions are carried (each block starting with a newline).
 pub fn system_prompt(
     prefix: &str,
     model_name: &str,
     model_id: &str,
     env: &EnvValues,
+    instructions: &str,
     skills: &str,
 ) -> String {
     let mut text = prefix.trim_end().to_owned();
-    text.push_str(&suffix(model_name, model_id, env, skills));
+    text.push_str(&suffix(model_name, model_id, env, instructions, skills));
     text
 }
 
-/// Everything after the prefix: identity line, `<env>` block, skills block.
-pub fn suffix(model_name: &str, model_id: &str, env: &EnvValues, skills: &str) -> String {
+/// Everything after the prefix: identity line, `<env>` block, carried instructions, skills block.
+pub fn suffix(
+    model_name: &str,
+    model_id: &str,
+    env: &EnvValues,
+    instructions: &str,
+    skills: &str,
+) -> String {
     format!(
         "\n\nYou are powered by the model named {model_name}. The exact model ID is {model_id}\n\
          Here is some useful information about the environment you are running in:\n<env>\n  \
          Working directory: {cwd}\n  Workspace root folder: {root}\n  Is directory a git repo: {git}\n  \
-         Platform: {platform}\n  Today's date: {today}\n</env>{skills}",
+         Platform: {platform}\n  Today's date: {today}\n</env>{instructions}{skills}",
         cwd = env.cwd,
         root = env.workspace_root,
         git = env.git,
@@ -93,6 +101,7 @@ mod tests {
             "deepseek-chat",
             "deepseek/mock-model",
             &env(),
+            "",
             &skills,
         );
         assert_eq!(
@@ -107,7 +116,7 @@ mod tests {
 
     #[test]
     fn search_agent_has_no_skills_and_no_trailing_newline() {
-        let text = system_prompt("P", "n", "i", &env(), "");
+        let text = system_prompt("P", "n", "i", &env(), "", "");
         assert!(text.ends_with("Today's date: Sat Nov 29 2025\n</env>"));
     }
 
@@ -115,8 +124,8 @@ mod tests {
     fn escaped_prefix_equals_escaping_the_whole_text() {
         let prefix = "Line \"one\"\n\ttab \u{1F600} </tag>\n\n";
         let skills = skills_block("S {cwd}\n", "/w");
-        let whole = system_prompt(prefix, "n", "i", &env(), &skills);
-        let raw = EscapedPrefix::new(prefix).with_suffix(&suffix("n", "i", &env(), &skills));
+        let whole = system_prompt(prefix, "n", "i", &env(), "\nI", &skills);
+        let raw = EscapedPrefix::new(prefix).with_suffix(&suffix("n", "i", &env(), "\nI", &skills));
         assert_eq!(raw.get(), serde_json::Value::String(whole).to_string());
     }
 }

@@ -66,6 +66,16 @@ const ID_HEADERS: [&str; 4] = [
 
 /// The conversation id: a client header, else `conv_<16 hex>` of (caller, first user text).
 pub fn conversation_id(headers: &HeaderMap, owner: &str, first_user_text: &str) -> String {
+    client_conversation_id(headers).unwrap_or_else(|| {
+        format!(
+            "conv_{}",
+            hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
+        )
+    })
+}
+
+/// The id the client named in a header, made safe for URLs and logs.
+pub fn client_conversation_id(headers: &HeaderMap) -> Option<String> {
     for name in ID_HEADERS {
         if let Some(value) = headers
             .get(name)
@@ -79,15 +89,15 @@ pub fn conversation_id(headers: &HeaderMap, owner: &str, first_user_text: &str) 
                     .bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
             {
-                return value.to_owned();
+                return Some(value.to_owned());
             }
-            return format!("conv_{}", hash_hex(&[b"header\0", value.as_bytes()], 16));
+            return Some(format!(
+                "conv_{}",
+                hash_hex(&[b"header\0", value.as_bytes()], 16)
+            ));
         }
     }
-    format!(
-        "conv_{}",
-        hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
-    )
+    None
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::anchors::Anchors;
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::request::title_body;
 use super::sanitize::sanitize_title;
@@ -35,6 +36,8 @@ pub struct TitleService {
     tracker: TaskTracker,
     /// Cancelled when the shutdown grace runs out: running titles record that they were cut short.
     cancel: CancellationToken,
+    /// Which conversation an id-less client's turn continues.
+    anchors: Arc<Anchors>,
 }
 
 /// Everything a title task needs from the request that started it.
@@ -68,7 +71,12 @@ impl TitleService {
             upstream,
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            anchors: Arc::new(Anchors::default()),
         }
+    }
+
+    pub fn anchors(&self) -> &Arc<Anchors> {
+        &self.anchors
     }
 
     pub fn order(&self) -> TitleOrder {

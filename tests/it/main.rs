@@ -5,6 +5,7 @@
 mod support;
 
 mod bridge;
+mod conversations;
 mod errors;
 mod golden;
 mod opencode;

@@ -130,6 +130,8 @@ impl Opencode {
                 .map(|m| m.text().into_owned())
                 .unwrap_or_default(),
             title_request: true,
+            last_user_text: String::new(),
+            exchanges: Vec::new(),
         })
     }
 

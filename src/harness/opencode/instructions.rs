@@ -42,9 +42,12 @@ impl Carried {
     /// the very end; both empty when nothing is carried.
     pub fn render(&self) -> (String, String) {
         let mut blocks = String::new();
+        // opencode joins its system parts with a newline, and a file's text keeps its final
+        // newline: `</env>\nInstructions from: P\n<text>\n\nSkills provide …` (opencode 1.18.33).
         for block in &self.blocks {
             blocks.push('\n');
-            blocks.push_str(block);
+            blocks.push_str(block.trim_end());
+            blocks.push('\n');
         }
         let tail = self
             .client_system

@@ -5,6 +5,7 @@
 mod support;
 
 mod bridge;
+mod calibrate;
 mod conversations;
 mod errors;
 mod golden;

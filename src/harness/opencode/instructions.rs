@@ -26,7 +26,7 @@ const MEMORY_ENDS: [&str; 2] = [
 const OPENCODE_ENV: &str =
     "Here is some useful information about the environment you are running in:";
 const OPENCODE_INSTRUCTIONS: &str = "Instructions from: ";
-const OPENCODE_SKILLS: &str = "\nSkills provide specialized instructions";
+const AVAILABLE_SKILLS: &str = "<available_skills>";
 
 /// What goes into the system prompt for one request.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -172,7 +172,11 @@ fn opencode_blocks(text: &str) -> Vec<String> {
         return Vec::new();
     };
     let rest = &text[env_end..];
-    let rest = rest.find(OPENCODE_SKILLS).map_or(rest, |at| &rest[..at]);
+    // The skills part is the paragraph that leads to `<available_skills>`, whatever its wording.
+    let rest = rest
+        .find(AVAILABLE_SKILLS)
+        .and_then(|marker| rest[..marker].rfind("\n\n"))
+        .map_or(rest, |blank| &rest[..blank]);
     let starts: Vec<usize> = line_starts(rest)
         .filter(|&at| rest[at..].starts_with(OPENCODE_INSTRUCTIONS))
         .collect();
@@ -223,7 +227,7 @@ mod tests {
 
     #[test]
     fn opencode_system_blocks_before_skills() {
-        let system = "PREFIX\n\nYou are powered by x\nHere is some useful information about the environment you are running in:\n<env>\n  Working directory: /p\n</env>\nInstructions from: /p/AGENTS.md\nA\n\nB\nInstructions from: /home/u/.config/opencode/AGENTS.md\nC\n\nSkills provide specialized instructions and workflows.";
+        let system = "PREFIX\n\nYou are powered by x\nHere is some useful information about the environment you are running in:\n<env>\n  Working directory: /p\n</env>\nInstructions from: /p/AGENTS.md\nA\n\nB\nInstructions from: /home/u/.config/opencode/AGENTS.md\nC\n\nSkills help.\n<available_skills>\n</available_skills>";
         assert_eq!(
             opencode_blocks(system),
             [

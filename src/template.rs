@@ -265,6 +265,13 @@ impl Pattern {
         text
     }
 
+    /// Whether anything is left to fill.
+    pub fn has_holes(&self) -> bool {
+        self.pieces
+            .iter()
+            .any(|piece| matches!(piece, Piece::Hole(_)))
+    }
+
     /// The literal runs, for checks on what the template says outside its placeholders.
     pub fn texts(&self) -> impl Iterator<Item = &str> {
         self.pieces.iter().filter_map(|piece| match piece {

@@ -140,7 +140,7 @@ fn env_values(system: &str) -> Env {
 }
 
 /// The skills part: the paragraph that leads to `<available_skills>`, to the end, with the
-/// working directory turned back into `{cwd}`.
+/// working directory turned back into `{{cwd}}`.
 fn skills_block(system: &str, cwd: Option<&str>, notes: &mut Vec<String>) -> String {
     let Some(env_end) = system.find(ENV_CLOSE).map(|at| at + ENV_CLOSE.len()) else {
         notes.push("no `<env>` block in the system prompt: opencode/skills.md is empty".to_owned());
@@ -156,11 +156,11 @@ fn skills_block(system: &str, cwd: Option<&str>, notes: &mut Vec<String>) -> Str
     let start = rest[..marker]
         .rfind("\n\n")
         .map_or_else(|| usize::from(rest.starts_with('\n')), |blank| blank + 2);
-    let mut block = rest[start..].trim_end().to_owned();
+    let mut block = escape_braces(rest[start..].trim_end());
     if let Some(cwd) = cwd.filter(|c| c.len() > 1)
         && block.contains(cwd)
     {
-        block = block.replace(cwd, "{cwd}");
+        block = block.replace(cwd, "{{cwd}}");
     }
     block.push('\n');
     block
@@ -184,6 +184,8 @@ fn tools_file(
         let Some(Value::String(description)) = tool.pointer_mut("/function/description") else {
             continue;
         };
+        // Literal double braces would read as placeholders: the template syntax escapes them.
+        *description = escape_braces(description);
         if name == "bash" {
             let platform = env.platform.as_deref().unwrap_or("linux");
             let timeout = if platform == "linux" {
@@ -192,21 +194,21 @@ fn tools_file(
                 "120000ms (2 minutes)"
             };
             let replacements = [
-                (format!("OS: {platform}"), "OS: {os}", "{os}"),
+                (format!("OS: {platform}"), "OS: {{os}}", "{{os}}"),
                 (
                     format!("Shell: {}", machine.shell_on(platform)),
-                    "Shell: {shell}",
-                    "{shell}",
+                    "Shell: {{shell}}",
+                    "{{shell}}",
                 ),
                 (
                     format!("`{}`", machine.temp_dir),
-                    "`{temp_dir}`",
-                    "{temp_dir}",
+                    "`{{temp_dir}}`",
+                    "{{temp_dir}}",
                 ),
                 (
                     format!("after {timeout}"),
-                    "after {timeout_description}",
-                    "{timeout_description}",
+                    "after {{timeout_description}}",
+                    "{{timeout_description}}",
                 ),
             ];
             for (found, placeholder, name) in replacements {
@@ -230,6 +232,11 @@ fn tools_file(
     let mut text = serde_json::to_string_pretty(&tools).map_err(|_| ExtractError::BadTools)?;
     text.push('\n');
     Ok(text)
+}
+
+/// `{{` and `}}` as the template syntax writes them literally.
+fn escape_braces(text: &str) -> String {
+    text.replace("{{", "{{{{").replace("}}", "}}}}")
 }
 
 #[cfg(test)]
@@ -293,13 +300,13 @@ mod tests {
         assert_eq!(files.system, "You are Acme Code.\nBe brief.\n");
         assert_eq!(
             files.skills,
-            "Skills help.\n<available_skills>\n  <skill>\n    <name>s</name>\n    <location>file://{cwd}/s</location>\n  </skill>\n</available_skills>\n"
+            "Skills help.\n<available_skills>\n  <skill>\n    <name>s</name>\n    <location>file://{{cwd}}/s</location>\n  </skill>\n</available_skills>\n"
         );
         assert_eq!(files.title.as_deref(), Some("You name threads.\n"));
         let tools: Value = serde_json::from_str(&files.tools).expect("json");
         assert_eq!(
             tools[0]["function"]["description"],
-            "Runs.\nOS: {os}, Shell: {shell}\nTemp: `{temp_dir}`.\nTimes out after {timeout_description}."
+            "Runs.\nOS: {{os}}, Shell: {{shell}}\nTemp: `{{temp_dir}}`.\nTimes out after {{timeout_description}}."
         );
         assert_eq!(
             tools[0]["function"]["parameters"]["required"],
@@ -307,6 +314,18 @@ mod tests {
         );
         assert_eq!(tools[1]["function"]["description"], "Reads.");
         assert!(files.notes.is_empty(), "{:?}", files.notes);
+    }
+
+    #[test]
+    fn literal_double_braces_are_escaped_for_the_template_syntax() {
+        let mut body = main_request("");
+        body["tools"][1]["function"]["description"] = json!("Use {{name}} as is.");
+        let files = extract(&captures(vec![body]), &machine()).expect("extracts");
+        let tools: Value = serde_json::from_str(&files.tools).expect("json");
+        assert_eq!(
+            tools[1]["function"]["description"],
+            "Use {{{{name}}}} as is."
+        );
     }
 
     #[test]

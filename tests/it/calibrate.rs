@@ -111,7 +111,7 @@ async fn captured_opencode_requests_become_a_prompts_directory_that_reproduces_t
     let tools: Value = serde_json::from_str(&read("tools.json")).unwrap();
     assert_eq!(
         tools[0]["function"]["description"],
-        "Runs commands.\nOS: {os}, Shell: {shell}\nScratch space: `{temp_dir}`.\nTimes out after {timeout_description}."
+        "Runs commands.\nOS: {{os}}, Shell: {{shell}}\nScratch space: `{{temp_dir}}`.\nTimes out after {{timeout_description}}."
     );
     let prompts = Prompts::load(Some(out.path())).unwrap();
     assert_eq!(prompts.tools.len(), 10);

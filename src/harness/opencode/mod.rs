@@ -49,7 +49,7 @@ pub struct Opencode {
     search_prompt: String,
     /// First line of the configured title prompt, to recognise title requests.
     title_opening: String,
-    skills: String,
+    skills: crate::template::Pattern,
     catalog: Catalog,
     profiles: Profiles,
     collaboration: Collaboration,
@@ -61,6 +61,8 @@ pub enum SetupError {
     Tools(#[from] tools::CatalogError),
     #[error(transparent)]
     Identity(#[from] identity::IdentityError),
+    #[error("opencode/skills.md: {0}")]
+    Skills(String),
 }
 
 /// The upstream request for one client request, plus what the route needs to know about it.
@@ -102,7 +104,7 @@ impl Opencode {
                 .unwrap_or(TITLE_PROMPT_OPENING)
                 .trim()
                 .to_owned(),
-            skills: prompts.skills.clone(),
+            skills: system::bind_skills(&prompts.skills).map_err(SetupError::Skills)?,
             catalog: Catalog::new(&prompts.tools, &platform, host)?,
             profiles,
             collaboration,

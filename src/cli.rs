@@ -175,7 +175,8 @@ async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
     let listener = tokio::net::TcpListener::bind(listen)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    tracing::info!(listen = %listen, upstream = %state.config.upstream.base_url, default_harness = %state.config.default_harness, "harness-proxy serving");
+    let upstream = config::redacted_url(&state.config.upstream.base_url);
+    tracing::info!(listen = %listen, upstream = %upstream, default_harness = %state.config.default_harness, "harness-proxy serving");
     crate::server::run(listener, state, shutdown_signal())
         .await
         .map_err(|e| format!("server error: {e}"))?;

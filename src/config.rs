@@ -135,6 +135,9 @@ pub struct LimitsConfig {
     pub max_body_bytes: usize,
     /// Requests served at once; beyond it clients get 503 with `Retry-After`.
     pub max_concurrent_requests: usize,
+    /// Largest single upstream SSE event (or line) the proxy buffers; beyond it the stream ends
+    /// with an `upstream_event_too_large` error event.
+    pub max_sse_event_bytes: usize,
 }
 
 impl Default for LimitsConfig {
@@ -142,6 +145,7 @@ impl Default for LimitsConfig {
         Self {
             max_body_bytes: 32 * 1024 * 1024,
             max_concurrent_requests: 1024,
+            max_sse_event_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
         }
     }
 }
@@ -296,6 +300,10 @@ pub struct CollaborationConfig {
 pub struct AuthConfig {
     /// Bearer token that may read every caller's titles.
     pub admin_token: Option<String>,
+    /// Inbound API keys, as lower- or upper-case hex SHA-256 hashes of the keys. When set, every
+    /// `/v1` and `/titles` request must carry one of the keys (`Authorization: Bearer` or
+    /// `x-api-key`); the titles a key creates are that key's.
+    pub keys: Vec<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -537,6 +545,12 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             "must be greater than 0".into(),
         ));
     }
+    if config.limits.max_sse_event_bytes == 0 {
+        return Err(bad(
+            "limits.max_sse_event_bytes",
+            "must be greater than 0".into(),
+        ));
+    }
     if let Some(git) = &config.opencode.git
         && !matches!(git.as_str(), "yes" | "no")
     {
@@ -568,6 +582,17 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
+    if let Some(bad_key) = config
+        .auth
+        .keys
+        .iter()
+        .position(|k| k.len() != 64 || !k.bytes().all(|b| b.is_ascii_hexdigit()))
+    {
+        return Err(bad(
+            "auth.keys",
+            format!("entry {bad_key} is not a SHA-256 hash in hex (64 hex digits)"),
+        ));
+    }
     if config.harness_header.parse::<http::HeaderName>().is_err() {
         return Err(bad(
             "harness_header",
@@ -575,6 +600,25 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         ));
     }
     Ok(())
+}
+
+/// `url` with the password of its userinfo (`http://user:PASS@host/`) replaced, for logs and
+/// `check-config`. A URL without a password is returned as it was.
+pub fn redacted_url(url: &str) -> String {
+    const MARK: &str = "harness-proxy-redacted";
+    match reqwest::Url::parse(url) {
+        Ok(mut parsed) if parsed.password().is_some() => {
+            if parsed.set_password(Some(MARK)).is_err() {
+                return "<redacted URL>".to_owned();
+            }
+            parsed
+                .to_string()
+                .replace(&format!(":{MARK}@"), ":<redacted>@")
+        }
+        Ok(_) => url.to_owned(),
+        // Unparseable URLs are refused by `validate`; never echo one that might hold a secret.
+        Err(_) => "<unparseable URL>".to_owned(),
+    }
 }
 
 /// The effective config as TOML with every secret replaced, for `check-config`.
@@ -586,6 +630,7 @@ pub fn redacted_toml(config: &Config) -> String {
         }
     };
     hide(&mut shown.upstream.api_key);
+    shown.upstream.base_url = redacted_url(&shown.upstream.base_url);
     hide(&mut shown.auth.admin_token);
     toml::to_string_pretty(&shown).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
 }
@@ -713,6 +758,20 @@ mod tests {
             text.contains("`log_format`") && text.contains("--log-format"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn the_password_of_a_url_is_redacted() {
+        assert_eq!(
+            redacted_url("http://user:PASS@h:8/v1"),
+            "http://user:<redacted>@h:8/v1"
+        );
+        assert_eq!(
+            redacted_url("https://:p%40ss@h/v1/"),
+            "https://:<redacted>@h/v1/"
+        );
+        assert_eq!(redacted_url("http://h/v1"), "http://h/v1");
+        assert_eq!(redacted_url("http://user@h/v1"), "http://user@h/v1");
     }
 
     #[test]

@@ -38,6 +38,13 @@ pub enum ProxyError {
     Upstream(#[from] UpstreamError),
     #[error("internal error")]
     Internal(String),
+    /// A WebSocket upgrade on an HTTP-only route (Codex then falls back to HTTP POST).
+    #[error("{0}")]
+    UpgradeRequired(&'static str),
+    /// An error answer made by the framework rather than our code (an extractor's rejection),
+    /// re-rendered in our shape with its status kept.
+    #[error("{message}")]
+    Rejected { status: StatusCode, message: String },
 }
 
 impl From<HarnessError> for ProxyError {
@@ -71,6 +78,8 @@ impl ProxyError {
             Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
             Self::Upstream(e) => e.status(),
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::UpgradeRequired(_) => StatusCode::UPGRADE_REQUIRED,
+            Self::Rejected { status, .. } => *status,
         }
     }
 
@@ -87,6 +96,18 @@ impl ProxyError {
             Self::Overloaded => "overloaded",
             Self::Upstream(e) => e.code(),
             Self::Internal(_) => "internal_error",
+            Self::UpgradeRequired(_) => "websocket_unsupported",
+            Self::Rejected { status, .. } => match status.as_u16() {
+                404 => "not_found",
+                405 => "method_not_allowed",
+                408 => "request_timeout",
+                413 => "request_too_large",
+                414 => "uri_too_long",
+                415 => "unsupported_media_type",
+                431 => "headers_too_large",
+                400..=499 => "invalid_request",
+                _ => "internal_error",
+            },
         }
     }
 
@@ -110,6 +131,9 @@ impl ProxyError {
     fn public_message(&self) -> String {
         match self {
             Self::Internal(_) => "internal error".to_owned(),
+            Self::Rejected { status, .. } if status.is_server_error() => {
+                "internal error".to_owned()
+            }
             other => other.to_string(),
         }
     }

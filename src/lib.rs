@@ -11,6 +11,7 @@
 //!   events back into each protocol's stream.
 //! - `response`: pure response shaping for rewritten requests (stream filter, fold, synthetic SSE).
 //! - `upstream`: the only HTTP client of the model server.
+//! - `auth`: credentials of a request, the admin token, inbound keys (hashed, constant time).
 //! - `sse`: split-safe SSE codec. `api`: OpenAI wire types. `error`: `ProxyError` → OpenAI error.
 //! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
 //! - `titles`: title sanitizing (and, with the title service, first-turn titles).
@@ -18,6 +19,7 @@
 //! - `calibrate`: the `calibrate opencode` capture endpoint and the prompt files it writes.
 
 pub mod api;
+pub mod auth;
 pub mod calibrate;
 pub mod cli;
 pub mod config;

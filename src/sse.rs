@@ -5,6 +5,9 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
+/// The default cap on one event's bytes (`limits.max_sse_event_bytes`).
+pub const DEFAULT_MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
 /// One event as it arrived: its raw bytes (terminating blank line included) and its data payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Event {
@@ -22,14 +25,33 @@ impl Event {
     }
 }
 
-/// Incremental decoder: `push` bytes as they come, `next_event` while it yields.
-#[derive(Debug, Default)]
+/// An event grew past the decoder's limit before its blank line arrived.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("an SSE event exceeds the limit of {limit} bytes")]
+pub struct EventTooLarge {
+    pub limit: usize,
+}
+
+/// Incremental decoder: `push` bytes as they come, `next_event` while it yields. Each byte is
+/// scanned once (a long line costs linear time, whatever the chunking), and one event may hold at
+/// most `max_event` bytes: past that `next_event` fails and the caller stops.
+#[derive(Debug)]
 pub struct Decoder {
     buf: BytesMut,
     /// Start of the first line not yet examined, relative to `buf`.
     line_start: usize,
+    /// Where the search for the next line break resumes: the bytes from `line_start` to here
+    /// hold none (at most a trailing `\r` that may start a `\r\n`, which is re-examined).
+    scanned: usize,
     /// Data lines seen so far in the current event: (start, end) within `buf`.
     data_lines: Vec<(usize, usize)>,
+    max_event: usize,
+}
+
+impl Default for Decoder {
+    fn default() -> Self {
+        Self::with_limit(DEFAULT_MAX_EVENT_BYTES)
+    }
 }
 
 impl Decoder {
@@ -37,39 +59,71 @@ impl Decoder {
         Self::default()
     }
 
+    /// A decoder whose events may hold at most `max_event` bytes.
+    pub fn with_limit(max_event: usize) -> Self {
+        Self {
+            buf: BytesMut::new(),
+            line_start: 0,
+            scanned: 0,
+            data_lines: Vec::new(),
+            max_event,
+        }
+    }
+
     pub fn push(&mut self, chunk: &[u8]) {
         self.buf.extend_from_slice(chunk);
     }
 
-    /// The next complete event, if the buffered bytes hold one.
-    pub fn next_event(&mut self) -> Option<Event> {
+    /// The next complete event, if the buffered bytes hold one. After an error the decoder is
+    /// spent: the caller ends the stream.
+    pub fn next_event(&mut self) -> Result<Option<Event>, EventTooLarge> {
         loop {
-            let rest = &self.buf[self.line_start..];
-            let pos = memchr::memchr2(b'\n', b'\r', rest)?;
-            let line_end = self.line_start + pos;
-            let term_len = if rest[pos] == b'\r' {
-                match rest.get(pos + 1) {
+            let from = self.scanned.max(self.line_start);
+            let Some(pos) = memchr::memchr2(b'\n', b'\r', &self.buf[from..]) else {
+                self.scanned = self.buf.len();
+                return self.within_limit(self.buf.len()).map(|()| None);
+            };
+            let line_end = from + pos;
+            let term_len = if self.buf[line_end] == b'\r' {
+                match self.buf.get(line_end + 1) {
                     Some(b'\n') => 2,
                     Some(_) => 1,
                     // A lone `\r` at the end may be the first half of `\r\n`: wait for more.
-                    None => return None,
+                    None => {
+                        self.scanned = line_end;
+                        return self.within_limit(self.buf.len()).map(|()| None);
+                    }
                 }
             } else {
                 1
             };
             let next_line = line_end + term_len;
+            self.within_limit(next_line)?;
             if line_end == self.line_start {
                 // Blank line: the event ends here.
-                return Some(self.take_event(next_line));
+                return Ok(Some(self.take_event(next_line)));
             }
             self.note_line(self.line_start, line_end);
             self.line_start = next_line;
+            self.scanned = next_line;
+        }
+    }
+
+    /// `buf` only ever holds the event being read (earlier ones are split off), so its length so
+    /// far is the event's size.
+    fn within_limit(&self, event_bytes: usize) -> Result<(), EventTooLarge> {
+        if event_bytes > self.max_event {
+            Err(EventTooLarge {
+                limit: self.max_event,
+            })
+        } else {
+            Ok(())
         }
     }
 
     /// At end of input: a trailing event that lacks its blank line, if any.
     pub fn finish(&mut self) -> Option<Event> {
-        if self.buf.is_empty() {
+        if self.buf.is_empty() || self.buf.len() > self.max_event {
             return None;
         }
         if self.line_start < self.buf.len() {
@@ -119,6 +173,7 @@ impl Decoder {
         };
         self.data_lines.clear();
         self.line_start = 0;
+        self.scanned = 0;
         Event { raw, data }
     }
 }
@@ -149,7 +204,7 @@ mod tests {
         let mut events = Vec::new();
         for chunk in chunks {
             decoder.push(chunk);
-            while let Some(e) = decoder.next_event() {
+            while let Some(e) = decoder.next_event().expect("within the limit") {
                 events.push(e);
             }
         }
@@ -189,6 +244,84 @@ mod tests {
         let events = decode_all(&[b"event: delta\nid: 7\ndata: z\n\n"]);
         assert_eq!(events[0].data.as_deref(), Some(&b"z"[..]));
         assert_eq!(events[0].raw.as_ref(), b"event: delta\nid: 7\ndata: z\n\n");
+    }
+
+    /// Pushes `total` bytes of one line in `piece`-byte chunks; returns the first error, if any.
+    fn push_long_line(
+        decoder: &mut Decoder,
+        total: usize,
+        piece: usize,
+    ) -> Result<usize, EventTooLarge> {
+        decoder.push(b"data: ");
+        let chunk = vec![b'x'; piece];
+        let mut pushed = 0;
+        while pushed < total {
+            decoder.push(&chunk);
+            pushed += piece;
+            assert_eq!(decoder.next_event()?, None);
+        }
+        Ok(pushed)
+    }
+
+    #[test]
+    fn a_40_mb_line_is_scanned_once_and_decoded() {
+        // Linear by design: each `next_event` resumes where the last one stopped scanning, so 40 MB
+        // in 16 KiB chunks is 40 MB of scanning, not 2,560 rescans of a growing line.
+        let total = 40 * 1024 * 1024;
+        let mut decoder = Decoder::with_limit(64 * 1024 * 1024);
+        push_long_line(&mut decoder, total, 16 * 1024).expect("under the limit");
+        decoder.push(b"\n\n");
+        let event = decoder.next_event().expect("within").expect("an event");
+        assert_eq!(event.data.map(|d| d.len()), Some(total));
+    }
+
+    #[test]
+    fn an_event_past_the_limit_is_an_error_not_a_bigger_buffer() {
+        let mut decoder = Decoder::new();
+        let err = push_long_line(&mut decoder, 40 * 1024 * 1024, 64 * 1024)
+            .expect_err("the default 16 MiB cap triggers");
+        assert_eq!(err.limit, DEFAULT_MAX_EVENT_BYTES);
+        assert!(decoder.buf.len() <= DEFAULT_MAX_EVENT_BYTES + 64 * 1024);
+        // Many short lines count too: it is the event that is capped, not the line.
+        let mut decoder = Decoder::with_limit(100);
+        for _ in 0..9 {
+            decoder.push(b"data: 0123456789\n");
+        }
+        assert_eq!(decoder.next_event(), Err(EventTooLarge { limit: 100 }));
+        // A complete event larger than the limit in one chunk is refused as well.
+        let mut decoder = Decoder::with_limit(10);
+        decoder.push(b"data: 0123456789\n\n");
+        assert_eq!(decoder.next_event(), Err(EventTooLarge { limit: 10 }));
+    }
+
+    proptest! {
+        // Any split of any byte stream (SSE-ish bytes: fields, `\r`, `\n`, `:`) yields the same
+        // events as decoding it in one piece, and the events' raw bytes are the input's prefix.
+        #[test]
+        fn any_split_of_any_bytes_yields_the_same_events(
+            parts in proptest::collection::vec(
+                prop_oneof![
+                    Just(&b"data:"[..]), Just(&b"data: "[..]), Just(&b"event: x"[..]),
+                    Just(&b": c"[..]), Just(&b"\n"[..]), Just(&b"\r"[..]), Just(&b"\r\n"[..]),
+                    Just(&b"{\"a\":1}"[..]), Just(&b"[DONE]"[..]), Just(&b"x"[..]),
+                ],
+                0..60,
+            ),
+            cuts in proptest::collection::vec(0usize..400, 0..20),
+        ) {
+            let bytes: Vec<u8> = parts.concat();
+            let whole = decode_all(&[&bytes]);
+            let mut cuts: Vec<usize> = cuts.into_iter().map(|c| c % (bytes.len() + 1)).collect();
+            cuts.sort_unstable();
+            let mut chunks = Vec::new();
+            let mut prev = 0;
+            for c in cuts { chunks.push(&bytes[prev..c]); prev = c; }
+            chunks.push(&bytes[prev..]);
+            let split = decode_all(&chunks);
+            prop_assert_eq!(&split, &whole);
+            let raw: Vec<u8> = split.iter().flat_map(|e| e.raw.to_vec()).collect();
+            prop_assert!(bytes.starts_with(&raw));
+        }
     }
 
     proptest! {

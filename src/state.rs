@@ -51,6 +51,8 @@ pub struct Inner {
     /// Set once shutdown begins; `/readyz` then reports not ready.
     pub draining: AtomicBool,
     pub metrics: Option<PrometheusHandle>,
+    /// `auth.keys`, decoded once.
+    pub inbound_keys: crate::auth::InboundKeys,
 }
 
 impl std::ops::Deref for AppState {
@@ -78,6 +80,7 @@ impl AppState {
         ));
         let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
             .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
+        let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);
         Ok(Self(Arc::new(Inner {
             harness_header,
             titles,
@@ -87,6 +90,7 @@ impl AppState {
             upstream,
             draining: AtomicBool::new(false),
             metrics: crate::telemetry::metrics_handle(),
+            inbound_keys,
         })))
     }
 

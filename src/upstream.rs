@@ -23,13 +23,23 @@ pub enum UpstreamError {
     Timeout(&'static str),
     #[error("the upstream stream failed: {0}")]
     Interrupted(String),
+    /// One SSE event of the answer grew past `limits.max_sse_event_bytes`.
+    #[error("an upstream SSE event exceeds limits.max_sse_event_bytes ({0} bytes)")]
+    EventTooLarge(usize),
+    /// The joined URL would leave the base path: refused before sending (defence in depth; the
+    /// forward route already refuses such paths).
+    #[error("the request path leaves the upstream base path")]
+    PathEscape,
 }
 
 impl UpstreamError {
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::Unreachable(_) | Self::Interrupted(_) => StatusCode::BAD_GATEWAY,
+            Self::Unreachable(_) | Self::Interrupted(_) | Self::EventTooLarge(_) => {
+                StatusCode::BAD_GATEWAY
+            }
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+            Self::PathEscape => StatusCode::BAD_REQUEST,
         }
     }
 
@@ -38,6 +48,8 @@ impl UpstreamError {
             Self::Unreachable(_) => "upstream_unreachable",
             Self::Timeout(_) => "upstream_timeout",
             Self::Interrupted(_) => "upstream_interrupted",
+            Self::EventTooLarge(_) => "upstream_event_too_large",
+            Self::PathEscape => "invalid_path",
         }
     }
 }
@@ -92,6 +104,9 @@ pub struct Upstream {
     client: reqwest::Client,
     /// Base URL without its trailing slash.
     base: String,
+    /// The base URL's path as the URL parser normalised it, with a trailing slash: every request
+    /// URL must stay under it.
+    base_path: String,
     key: KeySource,
     first_byte_timeout: Duration,
     idle_timeout: Duration,
@@ -145,9 +160,14 @@ impl Upstream {
         } else {
             KeySource::ClientForwarded
         };
+        let base = config.base_url.trim_end_matches('/').to_owned();
+        let base_path = reqwest::Url::parse(&base)
+            .map(|url| format!("{}/", url.path().trim_end_matches('/')))
+            .unwrap_or_else(|_| "/".to_owned());
         Ok(Self {
             client,
-            base: config.base_url.trim_end_matches('/').to_owned(),
+            base,
+            base_path,
             key,
             first_byte_timeout: config.first_byte_timeout,
             idle_timeout: config.idle_timeout,
@@ -210,14 +230,18 @@ impl Upstream {
     /// committed to the client. The body is returned as a stream guarded by the idle timeout.
     /// A 401 with a file or env key re-reads the key and retries once (keys get rotated).
     pub async fn send(&self, mut outbound: Outbound) -> Result<UpstreamResponse, UpstreamError> {
-        let url = format!("{}{}", self.base, outbound.path);
+        let url = reqwest::Url::parse(&format!("{}{}", self.base, outbound.path))
+            .map_err(|_| UpstreamError::PathEscape)?;
+        if !format!("{}/", url.path()).starts_with(&self.base_path) {
+            return Err(UpstreamError::PathEscape);
+        }
         let mut authorization = self.authorization(outbound.client_authorization.as_ref());
         let mut attempt = 0u32;
         let mut reloaded = false;
         loop {
             let mut request = self
                 .client
-                .request(outbound.method.clone(), &url)
+                .request(outbound.method.clone(), url.clone())
                 .headers(outbound.headers.clone());
             if let Some(auth) = &authorization {
                 request = request.header(header::AUTHORIZATION, auth.clone());
@@ -257,8 +281,8 @@ impl Upstream {
                         continue;
                     }
                     if retries_left && matches!(status.as_u16(), 429 | 502 | 503) {
-                        let wait =
-                            retry_after(response.headers()).unwrap_or_else(|| backoff(attempt + 1));
+                        let wait = retry_after(response.headers(), std::time::SystemTime::now())
+                            .unwrap_or_else(|| backoff(attempt + 1));
                         if wait <= self.max_retry_wait {
                             attempt += 1;
                             metrics::counter!("harness_proxy_upstream_retries_total", "reason" => status.as_str().to_owned()).increment(1);
@@ -294,14 +318,25 @@ fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(100u64.saturating_mul(1 << attempt.min(6)))
 }
 
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?;
-    value
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|s| s.is_finite() && *s >= 0.0)
-        .map(Duration::from_secs_f64)
+/// The wait a `Retry-After` asks for (RFC 9110 §10.2.3): delta-seconds or an HTTP-date. Read
+/// defensively: a number too large for any integer is "longer than anyone waits", a date in the
+/// past is no wait, and a negative, non-finite or unreadable value is ignored (`None`).
+fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Duration> {
+    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
+    if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
+        return Some(
+            value
+                .parse::<u64>()
+                .map_or(Duration::MAX, Duration::from_secs),
+        );
+    }
+    if let Ok(seconds) = value.parse::<f64>() {
+        // Fractional seconds are not in the RFC, but some servers send them.
+        return (seconds.is_finite() && seconds >= 0.0)
+            .then(|| Duration::try_from_secs_f64(seconds).unwrap_or(Duration::MAX));
+    }
+    let when = httpdate::parse_http_date(value).ok()?;
+    Some(when.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 fn classify(err: &reqwest::Error) -> UpstreamError {
@@ -444,6 +479,63 @@ where
                 }
                 Poll::Pending => Poll::Pending,
             },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn retry_after_reads_every_form_without_panicking() {
+        let now = httpdate::parse_http_date("Wed, 21 Oct 2026 07:28:00 GMT").expect("date");
+        let read = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::RETRY_AFTER,
+                HeaderValue::from_str(value).expect("value"),
+            );
+            retry_after(&headers, now)
+        };
+        assert_eq!(read("3"), Some(Duration::from_secs(3)));
+        assert_eq!(read(" 0 "), Some(Duration::ZERO));
+        assert_eq!(read("0.5"), Some(Duration::from_millis(500)));
+        assert_eq!(read("99999999999999999999999"), Some(Duration::MAX));
+        assert_eq!(read("1e300"), Some(Duration::MAX));
+        assert_eq!(
+            read("Wed, 21 Oct 2026 07:28:30 GMT"),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(read("Tue, 20 Oct 2026 07:28:00 GMT"), Some(Duration::ZERO));
+        for ignored in ["-1", "-1e300", "NaN", "inf", "soon", "", "Wed, 99 Foo 2026"] {
+            assert_eq!(read(ignored), None, "{ignored}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_url_that_leaves_the_base_path_is_never_sent() {
+        let config = UpstreamConfig {
+            // Port 9 (discard): a request that went out would fail as unreachable instead.
+            base_url: "http://127.0.0.1:9/tenant-a/v1".to_owned(),
+            ..UpstreamConfig::default()
+        };
+        let upstream = Upstream::new(&config, &|_| None).expect("builds");
+        for path in [
+            "/../../tenant-b/files",
+            "/%2e%2e/%2e%2e/tenant-b",
+            "/..\\..\\x",
+        ] {
+            let outbound = Outbound {
+                method: Method::DELETE,
+                path: path.to_owned(),
+                headers: HeaderMap::new(),
+                body: Bytes::new(),
+                client_authorization: None,
+                dispatched: None,
+            };
+            let err = upstream.send(outbound).await.err();
+            assert_eq!(err.map(|e| e.code()), Some("invalid_path"), "{path}");
         }
     }
 }

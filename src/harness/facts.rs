@@ -6,7 +6,6 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use super::opencode::contextual::is_contextual;
-use super::opencode::instructions::is_project_memory;
 use crate::api::chat::{ChatRequest, Role};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -150,22 +149,10 @@ impl ConversationFacts {
     }
 }
 
-/// What the user typed in one user message: `None` for a contextual message (§2.2) or one that
-/// holds only Claude Code's project-memory reminder; otherwise the text parts without that
-/// reminder (instructions, not words to title or to tell conversations apart by).
+/// What the user typed in one user message: `None` for a contextual message (§2.2, and Claude
+/// Code's `<system-reminder>` blocks).
 fn user_words(parts: &[&str]) -> Option<String> {
-    if is_contextual(parts.iter().copied()) {
-        return None;
-    }
-    let words: Vec<&str> = parts
-        .iter()
-        .copied()
-        .filter(|p| !is_project_memory(p))
-        .collect();
-    if words.is_empty() && !parts.is_empty() {
-        return None;
-    }
-    Some(words.concat())
+    (!is_contextual(parts.iter().copied())).then(|| parts.concat())
 }
 
 #[derive(Deserialize)]
@@ -302,15 +289,5 @@ mod tests {
             exchange_digest("u", "a", &[]),
             exchange_digest("v", "a", &[])
         );
-    }
-
-    /// Claude Code's project memory is instructions, not the user's words.
-    #[test]
-    fn project_memory_is_not_the_first_user_text() {
-        let body = json!({"model": "m", "messages": [
-            {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nContents of /p/CLAUDE.md (project instructions, checked into the codebase):\n\nx\n</system-reminder>"}, {"type": "text", "text": "Go"}]}
-        ]});
-        let full: ChatRequest = serde_json::from_value(body).expect("parses");
-        assert_eq!(ConversationFacts::from_request(&full).first_user_text, "Go");
     }
 }

@@ -108,7 +108,16 @@ impl ChatAnswerReader {
     /// Feeds bytes; appends the events they complete to `out`.
     pub fn push(&mut self, bytes: &[u8], out: &mut Vec<AnswerEvent>) {
         self.decoder.push(bytes);
-        while let Some(event) = self.decoder.next_event() {
+        loop {
+            let event = match self.decoder.next_event() {
+                Ok(Some(event)) => event,
+                Ok(None) => break,
+                Err(too_large) => {
+                    let message = too_large.to_string();
+                    self.fail(message, "upstream_event_too_large", out);
+                    break;
+                }
+            };
             if self.ended {
                 continue;
             }

@@ -8,6 +8,8 @@
 //! here, one route, one `ClientProtocol` variant.
 
 pub mod answer;
+pub mod messages;
+pub mod responses;
 
 use bytes::Bytes;
 
@@ -56,6 +58,9 @@ pub struct Inbound {
     /// The client-dialect profile this protocol implies (e.g. `codex-responses`), used when the
     /// client named none with `x-harness-client`.
     pub client_profile: Option<&'static str>,
+    /// A conversation id the body carries (Responses `prompt_cache_key`), used when no header
+    /// names the conversation.
+    pub conversation_key: Option<String>,
 }
 
 /// Why a whole (non-streamed) answer could not be rendered.

@@ -306,7 +306,9 @@ mod tests {
         // One byte at a time: translation must not depend on chunk boundaries.
         for event in events {
             for byte in event.as_bytes() {
-                shaper.push(std::slice::from_ref(byte), &mut out);
+                shaper
+                    .push(std::slice::from_ref(byte), &mut out)
+                    .expect("small events");
             }
         }
         shaper.finish(&mut out);
@@ -444,6 +446,7 @@ mod tests {
 
     #[test]
     fn a_stream_that_ends_without_done_still_delivers_the_held_call() {
+        // (The route then adds an `upstream_interrupted` event: `Shaper::finish` says so.)
         let events = vec![call_chunk(
             0,
             Some("call_1"),

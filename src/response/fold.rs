@@ -9,7 +9,7 @@ use crate::api::stream::{
     Chunk, CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
     ToolCallDelta,
 };
-use crate::sse::Decoder;
+use crate::sse::{Decoder, EventTooLarge};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum FoldError {
@@ -18,6 +18,11 @@ pub enum FoldError {
     /// The upstream sent an error object inside the stream.
     #[error("the upstream reported an error in its stream")]
     Upstream(Value),
+    #[error(transparent)]
+    TooLarge(#[from] EventTooLarge),
+    /// The stream ended with neither a `finish_reason` nor `[DONE]`: it was cut short.
+    #[error("the upstream stream ended before the answer finished (no finish_reason, no [DONE])")]
+    Unfinished,
 }
 
 #[derive(Default)]
@@ -29,6 +34,8 @@ pub struct Folder {
     system_fingerprint: Option<Value>,
     choices: BTreeMap<u32, ChoiceAcc>,
     usage: Option<Value>,
+    /// A `finish_reason` or `[DONE]` arrived: the answer is whole.
+    ended: bool,
 }
 
 #[derive(Default)]
@@ -53,9 +60,15 @@ impl Folder {
         Self::default()
     }
 
+    /// Caps one upstream event at `max_event` bytes (`limits.max_sse_event_bytes`).
+    pub fn with_max_event(mut self, max_event: usize) -> Self {
+        self.decoder = Decoder::with_limit(max_event);
+        self
+    }
+
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), FoldError> {
         self.decoder.push(bytes);
-        while let Some(event) = self.decoder.next_event() {
+        while let Some(event) = self.decoder.next_event()? {
             self.event(event.data.as_deref())?;
         }
         Ok(())
@@ -64,6 +77,9 @@ impl Folder {
     pub fn finish(mut self, fallback_model: &str) -> Result<Completion, FoldError> {
         if let Some(event) = self.decoder.finish() {
             self.event(event.data.as_deref())?;
+        }
+        if !self.ended {
+            return Err(FoldError::Unfinished);
         }
         let choices = if self.choices.is_empty() {
             vec![CompletionChoice {
@@ -101,7 +117,11 @@ impl Folder {
 
     fn event(&mut self, data: Option<&[u8]>) -> Result<(), FoldError> {
         let Some(data) = data else { return Ok(()) };
-        if data.trim_ascii() == b"[DONE]" || data.trim_ascii().is_empty() {
+        if data.trim_ascii() == b"[DONE]" {
+            self.ended = true;
+            return Ok(());
+        }
+        if data.trim_ascii().is_empty() {
             return Ok(());
         }
         let chunk: Chunk =
@@ -140,6 +160,7 @@ impl Folder {
                 acc.add_call(call);
             }
             if choice.finish_reason.is_some() {
+                self.ended = true;
                 acc.finish_reason = choice.finish_reason;
             }
         }

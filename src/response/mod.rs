@@ -15,6 +15,19 @@ pub use calls::{CallMapper, CallRoute};
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 
+/// Whether these bytes (one SSE event or line of a Chat Completions stream) mark the end of the
+/// answer: a string `finish_reason` or `[DONE]`. A stream that ends without either was cut short.
+/// A byte search, so passthrough can use it without parsing.
+pub fn ends_answer(bytes: &[u8]) -> bool {
+    [
+        &b"\"finish_reason\":\""[..],
+        b"\"finish_reason\": \"",
+        b"[DONE]",
+    ]
+    .iter()
+    .any(|marker| memchr::memmem::find(bytes, marker).is_some())
+}
+
 /// How the route must treat a successful upstream response.
 pub enum ResponsePlan {
     /// Bytes go to the client untouched.

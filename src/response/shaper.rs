@@ -6,12 +6,14 @@ use bytes::Bytes;
 
 use super::calls::{CallMapper, StreamCalls};
 use crate::api::stream::Chunk;
-use crate::sse::{Decoder, Event};
+use crate::sse::{Decoder, Event, EventTooLarge};
 
 pub struct Shaper {
     decoder: Decoder,
     include_usage: bool,
     calls: Option<StreamCalls>,
+    /// A `finish_reason` or `[DONE]` went by: the answer is whole.
+    ended: bool,
 }
 
 impl Shaper {
@@ -20,6 +22,7 @@ impl Shaper {
             decoder: Decoder::new(),
             include_usage,
             calls: None,
+            ended: false,
         }
     }
 
@@ -29,25 +32,45 @@ impl Shaper {
         self
     }
 
-    /// Feeds upstream bytes; appends what the client must receive to `out`.
-    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Bytes>) {
-        self.decoder.push(chunk);
-        while let Some(event) = self.decoder.next_event() {
-            self.event(event, out);
-        }
+    /// Caps one upstream event at `max_event` bytes (`limits.max_sse_event_bytes`).
+    pub fn with_max_event(mut self, max_event: usize) -> Self {
+        self.decoder = Decoder::with_limit(max_event);
+        self
     }
 
-    /// The upstream body ended.
-    pub fn finish(&mut self, out: &mut Vec<Bytes>) {
-        if let Some(event) = self.decoder.finish() {
+    /// Feeds upstream bytes; appends what the client must receive to `out`. An event past the
+    /// size limit is an error: the caller ends the stream.
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Bytes>) -> Result<(), EventTooLarge> {
+        self.decoder.push(chunk);
+        while let Some(event) = self.decoder.next_event()? {
             self.event(event, out);
         }
+        Ok(())
+    }
+
+    /// The upstream body ended. Returns whether the answer was whole (a `finish_reason` or
+    /// `[DONE]` arrived); if not, a trailing event that lacks its blank line is dropped, so the
+    /// client never gets half an event, and the caller ends the stream with an error event.
+    pub fn finish(&mut self, out: &mut Vec<Bytes>) -> bool {
+        if let Some(event) = self.decoder.finish() {
+            if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
+                self.ended = true;
+            }
+            if self.ended {
+                self.event(event, out);
+            }
+        }
+        // Calls held back for translation are whole events; they go out even before an error.
         if let Some(calls) = &mut self.calls {
             out.extend(calls.flush());
         }
+        self.ended
     }
 
     fn event(&mut self, event: Event, out: &mut Vec<Bytes>) {
+        if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
+            self.ended = true;
+        }
         if !self.include_usage && is_usage_only(&event) {
             return;
         }
@@ -92,7 +115,7 @@ mod tests {
         let mut shaper = Shaper::new(include_usage);
         let mut out = Vec::new();
         for p in pieces {
-            shaper.push(p.as_bytes(), &mut out);
+            shaper.push(p.as_bytes(), &mut out).expect("small events");
         }
         shaper.finish(&mut out);
         out.iter()
@@ -113,6 +136,19 @@ mod tests {
         );
         let (a, b) = STREAM.split_at(57);
         assert_eq!(run(false, &[a, b]), expected);
+    }
+
+    #[test]
+    fn a_stream_without_its_end_is_reported_and_its_half_event_dropped() {
+        let mut shaper = Shaper::new(true);
+        let mut out = Vec::new();
+        let first = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n";
+        shaper.push(first.as_bytes(), &mut out).expect("small");
+        shaper
+            .push(b"data: {\"choices\":[{\"ind", &mut out)
+            .expect("small");
+        assert!(!shaper.finish(&mut out));
+        assert_eq!(out, [Bytes::from(first)]);
     }
 
     #[test]

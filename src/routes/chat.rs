@@ -7,7 +7,7 @@ use std::task::{Context, Poll};
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -22,16 +22,19 @@ use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::protocols::{ClientProtocol, Inbound, Renderer};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
+use crate::routes::extract::PathParam;
 use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, add_thread_headers, client_headers, is_event_stream, on_end,
-    read_body, upstream_headers,
+    AnswerFinished, PassthroughBody, UNFINISHED, add_thread_headers, client_authorization,
+    client_headers, is_event_stream, on_end, read_body, upstream_headers,
 };
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::titles::TitleJob;
 use crate::titles::anchors::fresh_id;
 use crate::titles::answer_tap::{Anchor, AnswerTap};
-use crate::titles::identity::{Caller, client_conversation_id, conversation_id};
+use crate::titles::identity::{
+    BadConversationId, Caller, client_conversation_id, conversation_id_with_key,
+};
 use crate::titles::observe::Observed;
 use crate::upstream::{BodyStream, Outbound, UpstreamError, UpstreamResponse};
 
@@ -47,7 +50,7 @@ pub async fn default_route(
 
 pub async fn path_route(
     State(state): State<AppState>,
-    Path(name): Path<String>,
+    PathParam(name): PathParam<String>,
     Extension(id): Extension<RequestId>,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
@@ -222,8 +225,20 @@ async fn serve(
             .then(|| ConversationFacts::peek(&body))
             .flatten()
     });
-    let (conversation, started) =
-        identify(state, headers, &caller.owner, facts.as_ref(), rewritten);
+    let body_key = inbound.as_ref().and_then(|i| i.conversation_key.as_deref());
+    let (conversation, started) = identify(
+        state,
+        headers,
+        body_key,
+        &caller.owner,
+        facts.as_ref(),
+        rewritten,
+    )
+    .map_err(|bad| ProxyError::InvalidRequest {
+        message: bad.to_string(),
+        param: Some(bad.header),
+        code: "invalid_conversation_id",
+    })?;
     exchange.conversation_id = Some(conversation.clone());
     let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
     if rewritten {
@@ -266,7 +281,7 @@ async fn serve(
                 add_thread_headers(&mut title_headers, &conversation);
                 title_headers
             },
-            client_authorization: headers.get(header::AUTHORIZATION).cloned(),
+            client_authorization: client_authorization(headers, inbound.is_some()),
         };
         match state.titles.order() {
             TitleOrder::Parallel => {
@@ -288,11 +303,15 @@ async fn serve(
     }
 
     // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
-    let upstream_path = match inbound {
-        Some(_) => ClientProtocol::Chat.upstream_path(),
-        None => front.protocol.upstream_path(),
+    // A translated request's query belongs to the client's protocol (Claude Code's `?beta=true`),
+    // not to Chat Completions: it is not forwarded.
+    let translated = inbound.is_some();
+    let upstream_path = if translated {
+        ClientProtocol::Chat.upstream_path()
+    } else {
+        front.protocol.upstream_path()
     };
-    let path = match query {
+    let path = match query.filter(|_| !translated) {
         Some(q) => format!("{upstream_path}?{q}"),
         None => upstream_path.to_owned(),
     };
@@ -301,7 +320,7 @@ async fn serve(
         path,
         headers: forwarded,
         body: upstream_body.unwrap_or(body),
-        client_authorization: headers.get(header::AUTHORIZATION).cloned(),
+        client_authorization: client_authorization(headers, translated),
         dispatched: None,
     };
     let mut upstream = match state.upstream.send(outbound).await {
@@ -348,7 +367,8 @@ async fn serve(
         ),
         None => (None, Vec::new()),
     };
-    let mut response = respond(upstream, plan, render).await?;
+    let max_event = state.config.limits.max_sse_event_bytes;
+    let mut response = respond(upstream, plan, render, max_event, front.protocol).await?;
     for (name, value) in response_headers {
         response.headers_mut().insert(name, value);
     }
@@ -384,14 +404,15 @@ async fn serve(
 fn identify(
     state: &AppState,
     headers: &HeaderMap,
+    body_key: Option<&str>,
     owner: &str,
     facts: Option<&ConversationFacts>,
     rewritten: bool,
-) -> (String, bool) {
-    if let Some(id) = client_conversation_id(headers) {
-        return (id, false);
+) -> Result<(String, bool), BadConversationId> {
+    if let Some(id) = client_conversation_id(headers, body_key)? {
+        return Ok((id, false));
     }
-    match facts {
+    Ok(match facts {
         Some(facts) if rewritten && !facts.title_request => {
             match state.titles.anchors().find(owner, &facts.exchanges) {
                 Some(id) => (id, false),
@@ -400,9 +421,12 @@ fn identify(
         }
         _ => {
             let first_user_text = facts.map_or("", |f| f.first_user_text.as_str());
-            (conversation_id(headers, owner, first_user_text), false)
+            (
+                conversation_id_with_key(headers, body_key, owner, first_user_text)?,
+                false,
+            )
         }
-    }
+    })
 }
 
 fn has_conversation_header(headers: &HeaderMap) -> bool {
@@ -411,24 +435,35 @@ fn has_conversation_header(headers: &HeaderMap) -> bool {
         "x-session-id",
         "session_id",
         "session-id",
+        "thread-id",
     ]
     .iter()
     .any(|h| headers.contains_key(*h))
 }
 
 /// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
+/// `max_event`: `limits.max_sse_event_bytes`, the most one upstream SSE event (or line) may hold.
 async fn respond(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     render: Option<(Box<dyn Renderer>, bool)>,
+    max_event: usize,
+    protocol: ClientProtocol,
 ) -> Result<Response, ProxyError> {
     let finished = AnswerFinished::default();
     let mut response = match render {
         Some((renderer, client_stream)) => {
-            crate::routes::render::render(upstream, plan, renderer, client_stream, &finished)
-                .await?
+            crate::routes::render::render(
+                upstream,
+                plan,
+                renderer,
+                client_stream,
+                &finished,
+                max_event,
+            )
+            .await?
         }
-        None => shape(upstream, plan, &finished).await?,
+        None => shape(upstream, plan, &finished, max_event, protocol).await?,
     };
     response.extensions_mut().insert(finished);
     Ok(response)
@@ -438,6 +473,8 @@ async fn shape(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     finished: &AnswerFinished,
+    max_event: usize,
+    protocol: ClientProtocol,
 ) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
@@ -452,7 +489,12 @@ async fn shape(
                 status,
                 client_headers(&headers, false),
                 PassthroughBody::new(body, sse)
-                    .watching(finished)
+                    .max_line(max_event)
+                    // Only a Chat Completions answer is known to end with a finish or `[DONE]`.
+                    .watching(
+                        finished,
+                        status.is_success() && protocol == ClientProtocol::Chat,
+                    )
                     .into_body(),
             ));
         }
@@ -470,7 +512,7 @@ async fn shape(
         );
         out_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
         let stream: Body = if sse {
-            let shaper = Shaper::new(include_usage);
+            let shaper = Shaper::new(include_usage).with_max_event(max_event);
             let shaper = match calls {
                 Some(mapper) => shaper.with_calls(mapper),
                 None => shaper,
@@ -497,7 +539,7 @@ async fn shape(
         };
         return Ok(build(status, out_headers, body));
     }
-    let mut folded = fold(body).await?;
+    let mut folded = fold(body, max_event).await?;
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
@@ -532,8 +574,11 @@ pub(crate) async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
     Ok(Bytes::from(out))
 }
 
-async fn fold(mut body: BodyStream) -> Result<crate::api::stream::Completion, ProxyError> {
-    let mut folder = Folder::new();
+async fn fold(
+    mut body: BodyStream,
+    max_event: usize,
+) -> Result<crate::api::stream::Completion, ProxyError> {
+    let mut folder = Folder::new().with_max_event(max_event);
     while let Some(chunk) = body.next().await {
         folder.push(&chunk?).map_err(fold_error)?;
     }
@@ -545,6 +590,10 @@ fn fold_error(err: FoldError) -> ProxyError {
         FoldError::BadChunk(message) => ProxyError::Upstream(UpstreamError::Interrupted(format!(
             "failed to parse chat completions chunk: {message}"
         ))),
+        FoldError::TooLarge(too_large) => {
+            ProxyError::Upstream(UpstreamError::EventTooLarge(too_large.limit))
+        }
+        FoldError::Unfinished => ProxyError::Upstream(UpstreamError::Interrupted(err.to_string())),
         FoldError::Upstream(error) => {
             let message = error
                 .get("message")
@@ -591,7 +640,17 @@ impl Stream for ShapedBody {
             }
             let mut out = Vec::new();
             match this.inner.as_mut().poll_next(cx) {
-                Poll::Ready(Some(Ok(chunk))) => this.shaper.push(&chunk, &mut out),
+                Poll::Ready(Some(Ok(chunk))) => {
+                    if let Err(too_large) = this.shaper.push(&chunk, &mut out) {
+                        // Ending here drops the upstream request with this body.
+                        this.done = true;
+                        let err = UpstreamError::EventTooLarge(too_large.limit);
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream event too large");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
+                }
                 Poll::Ready(Some(Err(err))) => {
                     this.done = true;
                     metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
@@ -600,7 +659,13 @@ impl Stream for ShapedBody {
                 }
                 Poll::Ready(None) => {
                     this.done = true;
-                    this.shaper.finish(&mut out);
+                    if !this.shaper.finish(&mut out) {
+                        let err = UpstreamError::Interrupted(UNFINISHED.to_owned());
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream stream ended early");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
                 }
                 Poll::Pending => return Poll::Pending,
             }

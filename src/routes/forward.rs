@@ -1,9 +1,10 @@
 //! Every other `/v1/*` route (models, embeddings, …) forwarded to the upstream unchanged, so the
-//! proxy can be an agent's only base URL.
+//! proxy can be an agent's only base URL. The path is taken raw from the request target and made
+//! safe by `upstream_path` (never from a decoded `Path` extractor, which would let `%2e%2e` climb).
 
 use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, Request, State};
+use axum::extract::{Request, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
@@ -11,6 +12,7 @@ use crate::error::ProxyError;
 use crate::routes::proxy::{
     PassthroughBody, client_headers, is_event_stream, read_body, upstream_headers,
 };
+use crate::routes::upstream_path::relative_path;
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::upstream::Outbound;
@@ -18,34 +20,49 @@ use crate::upstream::Outbound;
 pub async fn default_route(
     State(state): State<AppState>,
     Extension(id): Extension<RequestId>,
-    Path(rest): Path<String>,
     request: Request,
 ) -> Response {
-    forward(&state, &id, &rest, request)
+    forward(&state, &id, request)
         .await
         .unwrap_or_else(IntoResponse::into_response)
 }
 
+/// `/harness/{name}/v1/*`: the harness does not change a forwarded request.
 pub async fn path_route(
     State(state): State<AppState>,
     Extension(id): Extension<RequestId>,
-    Path((_harness, rest)): Path<(String, String)>,
     request: Request,
 ) -> Response {
-    forward(&state, &id, &rest, request)
+    forward(&state, &id, request)
         .await
         .unwrap_or_else(IntoResponse::into_response)
+}
+
+/// What follows `/v1/` in `/v1/…` or `/harness/{name}/v1/…`, still percent-encoded.
+fn after_v1(path: &str) -> Option<&str> {
+    if let Some(rest) = path.strip_prefix("/v1/") {
+        return Some(rest);
+    }
+    let (_name, rest) = path.strip_prefix("/harness/")?.split_once('/')?;
+    rest.strip_prefix("v1/")
 }
 
 async fn forward(
     state: &AppState,
     id: &RequestId,
-    rest: &str,
     request: Request,
 ) -> Result<Response, ProxyError> {
     let (parts, body) = request.into_parts();
+    let raw = after_v1(parts.uri.path()).ok_or_else(|| ProxyError::NotFound {
+        method: parts.method.to_string(),
+        path: parts.uri.path().to_owned(),
+    })?;
+    let mut path = relative_path(raw).map_err(|err| ProxyError::InvalidRequest {
+        message: format!("invalid path: {err}"),
+        param: None,
+        code: "invalid_path",
+    })?;
     let body = read_body(&parts.headers, body, state.config.limits.max_body_bytes).await?;
-    let mut path = format!("/{}", rest.trim_start_matches('/'));
     if let Some(query) = parts.uri.query() {
         path.push('?');
         path.push_str(query);
@@ -67,6 +84,8 @@ async fn forward(
         harness: None,
         upstream_status: Some(upstream.status.as_u16()),
     });
-    *response.body_mut() = PassthroughBody::new(upstream.body, sse).into_body();
+    *response.body_mut() = PassthroughBody::new(upstream.body, sse)
+        .max_line(state.config.limits.max_sse_event_bytes)
+        .into_body();
     Ok(response)
 }

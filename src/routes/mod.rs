@@ -1,11 +1,15 @@
 //! Thin handlers: extract → call → map. Shared plumbing for proxied requests lives in `proxy`.
 
 pub mod chat;
+pub mod extract;
 pub mod forward;
 pub mod health;
+pub mod messages;
 pub mod proxy;
 pub mod render;
+pub mod responses;
 pub mod titles;
+pub mod upstream_path;
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's
 /// access-log middleware in request extensions.

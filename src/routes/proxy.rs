@@ -6,7 +6,7 @@ use std::task::{Context, Poll};
 
 use axum::body::Body;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, header};
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use futures_util::Stream;
 
 use crate::api::error::sse_error_event;
@@ -60,11 +60,12 @@ pub fn upstream_headers(
         {
             continue;
         }
+        // `x-api-key` (Anthropic's key header) reaches a Chat Completions upstream as Bearer only.
         if rewritten
-            && matches!(
+            && (matches!(
                 *name,
                 header::ACCEPT_ENCODING | header::ACCEPT | header::CONTENT_TYPE
-            )
+            ) || name.as_str() == API_KEY)
         {
             continue;
         }
@@ -89,6 +90,26 @@ pub fn upstream_headers(
         out.insert("x-request-id", value);
     }
     out
+}
+
+/// Anthropic's key header (Claude Code's `ANTHROPIC_API_KEY`).
+const API_KEY: &str = "x-api-key";
+
+/// The client's credential for the upstream: its `Authorization`, else — for a request translated
+/// into Chat Completions — its `x-api-key` as a Bearer token (the same secret in Chat's header).
+pub fn client_authorization(client: &HeaderMap, translated: bool) -> Option<HeaderValue> {
+    if let Some(value) = client.get(header::AUTHORIZATION) {
+        return Some(value.clone());
+    }
+    let key = client
+        .get(API_KEY)
+        .filter(|_| translated)?
+        .to_str()
+        .ok()?
+        .trim();
+    let mut value = HeaderValue::from_str(&format!("Bearer {key}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// The reference client's thread headers (opencode-wire §1.8), carrying the conversation id on
@@ -130,15 +151,7 @@ pub struct AnswerFinished(std::sync::Arc<std::sync::atomic::AtomicBool>);
 impl AnswerFinished {
     pub fn note(&self, bytes: &[u8]) {
         use std::sync::atomic::Ordering;
-        if !self.0.load(Ordering::Relaxed)
-            && [
-                &b"\"finish_reason\":\""[..],
-                b"\"finish_reason\": \"",
-                b"[DONE]",
-            ]
-            .iter()
-            .any(|marker| memchr::memmem::find(bytes, marker).is_some())
-        {
+        if !self.0.load(Ordering::Relaxed) && crate::response::ends_answer(bytes) {
             self.0.store(true, Ordering::Relaxed);
         }
     }
@@ -148,15 +161,31 @@ impl AnswerFinished {
     }
 }
 
-/// The upstream body, byte for byte. If the upstream fails mid-stream, an SSE response gets one
-/// final error event (after closing any half-sent line); any other body is cut off.
+/// Why a stream that simply stopped is an error.
+pub const UNFINISHED: &str =
+    "the upstream closed the stream before the answer finished (no finish_reason, no [DONE])";
+
+/// The upstream body, byte for byte. An SSE body is forwarded in whole lines: the bytes after the
+/// last line break of a chunk wait for the rest of their line, so a client never gets half an SSE
+/// line. If the upstream fails mid-stream, an SSE response gets one final error event (the
+/// waiting partial line is dropped); any other body is cut off. A Chat Completions answer that
+/// must end (`watching`, success) and stops without `finish_reason` or `[DONE]` gets an
+/// `upstream_interrupted` error event too.
 pub struct PassthroughBody {
     inner: BodyStream,
     sse: bool,
+    /// The part of an SSE line received so far, held back until its line break arrives.
+    partial: BytesMut,
     /// The last two bytes forwarded, to know whether an event boundary was reached.
     tail: [u8; 2],
     done: bool,
     finished: Option<AnswerFinished>,
+    /// The stream is a successful Chat Completions answer, which ends with a finish marker.
+    must_end: bool,
+    /// The longest SSE line held back (`limits.max_sse_event_bytes`).
+    max_line: usize,
+    /// An error to end the stream with on the next poll.
+    failed: Option<UpstreamError>,
 }
 
 impl PassthroughBody {
@@ -164,15 +193,27 @@ impl PassthroughBody {
         Self {
             inner,
             sse,
+            partial: BytesMut::new(),
             tail: *b"\n\n",
             done: false,
             finished: None,
+            must_end: false,
+            max_line: crate::sse::DEFAULT_MAX_EVENT_BYTES,
+            failed: None,
         }
     }
 
-    /// Flags the end of a streamed answer as it passes.
-    pub fn watching(mut self, finished: &AnswerFinished) -> Self {
+    /// Caps the partial SSE line held back; a longer line ends the stream with an error event.
+    pub fn max_line(mut self, max_line: usize) -> Self {
+        self.max_line = max_line;
+        self
+    }
+
+    /// Flags the end of a streamed answer as it passes; `must_end`: a stream that stops before its
+    /// end is reported as interrupted.
+    pub fn watching(mut self, finished: &AnswerFinished, must_end: bool) -> Self {
         self.finished = self.sse.then(|| finished.clone());
+        self.must_end = self.sse && must_end;
         self
     }
 
@@ -184,46 +225,107 @@ impl PassthroughBody {
     fn at_boundary(&self) -> bool {
         self.tail == *b"\n\n"
     }
+
+    /// Bytes about to be forwarded: remember the end marker and the last two bytes.
+    fn forward(&mut self, chunk: Bytes) -> Bytes {
+        if let Some(finished) = &self.finished {
+            finished.note(&chunk);
+        }
+        match chunk.len() {
+            0 => {}
+            1 => self.tail = [self.tail[1], chunk[0]],
+            n => self.tail = [chunk[n - 2], chunk[n - 1]],
+        }
+        chunk
+    }
+
+    /// The final error event, after closing any half-sent event.
+    fn error_event(&mut self, err: &UpstreamError) -> Bytes {
+        self.done = true;
+        self.partial.clear();
+        metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
+        tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
+        let mut event = String::new();
+        if !self.at_boundary() {
+            event.push_str("\n\n");
+        }
+        event.push_str(&sse_error_event(&err.to_string(), err.code()));
+        Bytes::from(event)
+    }
 }
 
 impl Stream for PassthroughBody {
     type Item = Result<Bytes, UpstreamError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if self.done {
-            return Poll::Ready(None);
-        }
-        match self.inner.as_mut().poll_next(cx) {
-            Poll::Ready(Some(Ok(chunk))) => {
-                if let Some(finished) = &self.finished {
-                    finished.note(&chunk);
-                }
-                match chunk.len() {
-                    0 => {}
-                    1 => self.tail = [self.tail[1], chunk[0]],
-                    n => self.tail = [chunk[n - 2], chunk[n - 1]],
-                }
-                Poll::Ready(Some(Ok(chunk)))
+        loop {
+            if self.done {
+                return Poll::Ready(None);
             }
-            Poll::Ready(Some(Err(err))) => {
-                self.done = true;
-                metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
-                tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
-                if !self.sse {
-                    return Poll::Ready(Some(Err(err)));
-                }
-                let mut event = String::new();
-                if !self.at_boundary() {
-                    event.push_str("\n\n");
-                }
-                event.push_str(&sse_error_event(&err.to_string(), err.code()));
-                Poll::Ready(Some(Ok(Bytes::from(event))))
+            if let Some(err) = self.failed.take() {
+                let event = self.error_event(&err);
+                return Poll::Ready(Some(Ok(event)));
             }
-            Poll::Ready(None) => {
-                self.done = true;
-                Poll::Ready(None)
+            match self.inner.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    if !self.sse {
+                        return Poll::Ready(Some(Ok(chunk)));
+                    }
+                    // Only the new bytes are searched, so a long line costs linear time.
+                    let Some(last_break) = memchr::memrchr2(b'\n', b'\r', &chunk) else {
+                        if self.partial.len() + chunk.len() > self.max_line {
+                            let limit = self.max_line;
+                            let event = self.error_event(&UpstreamError::EventTooLarge(limit));
+                            return Poll::Ready(Some(Ok(event)));
+                        }
+                        self.partial.extend_from_slice(&chunk);
+                        continue;
+                    };
+                    let whole = if self.partial.is_empty() {
+                        chunk.slice(..=last_break)
+                    } else {
+                        self.partial.extend_from_slice(&chunk[..=last_break]);
+                        self.partial.split().freeze()
+                    };
+                    if chunk.len() - last_break - 1 > self.max_line {
+                        // The whole lines go now, the error event on the next poll.
+                        self.failed = Some(UpstreamError::EventTooLarge(self.max_line));
+                    } else {
+                        self.partial.extend_from_slice(&chunk[last_break + 1..]);
+                    }
+                    let whole = self.forward(whole);
+                    return Poll::Ready(Some(Ok(whole)));
+                }
+                Poll::Ready(Some(Err(err))) => {
+                    if !self.sse {
+                        self.done = true;
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
+                        return Poll::Ready(Some(Err(err)));
+                    }
+                    let event = self.error_event(&err);
+                    return Poll::Ready(Some(Ok(event)));
+                }
+                Poll::Ready(None) => {
+                    let ended = self.finished.as_ref().is_some_and(AnswerFinished::is_set)
+                        || crate::response::ends_answer(&self.partial);
+                    if self.must_end && !ended {
+                        let event =
+                            self.error_event(&UpstreamError::Interrupted(UNFINISHED.to_owned()));
+                        return Poll::Ready(Some(Ok(event)));
+                    }
+                    self.done = true;
+                    if self.partial.is_empty() {
+                        return Poll::Ready(None);
+                    }
+                    // The stream ended without a final line break: those bytes are its last.
+                    let rest = self.partial.split().freeze();
+                    let rest = self.forward(rest);
+                    return Poll::Ready(Some(Ok(rest)));
+                }
+                Poll::Pending => return Poll::Pending,
             }
-            Poll::Pending => Poll::Pending,
         }
     }
 }

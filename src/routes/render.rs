@@ -22,12 +22,17 @@ use crate::upstream::{UpstreamError, UpstreamResponse};
 
 type ChatStream = Pin<Box<dyn Stream<Item = Bytes> + Send>>;
 
+/// How long the upstream may stay silent before the client gets its protocol's keep-alive
+/// (Anthropic's `ping`); proxies and clients drop connections idle for much longer.
+pub const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub async fn render(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     mut renderer: Box<dyn Renderer>,
     client_stream: bool,
     finished: &AnswerFinished,
+    max_event: usize,
 ) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
@@ -48,7 +53,7 @@ pub async fn render(
         ResponsePlan::Passthrough => None,
     };
     let chat: ChatStream = if is_event_stream(&headers) {
-        let shaper = Shaper::new(true);
+        let shaper = Shaper::new(true).with_max_event(max_event);
         let shaper = match calls {
             Some(mapper) => shaper.with_calls(mapper),
             None => shaper,
@@ -103,8 +108,9 @@ pub async fn render(
     Ok(build(status, out_headers, Body::from(json)))
 }
 
-/// Chat SSE in, the client protocol's events out, frame by frame.
-struct RenderedBody {
+/// Chat SSE in, the client protocol's events out, frame by frame; the protocol's keep-alive
+/// whenever the upstream was silent for `KEEPALIVE_EVERY`.
+pub(crate) struct RenderedBody {
     chat: ChatStream,
     reader: ChatAnswerReader,
     renderer: Box<dyn Renderer>,
@@ -112,11 +118,17 @@ struct RenderedBody {
     queue: std::collections::VecDeque<Bytes>,
     started: bool,
     done: bool,
+    /// Armed only for protocols that have a keep-alive.
+    keepalive: Option<Pin<Box<tokio::time::Sleep>>>,
 }
 
 impl RenderedBody {
-    fn new(chat: ChatStream, renderer: Box<dyn Renderer>) -> Self {
+    pub(crate) fn new(chat: ChatStream, renderer: Box<dyn Renderer>) -> Self {
+        let keepalive = renderer
+            .keepalive()
+            .map(|_| Box::pin(tokio::time::sleep(KEEPALIVE_EVERY)));
         Self {
+            keepalive,
             chat,
             reader: ChatAnswerReader::new(),
             renderer,
@@ -155,14 +167,75 @@ impl Stream for RenderedBody {
                 return Poll::Ready(None);
             }
             match this.chat.as_mut().poll_next(cx) {
-                Poll::Ready(Some(bytes)) => this.reader.push(&bytes, &mut this.events),
+                Poll::Ready(Some(bytes)) => {
+                    this.reader.push(&bytes, &mut this.events);
+                    if let Some(timer) = this.keepalive.as_mut() {
+                        timer
+                            .as_mut()
+                            .reset(tokio::time::Instant::now() + KEEPALIVE_EVERY);
+                    }
+                }
                 Poll::Ready(None) => {
                     this.done = true;
                     this.reader.finish(&mut this.events);
                 }
-                Poll::Pending => return Poll::Pending,
+                Poll::Pending => {
+                    let Some(timer) = this.keepalive.as_mut() else {
+                        return Poll::Pending;
+                    };
+                    if timer.as_mut().poll(cx).is_pending() {
+                        return Poll::Pending;
+                    }
+                    timer
+                        .as_mut()
+                        .reset(tokio::time::Instant::now() + KEEPALIVE_EVERY);
+                    this.queue.extend(this.renderer.keepalive());
+                }
             }
             this.render_events();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocols::messages::render::MessagesRenderer;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_silent_upstream_gets_a_ping_every_ten_seconds_and_data_resets_it() {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<Bytes>();
+        let chat = futures_util::stream::unfold(rx, |mut rx| async move {
+            rx.recv().await.map(|bytes| (bytes, rx))
+        });
+        let renderer = Box::new(MessagesRenderer::new("msg_1".into(), "m".into()));
+        let mut body = RenderedBody::new(Box::pin(chat), renderer);
+        let t0 = tokio::time::Instant::now();
+        let first = body.next().await.expect("start").expect("bytes");
+        assert!(first.starts_with(b"event: message_start\n"));
+        let ping = body.next().await.expect("ping").expect("bytes");
+        assert_eq!(&ping[..], b"event: ping\ndata: {\"type\":\"ping\"}\n\n");
+        assert_eq!(t0.elapsed(), KEEPALIVE_EVERY);
+        tokio::time::advance(std::time::Duration::from_secs(7)).await;
+        tx.send(Bytes::from_static(
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n",
+        ))
+        .expect("send");
+        let start = body.next().await.expect("block").expect("bytes");
+        assert!(start.starts_with(b"event: content_block_start\n"));
+        let delta = body.next().await.expect("delta").expect("bytes");
+        assert!(delta.starts_with(b"event: content_block_delta\n"));
+        let at_data = tokio::time::Instant::now();
+        let ping = body.next().await.expect("ping").expect("bytes");
+        assert!(ping.starts_with(b"event: ping\n"));
+        assert_eq!(
+            at_data.elapsed(),
+            KEEPALIVE_EVERY,
+            "the timer restarts on data"
+        );
+        drop(tx);
+        let rest: Vec<Bytes> = body.map(|b| b.expect("bytes")).collect().await;
+        let last = rest.last().expect("an event");
+        assert!(last.starts_with(b"event: error\n"), "cut before finish");
     }
 }

@@ -2,7 +2,7 @@
 //! its own credential created; the admin token sees all. Others get 404, never a hint.
 
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
+use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
@@ -11,6 +11,7 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use crate::error::ProxyError;
+use crate::routes::extract::PathParam;
 use crate::sse::named_event;
 use crate::state::AppState;
 use crate::titles::identity::Caller;
@@ -51,8 +52,18 @@ impl<'a> From<&'a TitleRecord> for RecordView<'a> {
     }
 }
 
-fn caller(state: &AppState, headers: &HeaderMap) -> Caller {
-    Caller::from_headers(headers, state.config.auth.admin_token.as_deref())
+/// The caller, if it may use the titles API: one without any credential would share the
+/// `anonymous` scope with every other such caller, so it gets 401.
+fn caller(state: &AppState, headers: &HeaderMap) -> Result<Caller, ProxyError> {
+    let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
+    if caller.may_read_titles() {
+        Ok(caller)
+    } else {
+        Err(ProxyError::Unauthorized(
+            "the titles API needs the credential the conversation was made with \
+             (`Authorization` or `x-api-key`)",
+        ))
+    }
 }
 
 fn store_error(err: &StoreError) -> ProxyError {
@@ -79,7 +90,10 @@ pub async fn list(
     RawQuery(query): RawQuery,
     headers: HeaderMap,
 ) -> Response {
-    let caller = caller(&state, &headers);
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
     let mut limit = DEFAULT_LIMIT;
     let mut before = None;
     for pair in query
@@ -136,10 +150,13 @@ pub async fn list(
 
 pub async fn get_one(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     headers: HeaderMap,
 ) -> Response {
-    let caller = caller(&state, &headers);
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
     match state.titles.get(caller.scope(), &id).await {
         Ok(Some(record)) => json_response(&RecordView::from(&record)),
         Ok(None) => not_found(&id).into_response(),
@@ -173,10 +190,13 @@ fn final_event(outcome: &Outcome) -> Bytes {
 
 pub async fn stream(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    PathParam(id): PathParam<String>,
     headers: HeaderMap,
 ) -> Response {
-    let caller = caller(&state, &headers);
+    let caller = match caller(&state, &headers) {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
     if let Some(live) = state.titles.live(caller.scope(), &id) {
         return sse_response(Body::from_stream(follow(live.subscribe())));
     }

@@ -2,6 +2,8 @@
 //! listener so tests can use port 0; shutdown is any future, so tests need no signals.
 
 pub mod access_log;
+pub mod inbound_auth;
+pub mod json_errors;
 
 use std::future::Future;
 use std::time::Duration;
@@ -27,6 +29,14 @@ pub fn router(state: AppState) -> Router {
             "/harness/{name}/v1/chat/completions",
             post(routes::chat::path_route),
         )
+        .route(
+            "/v1/responses",
+            post(routes::responses::default_route).get(routes::responses::websocket),
+        )
+        .route(
+            "/harness/{name}/v1/responses",
+            post(routes::responses::path_route).get(routes::responses::websocket),
+        )
         .route("/v1/{*rest}", any(routes::forward::default_route))
         .route(
             "/harness/{name}/v1/{*rest}",
@@ -35,17 +45,63 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             access_log::limit_concurrency,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key,
         ));
-    Router::new()
-        .merge(proxied)
+    // Anthropic Messages: errors reshaped outside the limiter, so its 503 becomes a 529 too.
+    let messages = Router::new()
+        .route("/v1/messages", post(routes::messages::default_route))
+        .route(
+            "/harness/{name}/v1/messages",
+            post(routes::messages::path_route),
+        )
+        .route(
+            "/v1/messages/count_tokens",
+            post(routes::messages::count_tokens),
+        )
+        .route(
+            "/harness/{name}/v1/messages/count_tokens",
+            post(routes::messages::count_tokens_path),
+        )
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access_log::limit_concurrency,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key,
+        ))
+        .route_layer(axum::middleware::from_fn(
+            routes::messages::anthropic_errors,
+        ));
+    let probes = Router::new()
+        // Base-URL probes (Claude Code: `HEAD /api/hello` without its no-traffic flags).
+        .route("/", get(routes::messages::hello))
+        .route("/api/hello", get(routes::messages::hello))
+        .route("/harness/{name}", get(routes::messages::hello))
+        .route("/harness/{name}/", get(routes::messages::hello))
+        .route("/harness/{name}/api/hello", get(routes::messages::hello));
+    let titles = Router::new()
         .route("/titles", get(routes::titles::list))
         .route("/titles/{id}", get(routes::titles::get_one))
         .route("/titles/{id}/stream", get(routes::titles::stream))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key_or_admin,
+        ));
+    Router::new()
+        .merge(proxied)
+        .merge(messages)
+        .merge(probes)
+        .merge(titles)
         .route("/healthz", get(routes::health::healthz))
         .route("/readyz", get(routes::health::readyz))
         .route("/metrics", get(routes::health::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
+        .layer(axum::middleware::from_fn(json_errors::json_errors))
         .layer(axum::middleware::from_fn(access_log::access_log))
         .layer(CatchPanicLayer::custom(|_| {
             ProxyError::Internal("handler panicked".into()).into_response()

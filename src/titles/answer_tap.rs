@@ -68,8 +68,16 @@ impl<S> AnswerTap<S> {
             return;
         }
         self.decoder.push(chunk);
-        while let Some(event) = self.decoder.next_event() {
-            self.event(event.data.as_deref());
+        loop {
+            match self.decoder.next_event() {
+                Ok(Some(event)) => self.event(event.data.as_deref()),
+                Ok(None) => break,
+                // An event too large for the decoder: the answer is not one to recognise.
+                Err(_) => {
+                    self.failed = true;
+                    break;
+                }
+            }
         }
     }
 

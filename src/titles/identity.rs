@@ -1,49 +1,53 @@
-//! Who is calling (a hash of its bearer token, never the token) and which conversation a request
-//! belongs to (PRODUCT §4).
+//! Who is calling (a hash of its credential, never the credential) and which conversation a
+//! request belongs to (PRODUCT §4).
 
-use http::{HeaderMap, header};
+use http::HeaderMap;
 use sha2::{Digest, Sha256};
+
+use crate::auth::Credential;
 
 /// The caller as the title API sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Caller {
-    /// Hash of the caller's credential; records are owned by it.
+    /// Hash of the caller's credential; records are owned by it. `anonymous` without one.
     pub owner: String,
     /// Holds `auth.admin_token`: sees every caller's records.
     pub admin: bool,
+    /// Sent a credential (`Authorization` of any scheme, or `x-api-key`). Callers without one
+    /// share the `anonymous` owner, so they may not read titles: any of them would see all.
+    pub identified: bool,
 }
+
+/// The owner of records made by callers without a credential (only the admin reads them).
+pub const ANONYMOUS: &str = "anonymous";
 
 impl Caller {
     pub fn from_headers(headers: &HeaderMap, admin_token: Option<&str>) -> Self {
-        let token = bearer(headers);
-        let admin = match (token, admin_token) {
-            (Some(token), Some(admin)) => constant_time_eq(token.as_bytes(), admin.as_bytes()),
+        let credential = Credential::of(headers);
+        let admin = match (credential, admin_token) {
+            (Some(credential), Some(admin)) => credential.is(admin),
             _ => false,
         };
-        let owner = match token {
-            Some(token) => hash_hex(&[b"caller\0", token.as_bytes()], 32),
-            None => "anonymous".to_owned(),
-        };
-        Self { owner, admin }
+        let owner = credential.map_or_else(
+            || ANONYMOUS.to_owned(),
+            |c| hash_hex(&[b"caller\0", c.identity().as_bytes()], 32),
+        );
+        Self {
+            owner,
+            admin,
+            identified: credential.is_some(),
+        }
+    }
+
+    /// Whether this caller may use the titles API at all.
+    pub fn may_read_titles(&self) -> bool {
+        self.identified || self.admin
     }
 
     /// The owner filter for reads: admins see everyone.
     pub fn scope(&self) -> Option<&str> {
         (!self.admin).then_some(self.owner.as_str())
     }
-}
-
-fn bearer(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?.trim();
-    let token = value
-        .strip_prefix("Bearer ")
-        .or_else(|| value.strip_prefix("bearer "))?
-        .trim();
-    (!token.is_empty()).then_some(token)
-}
-
-fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
-    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
 fn hash_hex(parts: &[&[u8]], hex_chars: usize) -> String {
@@ -57,52 +61,105 @@ fn hash_hex(parts: &[&[u8]], hex_chars: usize) -> String {
 }
 
 /// Headers that carry a client-chosen conversation id, in order of preference.
-const ID_HEADERS: [&str; 4] = [
+const ID_HEADERS: [&str; 6] = [
     "x-conversation-id",
     "x-session-id",
     "session_id",
     "session-id",
+    // Codex 0.171 sends `thread-id` next to `session-id` (the same UUID).
+    "thread-id",
+    // Claude Code's session (the Messages route also sets it from `metadata.user_id`).
+    "x-claude-code-session-id",
 ];
 
-/// The conversation id: a client header, else `conv_<16 hex>` of (caller, first user text).
-pub fn conversation_id(headers: &HeaderMap, owner: &str, first_user_text: &str) -> String {
-    client_conversation_id(headers).unwrap_or_else(|| {
-        format!(
-            "conv_{}",
-            hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
-        )
-    })
+/// A client-chosen conversation id that is not a safe path segment.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "header `{header}` must be a conversation id of 1 to 128 characters from A-Z a-z 0-9 . _ : - \
+     (and not `.` or `..`)"
+)]
+pub struct BadConversationId {
+    pub header: &'static str,
 }
 
-/// The id the client named in a header, made safe for URLs and logs.
-pub fn client_conversation_id(headers: &HeaderMap) -> Option<String> {
-    for name in ID_HEADERS {
-        if let Some(value) = headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
-        {
-            // Ids appear in URLs and logs: anything unusual is hashed into a safe one.
-            if value.len() <= 128
-                && value
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
-            {
-                return Some(value.to_owned());
-            }
-            return Some(format!(
+/// Whether `id` can stand as one URL path segment (`/titles/{id}`) and one log field as it is.
+fn is_safe_segment(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.:".contains(&b))
+        && id != "."
+        && id != ".."
+}
+
+/// The conversation id: a client header, else `conv_<16 hex>` of (caller, first user text). A
+/// header id that is not a safe path segment is refused, not rewritten: the client would not
+/// find its title under an id it never sent.
+pub fn conversation_id(
+    headers: &HeaderMap,
+    owner: &str,
+    first_user_text: &str,
+) -> Result<String, BadConversationId> {
+    conversation_id_with_key(headers, None, owner, first_user_text)
+}
+
+/// `conversation_id`, with a key the body carries (Responses `prompt_cache_key`) tried after the
+/// headers and before the derived hash. A body key is a cache hint, not an id the client will
+/// look its title up by, so an unsafe one is hashed into a safe id rather than refused.
+pub fn conversation_id_with_key(
+    headers: &HeaderMap,
+    body_key: Option<&str>,
+    owner: &str,
+    first_user_text: &str,
+) -> Result<String, BadConversationId> {
+    Ok(
+        client_conversation_id(headers, body_key)?.unwrap_or_else(|| {
+            format!(
                 "conv_{}",
-                hash_hex(&[b"header\0", value.as_bytes()], 16)
-            ));
+                hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
+            )
+        }),
+    )
+}
+
+/// The id the client gave (a header, else the body's key), `None` when it gave none.
+pub fn client_conversation_id(
+    headers: &HeaderMap,
+    body_key: Option<&str>,
+) -> Result<Option<String>, BadConversationId> {
+    for header in ID_HEADERS {
+        let Some(value) = headers.get(header) else {
+            continue;
+        };
+        let value = value.to_str().map(str::trim).unwrap_or("\0");
+        if value.is_empty() {
+            continue;
         }
+        return if is_safe_segment(value) {
+            Ok(Some(value.to_owned()))
+        } else {
+            Err(BadConversationId { header })
+        };
     }
-    None
+    Ok(body_key
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(|key| {
+            if is_safe_segment(key) {
+                key.to_owned()
+            } else {
+                format!("conv_{}", hash_hex(&[b"key\0", key.as_bytes()], 16))
+            }
+        }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn id_of(headers: &HeaderMap, owner: &str, text: &str) -> String {
+        conversation_id(headers, owner, text).expect("a safe id")
+    }
 
     fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();
@@ -116,6 +173,27 @@ mod tests {
     }
 
     #[test]
+    fn codex_thread_id_then_a_body_key_then_the_hash() {
+        // Codex 0.171 sends `session-id` and `thread-id`; either names the conversation.
+        assert_eq!(
+            conversation_id(&headers(&[("thread-id", "t-1")]), "o", "x"),
+            Ok("t-1".to_owned())
+        );
+        assert_eq!(
+            conversation_id_with_key(&headers(&[("session-id", "s-1")]), Some("k"), "o", "x"),
+            Ok("s-1".to_owned())
+        );
+        assert_eq!(
+            conversation_id_with_key(&HeaderMap::new(), Some("cache-key"), "o", "x"),
+            Ok("cache-key".to_owned())
+        );
+        assert_eq!(
+            conversation_id_with_key(&HeaderMap::new(), Some(" "), "o", "x"),
+            conversation_id(&HeaderMap::new(), "o", "x")
+        );
+    }
+
+    #[test]
     fn id_headers_in_order_of_preference() {
         let all = headers(&[
             ("x-conversation-id", "a"),
@@ -123,44 +201,55 @@ mod tests {
             ("session_id", "c"),
             ("session-id", "d"),
         ]);
-        assert_eq!(conversation_id(&all, "o", "t"), "a");
+        assert_eq!(id_of(&all, "o", "t"), "a");
         assert_eq!(
-            conversation_id(
+            id_of(
                 &headers(&[("x-session-id", "ses_1"), ("session-id", "d")]),
                 "o",
                 "t"
             ),
             "ses_1"
         );
-        assert_eq!(
-            conversation_id(&headers(&[("session_id", "c")]), "o", "t"),
-            "c"
-        );
-        assert_eq!(
-            conversation_id(&headers(&[("session-id", "d")]), "o", "t"),
-            "d"
-        );
+        assert_eq!(id_of(&headers(&[("session_id", "c")]), "o", "t"), "c");
+        assert_eq!(id_of(&headers(&[("session-id", "d")]), "o", "t"), "d");
     }
 
     #[test]
     fn hashed_id_is_stable_and_depends_on_caller_and_text() {
         let none = HeaderMap::new();
-        let a = conversation_id(&none, "owner-a", "fix the bug");
+        let a = id_of(&none, "owner-a", "fix the bug");
         assert!(a.starts_with("conv_") && a.len() == 21, "{a}");
         assert!(a[5..].bytes().all(|b| b.is_ascii_hexdigit()));
-        assert_eq!(a, conversation_id(&none, "owner-a", "fix the bug"));
-        assert_ne!(a, conversation_id(&none, "owner-b", "fix the bug"));
-        assert_ne!(a, conversation_id(&none, "owner-a", "fix the other bug"));
+        assert_eq!(a, id_of(&none, "owner-a", "fix the bug"));
+        assert_ne!(a, id_of(&none, "owner-b", "fix the bug"));
+        assert_ne!(a, id_of(&none, "owner-a", "fix the other bug"));
     }
 
     #[test]
-    fn unsafe_header_ids_are_hashed() {
-        let id = conversation_id(
-            &headers(&[("x-conversation-id", "../../etc/passwd")]),
-            "o",
-            "t",
-        );
-        assert!(id.starts_with("conv_") && !id.contains('/'), "{id}");
+    fn unsafe_header_ids_are_refused_naming_the_header() {
+        for id in [
+            "../../etc/passwd",
+            "..",
+            ".",
+            "a b",
+            "a/b",
+            "%2e",
+            &"x".repeat(129),
+        ] {
+            assert_eq!(
+                conversation_id(&headers(&[("session_id", id)]), "o", "t"),
+                Err(BadConversationId {
+                    header: "session_id"
+                }),
+                "{id}"
+            );
+        }
+        for id in ["...", "a..b", "ses_1:2-3.4", &"x".repeat(128)] {
+            assert_eq!(
+                conversation_id(&headers(&[("x-conversation-id", id)]), "o", "t").as_deref(),
+                Ok(id)
+            );
+        }
     }
 
     #[test]
@@ -179,5 +268,8 @@ mod tests {
             (anonymous.owner.as_str(), anonymous.admin),
             ("anonymous", false)
         );
+        assert!(!anonymous.may_read_titles());
+        let basic = Caller::from_headers(&headers(&[("authorization", "Basic YTpi")]), None);
+        assert!(basic.may_read_titles() && basic.owner != anonymous.owner);
     }
 }

@@ -76,8 +76,15 @@ impl Watcher {
             return;
         }
         self.decoder.push(chunk);
-        while let Some(event) = self.decoder.next_event() {
-            self.event(event.data.as_deref());
+        loop {
+            match self.decoder.next_event() {
+                Ok(Some(event)) => self.event(event.data.as_deref()),
+                Ok(None) => break,
+                Err(err) => {
+                    self.error = Some(err.to_string());
+                    break;
+                }
+            }
         }
     }
 

@@ -100,7 +100,9 @@ fn find_tag(haystack: &str, from: usize, tag: &[u8]) -> Option<usize> {
 #[must_use]
 pub fn sanitize_title(raw: &str, max_chars: usize) -> Option<String> {
     let answer = strip_reasoning(raw);
-    let trimmed = answer.trim();
+    // A structured title answer (Codex's title request asks for `{"title": …}`): its title.
+    let structured = json_title(answer.trim());
+    let trimmed = structured.as_deref().unwrap_or(&answer).trim();
     let first_line = trimmed
         .find(['\n', '\r'])
         .map_or(trimmed, |end| &trimmed[..end]);
@@ -122,6 +124,20 @@ pub fn sanitize_title(raw: &str, max_chars: usize) -> Option<String> {
     (!title.is_empty()).then(|| title.to_owned())
 }
 
+/// The `title` string of an answer that is a JSON object, e.g. `{"title":"Fix flaky test"}`.
+fn json_title(answer: &str) -> Option<String> {
+    if !answer.starts_with('{') {
+        return None;
+    }
+    match serde_json::from_str::<serde_json::Value>(answer)
+        .ok()?
+        .get("title")?
+    {
+        serde_json::Value::String(title) => Some(title.clone()),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -138,6 +154,15 @@ mod tests {
 
     fn some(text: &str) -> Option<String> {
         Some(text.to_owned())
+    }
+
+    #[test]
+    fn a_json_title_answer_gives_its_title() {
+        assert_eq!(
+            title("{\"title\":\"Fix the \\\"flaky\\\" test\"}", 50),
+            some("Fix the flaky test")
+        );
+        assert_eq!(title("{\"name\":\"x\"}", 50), some("{name:x}"));
     }
 
     // --- wcode §7 `sanitize_strips_quotes_and_clamps`, at the product clamp and at wcode's own ---

@@ -2,12 +2,14 @@
 //! background task (streamed, bounded by `titles.timeout`), publishes its deltas live and writes
 //! the outcome to the store. A title never breaks the user's answer: every failure is recorded.
 
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
-use futures_util::StreamExt;
+use futures_util::{FutureExt, StreamExt};
 use http::{HeaderMap, HeaderValue, Method};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -134,7 +136,8 @@ impl TitleService {
         let (finished_tx, finished) = oneshot::channel();
         let this = self.clone();
         self.tracker.spawn(async move {
-            this.run(&live, job, dispatched_tx).await;
+            let outcome = caught(this.run(&live, job, dispatched_tx)).await;
+            this.settle_surely(&live, outcome).await;
             let _ = finished_tx.send(());
         });
         Started {
@@ -143,11 +146,17 @@ impl TitleService {
         }
     }
 
-    async fn run(&self, live: &LiveTitle, job: TitleJob, dispatched: oneshot::Sender<()>) {
+    /// The title task's work; its outcome is settled by the caller, panic or not.
+    async fn run(
+        &self,
+        live: &LiveTitle,
+        job: TitleJob,
+        dispatched: oneshot::Sender<()>,
+    ) -> Outcome {
         if let Err(err) = self.store.insert_pending(&live.record).await {
             tracing::warn!(error = %err, "cannot record a pending title");
         }
-        let outcome = tokio::select! {
+        tokio::select! {
             result = tokio::time::timeout(self.config.timeout, self.generate(live, &job, dispatched)) => match result {
                 Ok(Ok(title)) => Outcome::Done(title),
                 Ok(Err(reason)) => Outcome::Failed(reason),
@@ -157,8 +166,23 @@ impl TitleService {
                 )),
             },
             () = self.cancel.cancelled() => Outcome::Failed("the proxy shut down before the title finished".to_owned()),
-        };
-        self.settle(live, outcome).await;
+        }
+    }
+
+    /// `settle`, and if even that panics (a broken store), still end the live title so that its
+    /// `/stream` subscribers are not left waiting.
+    async fn settle_surely(&self, live: &LiveTitle, outcome: Outcome) {
+        if AssertUnwindSafe(self.settle(live, outcome))
+            .catch_unwind()
+            .await
+            .is_err()
+        {
+            tracing::warn!(conversation = %live.record.id, "recording a title outcome panicked");
+            live.finish(Outcome::Failed(
+                "the title could not be recorded".to_owned(),
+            ));
+            self.live.remove(&live.record.owner, &live.record.id);
+        }
     }
 
     /// Writes a title's outcome, then publishes it and retires the live entry.
@@ -192,17 +216,20 @@ impl TitleService {
     pub fn record_observed(self: &Arc<Self>, live: Arc<LiveTitle>, raw: Result<String, String>) {
         let this = self.clone();
         self.tracker.spawn(async move {
-            if let Err(err) = this.store.insert_pending(&live.record).await {
-                tracing::warn!(error = %err, "cannot record a pending title");
-            }
-            let outcome = match raw.and_then(|text| {
-                sanitize_title(&text, this.config.max_chars)
-                    .ok_or_else(|| "titler produced no text".to_owned())
-            }) {
-                Ok(title) => Outcome::Done(title),
-                Err(reason) => Outcome::Failed(reason),
-            };
-            this.settle(&live, outcome).await;
+            let outcome = caught(async {
+                if let Err(err) = this.store.insert_pending(&live.record).await {
+                    tracing::warn!(error = %err, "cannot record a pending title");
+                }
+                match raw.and_then(|text| {
+                    sanitize_title(&text, this.config.max_chars)
+                        .ok_or_else(|| "titler produced no text".to_owned())
+                }) {
+                    Ok(title) => Outcome::Done(title),
+                    Err(reason) => Outcome::Failed(reason),
+                }
+            })
+            .await;
+            this.settle_surely(&live, outcome).await;
         });
     }
 
@@ -339,6 +366,23 @@ impl TitleService {
     }
 }
 
+/// Runs a title task's work; a panic inside it becomes a `Failed` outcome naming the panic, so a
+/// title is recorded whatever happens and its live stream ends.
+async fn caught(work: impl Future<Output = Outcome>) -> Outcome {
+    AssertUnwindSafe(work)
+        .catch_unwind()
+        .await
+        .unwrap_or_else(|panic| {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| (*s).to_owned())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".to_owned());
+            tracing::warn!(panic = %what, "a title task panicked");
+            Outcome::Failed(format!("the title task failed: {what}"))
+        })
+}
+
 /// Folds a title stream, publishing each text delta. Reasoning deltas are not title text.
 async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, String> {
     let mut decoder = Decoder::new();
@@ -368,7 +412,10 @@ async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, S
     while let Some(chunk) = body.next().await {
         let chunk = chunk.map_err(|e| format!("title stream failed: {e}"))?;
         decoder.push(&chunk);
-        while let Some(event) = decoder.next_event() {
+        while let Some(event) = decoder
+            .next_event()
+            .map_err(|e| format!("title stream failed: {e}"))?
+        {
             handle(event.data.as_deref(), &mut raw)?;
         }
     }
@@ -404,4 +451,23 @@ fn error_message(text: &str) -> String {
         message = message.chars().take(300).collect::<String>() + "…";
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_panicking_title_task_becomes_a_failed_outcome() {
+        fn explode() -> Outcome {
+            panic!("boom in the title task")
+        }
+        let outcome = caught(async { explode() }).await;
+        assert_eq!(
+            outcome,
+            Outcome::Failed("the title task failed: boom in the title task".to_owned())
+        );
+        let fine = caught(async { Outcome::Done("Title".to_owned()) }).await;
+        assert_eq!(fine, Outcome::Done("Title".to_owned()));
+    }
 }

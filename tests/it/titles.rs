@@ -548,8 +548,8 @@ async fn titles_are_scoped_to_the_caller_and_admin_sees_all() {
     );
     assert_eq!(
         app.get("/titles/conv-alice").send().await.unwrap().status(),
-        404,
-        "no credential, no record"
+        401,
+        "no credential, no titles API (issue 8 item 5)"
     );
     let ids = |list: Value| {
         list["data"]

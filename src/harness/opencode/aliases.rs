@@ -8,6 +8,8 @@ use http::{HeaderMap, header};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::claude_code;
+use super::codex_responses;
 use crate::harness::HarnessError;
 use crate::response::{CallMapper, CallRoute};
 
@@ -26,6 +28,18 @@ pub enum Converter {
     /// Codex `shell_command` `{command: string, workdir?, timeout_ms?, login?}` ↔ opencode `bash`
     /// (offered instead of `shell` for gpt-5 models).
     CodexShellCommand,
+    /// Codex (Responses) `exec_command` `{cmd, workdir?, yield_time_ms?, …}` ↔ opencode `bash`.
+    CodexExecCommand,
+    /// Codex (Responses) freeform `apply_patch` `{input: patch}` ↔ opencode `edit` / `write`.
+    CodexApplyPatch,
+    /// Top-level fields renamed by the `fields` table, and only those kept (both ways).
+    Only,
+    /// Claude Code `Bash` ↔ opencode `bash` (see `claude_code`).
+    ClaudeBash,
+    /// Claude Code `TodoWrite` ↔ opencode `todowrite`.
+    ClaudeTodoWrite,
+    /// Claude Code `WebFetch` ↔ opencode `webfetch`.
+    ClaudeWebFetch,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -38,6 +52,22 @@ pub struct Alias {
     /// For `converter = "fields"`: client field → opencode field.
     #[serde(default)]
     pub fields: std::collections::BTreeMap<String, String>,
+}
+
+impl Alias {
+    /// The `fields` table as (from, to) pairs, toward opencode or back toward the client.
+    fn renames(&self, to_opencode: bool) -> Vec<(&str, &str)> {
+        self.fields
+            .iter()
+            .map(|(c, o)| {
+                if to_opencode {
+                    (c.as_str(), o.as_str())
+                } else {
+                    (o.as_str(), c.as_str())
+                }
+            })
+            .collect()
+    }
 }
 
 fn identity_converter() -> Converter {
@@ -88,6 +118,28 @@ impl Profile {
         }
     }
 
+    /// Codex CLI 0.95+ on the Responses front: `exec_command` and the freeform `apply_patch`.
+    /// No User-Agent of its own: the Responses front names it (`Inbound::client_profile`).
+    pub fn codex_responses() -> Self {
+        let alias = |client: &str, opencode: &str, converter| Alias {
+            client: client.into(),
+            opencode: opencode.into(),
+            converter,
+            fields: std::collections::BTreeMap::new(),
+        };
+        Self {
+            name: "codex-responses".into(),
+            user_agents: Vec::new(),
+            unwrap_output_json: true,
+            aliases: vec![
+                alias("exec_command", "bash", Converter::CodexExecCommand),
+                alias("apply_patch", "edit", Converter::CodexApplyPatch),
+                alias("apply_patch", "write", Converter::CodexApplyPatch),
+                alias("update_plan", "todowrite", Converter::CodexUpdatePlan),
+            ],
+        }
+    }
+
     pub fn is_identity(&self) -> bool {
         self.aliases.is_empty() && !self.unwrap_output_json
     }
@@ -110,12 +162,32 @@ impl Profile {
             .map_or(client_tool, |a| a.opencode.as_str())
     }
 
+    /// Every opencode tool a client tool stands for (`apply_patch` is both `edit` and `write`);
+    /// itself when unmapped.
+    pub fn opencode_names<'a>(&'a self, client_tool: &'a str) -> Vec<&'a str> {
+        let names: Vec<&str> = self
+            .aliases
+            .iter()
+            .filter(|a| a.client == client_tool)
+            .map(|a| a.opencode.as_str())
+            .collect();
+        if names.is_empty() {
+            vec![client_tool]
+        } else {
+            names
+        }
+    }
+
     /// A call from the client's history in opencode's terms: (name, arguments text). Arguments
     /// that do not translate are kept as they are.
     pub fn call_to_opencode(&self, client_tool: &str, arguments: &str) -> (String, String) {
         let Some(alias) = self.by_client(client_tool) else {
             return (client_tool.to_owned(), arguments.to_owned());
         };
+        if alias.converter == Converter::CodexApplyPatch {
+            // The patch decides the tool: `write`, `edit`, or `bash` running it.
+            return codex_responses::patch_to_opencode(arguments);
+        }
         let translated = parse_object(arguments).and_then(|args| match alias.converter {
             Converter::Identity => Some(Value::Object(args)),
             Converter::Fields => {
@@ -128,6 +200,12 @@ impl Profile {
             }
             Converter::CodexShell | Converter::CodexShellCommand => shell_to_bash(&args),
             Converter::CodexUpdatePlan => plan_to_todos(&args),
+            Converter::CodexExecCommand => codex_responses::exec_to_bash(&args),
+            Converter::CodexApplyPatch => None,
+            Converter::Only => Some(keep_fields(&args, &alias.renames(true))),
+            Converter::ClaudeBash => claude_code::bash_to_opencode(&args),
+            Converter::ClaudeTodoWrite => claude_code::todos_to_opencode(&args),
+            Converter::ClaudeWebFetch => claude_code::webfetch_to_opencode(&args),
         });
         (
             alias.opencode.clone(),
@@ -158,12 +236,26 @@ impl Profile {
             Converter::CodexShell => bash_to_shell(&args)?,
             Converter::CodexShellCommand => bash_to_shell_command(&args)?,
             Converter::CodexUpdatePlan => todos_to_plan(&args)?,
+            Converter::CodexExecCommand => codex_responses::bash_to_exec(&args)?,
+            Converter::CodexApplyPatch => codex_responses::opencode_to_patch(opencode_tool, &args)?,
+            Converter::Only => keep_fields(&args, &alias.renames(false)),
+            Converter::ClaudeBash => claude_code::bash_to_client(&args)?,
+            Converter::ClaudeTodoWrite => claude_code::todos_to_client(&args)?,
+            Converter::ClaudeWebFetch => claude_code::webfetch_to_client(&args)?,
         };
         Some((alias.client.clone(), translated.to_string()))
     }
 
     /// A tool result from the client's history, as opencode's tools return it.
-    pub fn output_to_opencode(&self, _client_tool: &str, text: &str) -> String {
+    pub fn output_to_opencode(&self, client_tool: &str, text: &str) -> String {
+        let reduced = match self.by_client(client_tool).map(|a| a.converter) {
+            Some(Converter::CodexExecCommand) => codex_responses::exec_output(text),
+            Some(Converter::CodexApplyPatch) => codex_responses::patch_output(text),
+            _ => None,
+        };
+        if let Some(reduced) = reduced {
+            return reduced;
+        }
         if self.unwrap_output_json
             && let Some(Value::String(output)) =
                 parse_object(text).and_then(|mut o| o.remove("output"))
@@ -224,6 +316,17 @@ fn rename_fields(args: Map<String, Value>, renames: &[(&str, &str)]) -> Value {
             .find(|(from, _)| *from == key)
             .map_or(key, |(_, to)| (*to).to_owned());
         out.insert(renamed, value);
+    }
+    Value::Object(out)
+}
+
+/// The fields named in `renames` (from → to), renamed, in the order they came; others dropped.
+fn keep_fields(args: &Map<String, Value>, renames: &[(&str, &str)]) -> Value {
+    let mut out = Map::new();
+    for (key, value) in args {
+        if let Some((_, to)) = renames.iter().find(|(from, _)| from == key) {
+            out.insert((*to).to_owned(), value.clone());
+        }
     }
     Value::Object(out)
 }
@@ -331,7 +434,12 @@ pub enum ProfileError {
 impl Profiles {
     /// The built-in profiles plus one per file (a file may replace a built-in of the same name).
     pub fn load(files: &[std::path::PathBuf]) -> Result<Self, ProfileError> {
-        let mut profiles = vec![Arc::new(Profile::identity()), Arc::new(Profile::codex())];
+        let mut profiles = vec![
+            Arc::new(Profile::identity()),
+            Arc::new(Profile::codex()),
+            Arc::new(Profile::codex_responses()),
+            Arc::new(Profile::claude_code()),
+        ];
         for path in files {
             let shown = path.display().to_string();
             let text = std::fs::read_to_string(path).map_err(|e| ProfileError::File {
@@ -342,11 +450,9 @@ impl Profiles {
                 path: shown.clone(),
                 message: e.to_string(),
             })?;
-            if let Some(alias) = profile
-                .aliases
-                .iter()
-                .find(|a| a.converter == Converter::Fields && a.fields.is_empty())
-            {
+            if let Some(alias) = profile.aliases.iter().find(|a| {
+                matches!(a.converter, Converter::Fields | Converter::Only) && a.fields.is_empty()
+            }) {
                 return Err(ProfileError::File {
                     path: shown,
                     message: format!(
@@ -613,7 +719,8 @@ mod tests {
         );
         let err = detect(&[("x-harness-client", "vim")]).expect_err("unknown profile");
         assert!(
-            err.to_string().contains("known profiles: opencode, codex"),
+            err.to_string()
+                .contains("known profiles: opencode, codex, codex-responses"),
             "{err}"
         );
     }

@@ -8,7 +8,7 @@
 
 /// Recognisers whose text must "wrap" between two markers: after trimming, it starts with
 /// the first and ends with the second, both compared ASCII-case-insensitively.
-const WRAPPING_MARKERS: [(&str, &str); 8] = [
+const WRAPPING_MARKERS: [(&str, &str); 9] = [
     ("# AGENTS.md instructions", "</INSTRUCTIONS>"),
     ("<environment_context>", "</environment_context>"),
     ("<skill>", "</skill>"),
@@ -17,6 +17,8 @@ const WRAPPING_MARKERS: [(&str, &str); 8] = [
     ("<subagent_notification>", "</subagent_notification>"),
     ("<cron-fire", "</cron-fire>"),
     ("<recommended_plugins>", "</recommended_plugins>"),
+    // Claude Code's reminders (CLAUDE.md contents, date, todo state) sent as user text blocks.
+    ("<system-reminder>", "</system-reminder>"),
 ];
 
 const ADDITIONAL_CONTEXT_OPEN: &str = "<external_";
@@ -44,7 +46,8 @@ pub fn is_contextual<'a>(parts: impl IntoIterator<Item = &'a str>) -> bool {
     parts.into_iter().any(is_contextual_text)
 }
 
-/// Whether one text part matches any of the twelve recognisers of spec §2.2.
+/// Whether one text part matches any of the twelve recognisers of spec §2.2 (or Claude Code's
+/// `<system-reminder>`).
 #[must_use]
 pub fn is_contextual_text(text: &str) -> bool {
     let trimmed = text.trim();

@@ -8,7 +8,6 @@ use super::aliases::Profile;
 use super::args::reserialize_arguments;
 use super::body::{OutCall, OutFunction, OutMessage};
 use super::contextual::is_contextual;
-use super::instructions::is_project_memory;
 use super::quote::quote_prompt;
 use crate::api::chat::{Content, Message, Role};
 use crate::config::HistoryMode;
@@ -19,9 +18,6 @@ pub struct HistoryOptions<'a> {
     pub mode: HistoryMode,
     /// JSON-quote user text (main flavour only).
     pub quote_user: bool,
-    /// Project instructions go to the system prompt: Claude Code's project-memory reminder
-    /// leaves the user's text (Codex's blocks are contextual and skipped in any case).
-    pub carry_instructions: bool,
     pub profile: &'a Profile,
 }
 
@@ -52,23 +48,7 @@ pub fn convert(messages: &[Message], options: &HistoryOptions<'_>) -> Vec<OutMes
                 if is_contextual(message.text_parts()) {
                     continue;
                 }
-                let text = if options.carry_instructions {
-                    let parts = message.text_parts();
-                    if parts.iter().any(|p| is_project_memory(p)) {
-                        let words: Vec<&str> = parts
-                            .into_iter()
-                            .filter(|p| !is_project_memory(p))
-                            .collect();
-                        if words.is_empty() {
-                            continue;
-                        }
-                        std::borrow::Cow::Owned(words.concat())
-                    } else {
-                        message.text()
-                    }
-                } else {
-                    message.text()
-                };
+                let text = message.text();
                 c.discard();
                 let content = if options.quote_user {
                     quote_prompt(&text)

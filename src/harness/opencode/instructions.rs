@@ -4,9 +4,11 @@
 //! Recognised forms: Codex's `# AGENTS.md instructions for <dir>` user block, Codex's
 //! `<environment_context>` (kept verbatim: opencode has no such block), Claude Code's
 //! project-memory `<system-reminder>` (`Contents of <path> (… instructions …):`), the
-//! `Instructions from:` blocks of an opencode client's own system prompt, and any other client
-//! system prompt (kept verbatim, last, as opencode places a caller's own system text).
-//! Pure text work; which messages the history keeps is `history`'s business.
+//! `Instructions from:` blocks of an opencode client's own system prompt, and a plain client's
+//! system prompt (kept verbatim, last, as opencode places a caller's own system text; a known
+//! agent's — Codex, Claude Code — is its persona, replaced by opencode's as in the reference).
+//! Pure text work; which messages the history keeps is `history`'s business (Claude Code's
+//! reminders and Codex's blocks are contextual there, so they never reach the user's words).
 
 use crate::api::chat::{Message, Role};
 
@@ -59,10 +61,12 @@ impl Carried {
 }
 
 /// Collects the instructions of `messages`. `flavour_markers` are system texts that select a
-/// flavour (the search-agent prompt, the task-agent marker): they are never carried.
-pub fn collect(messages: &[Message], flavour_markers: &[&str]) -> Carried {
+/// flavour (the search-agent prompt, the task-agent marker): they are never carried; nor is any
+/// other system text unless `client_system` (a known agent's system prompt is its own persona).
+pub fn collect(messages: &[Message], flavour_markers: &[&str], client_system: bool) -> Carried {
+    let keep_system = client_system;
     let mut carried = Carried::default();
-    let mut client_system: Vec<String> = Vec::new();
+    let mut system_texts: Vec<String> = Vec::new();
     for message in messages {
         match message.role {
             Role::User => {
@@ -78,15 +82,15 @@ pub fn collect(messages: &[Message], flavour_markers: &[&str]) -> Carried {
                 }
                 if trimmed.contains(OPENCODE_ENV) {
                     carried.blocks.extend(opencode_blocks(&text));
-                } else {
-                    client_system.push(trimmed.to_owned());
+                } else if keep_system {
+                    system_texts.push(trimmed.to_owned());
                 }
             }
             _ => {}
         }
     }
-    if !client_system.is_empty() {
-        carried.client_system = Some(client_system.join("\n"));
+    if !system_texts.is_empty() {
+        carried.client_system = Some(system_texts.join("\n"));
     }
     carried
 }
@@ -113,12 +117,6 @@ fn agents_block(trimmed: &str) -> Option<String> {
     let text = text.strip_suffix('\n').unwrap_or(text);
     let dir = dir.trim().trim_end_matches('/');
     Some(format!("{OPENCODE_INSTRUCTIONS}{dir}/AGENTS.md\n{text}"))
-}
-
-/// Whether a user text part is Claude Code's project-memory reminder (it is carried, so the
-/// history leaves it out of the user's words).
-pub fn is_project_memory(part: &str) -> bool {
-    !project_memory(part.trim()).is_empty()
 }
 
 /// Each `Contents of <path> (… instructions …):\n\n<text>` of a `<system-reminder>`.
@@ -219,10 +217,10 @@ mod tests {
                 "Instructions from: /home/u/.claude/CLAUDE.md\nNo emojis."
             ]
         );
-        assert!(is_project_memory(reminder));
-        assert!(!is_project_memory(
-            "<system-reminder>\nThe todo list is empty.\n</system-reminder>"
-        ));
+        assert!(
+            project_memory("<system-reminder>\nThe todo list is empty.\n</system-reminder>")
+                .is_empty()
+        );
     }
 
     #[test]

@@ -5,6 +5,8 @@
 pub mod aliases;
 pub mod args;
 pub mod body;
+pub mod claude_code;
+pub mod codex_responses;
 pub mod contextual;
 pub mod env;
 pub mod flavour;
@@ -114,13 +116,14 @@ impl Opencode {
     /// A client's own title request (its system prompt is the title prompt): facts naming the
     /// text being titled, its last user message.
     pub fn title_request(&self, request: &ChatRequest) -> Option<ConversationFacts> {
-        let is_title = request.messages.iter().any(|m| {
-            m.role == Role::System && {
-                let text = m.text();
-                let text = text.trim_start();
-                text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
-            }
-        });
+        let is_title = is_codex_title_request(request)
+            || request.messages.iter().any(|m| {
+                m.role == Role::System && {
+                    let text = m.text();
+                    let text = text.trim_start();
+                    text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
+                }
+            });
         is_title.then(|| ConversationFacts {
             model: request.model.clone(),
             initial_turn: false,
@@ -192,9 +195,12 @@ impl Opencode {
         let (model_name, model_id) = self.identity.render(&request.model);
         let carry = self.config.instructions == InstructionsMode::Carry;
         let (blocks, tail) = if carry {
+            // A known agent's own system prompt is its persona, which opencode's replaces (as
+            // the reference does); a plain client's is what its user asked for.
             instructions::collect(
                 &request.messages,
                 &[&self.search_prompt, flavour::TASK_AGENT_MARKER],
+                profile.is_identity(),
             )
             .render()
         } else {
@@ -214,7 +220,6 @@ impl Opencode {
             &HistoryOptions {
                 mode: self.config.history,
                 quote_user: flavour.quotes_user_text(),
-                carry_instructions: carry,
                 profile: &profile,
             },
         ));
@@ -268,6 +273,20 @@ impl Opencode {
     }
 }
 
+/// Codex's own title request (agents-wire.md: `tools: []`, a JSON-schema answer format named
+/// `codex_output_schema`), as the Responses front translates it.
+fn is_codex_title_request(request: &ChatRequest) -> bool {
+    request.tools.as_ref().is_none_or(Vec::is_empty)
+        && request
+            .extra
+            .get("response_format")
+            .and_then(|f| f.pointer("/json_schema/name"))
+            .and_then(serde_json::Value::as_str)
+            == Some(CODEX_TITLE_SCHEMA)
+}
+
+const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";
+
 /// Parses a Chat Completions body, saying where it is broken.
 pub fn parse_request(body: &[u8]) -> Result<ChatRequest, HarnessError> {
     // Path tracking costs on every element, so only a failed parse is repeated with it.
@@ -287,7 +306,10 @@ fn describe_parse_error(body: &[u8]) -> HarnessError {
     };
     let path = err.path().to_string();
     let inner = err.into_inner();
-    if inner.is_syntax() || inner.is_eof() {
+    // serde_json reports some type mismatches as syntax (`{"role":1}` where an enum is expected
+    // says "expected value"), so only a body that is not JSON at all is `invalid_json`.
+    let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
+    if (inner.is_syntax() || inner.is_eof()) && !is_json {
         HarnessError::InvalidJson(format!("request body is not valid JSON: {inner}"))
     } else {
         HarnessError::Invalid {

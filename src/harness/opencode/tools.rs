@@ -158,15 +158,21 @@ impl Catalog {
         let mut client_kept: Vec<Cow<'a, RawValue>> = Vec::new();
         for def in client_tools {
             let Some(name) = def.name() else { continue };
-            let opencode = profile.opencode_name(name);
-            if self.is_canonical(opencode) {
-                if flavour.allows(opencode) {
-                    wanted.push(opencode);
+            let opencode: Vec<&str> = profile
+                .opencode_names(name)
+                .into_iter()
+                .filter(|o| self.is_canonical(o))
+                .collect();
+            if !opencode.is_empty() {
+                let allowed: Vec<&str> =
+                    opencode.into_iter().filter(|o| flavour.allows(o)).collect();
+                if allowed.is_empty() {
+                    dropped.push(name.to_owned());
+                } else {
+                    wanted.extend(allowed);
                     if policy == ToolsPolicy::Client {
                         client_kept.extend(to_raw(def));
                     }
-                } else {
-                    dropped.push(name.to_owned());
                 }
             } else {
                 let keep = match (name, request_user_input) {

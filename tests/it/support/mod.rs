@@ -2,6 +2,7 @@
 
 pub mod binary;
 pub mod fake_upstream;
+pub mod raw;
 pub mod sse;
 
 use std::net::SocketAddr;

@@ -1,0 +1,111 @@
+//! Anthropic's error shape `{"type":"error","error":{"type","message"}}`: the error type for a
+//! status, and any error body (the proxy's own OpenAI-shaped one or an upstream's) reshaped into
+//! it. Pure; the route layer that applies it lives in `routes::messages`.
+
+use serde_json::{Value, json};
+
+/// Anthropic's error type for an HTTP status.
+pub fn error_type(status: u16) -> &'static str {
+    match status {
+        401 => "authentication_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        503 | 529 => "overloaded_error",
+        400..=499 => "invalid_request_error",
+        _ => "api_error",
+    }
+}
+
+/// The error type for an error met mid-stream, from its code.
+pub fn error_type_for_code(code: &str) -> &'static str {
+    if code.contains("rate_limit") {
+        "rate_limit_error"
+    } else if code.contains("overloaded") {
+        "overloaded_error"
+    } else {
+        "api_error"
+    }
+}
+
+/// Whether a body already has Anthropic's error shape (a Messages upstream's, passed through).
+pub fn is_anthropic_error(body: &Value) -> bool {
+    body.get("type").and_then(Value::as_str) == Some("error") && body.get("error").is_some()
+}
+
+/// An error body in Anthropic's shape for `status`, keeping the message of the original body
+/// (OpenAI `{"error":{"message"}}`, a bare `{"message"}`, or text).
+pub fn reshape(status: u16, body: &[u8]) -> Vec<u8> {
+    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    if let Some(parsed) = parsed.as_ref().filter(|b| is_anthropic_error(b)) {
+        return parsed.to_string().into_bytes();
+    }
+    let message = parsed
+        .as_ref()
+        .and_then(|b| {
+            b.pointer("/error/message")
+                .or_else(|| b.get("message"))
+                .or_else(|| b.get("error").filter(|e| e.is_string()))
+        })
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| {
+            let text = String::from_utf8_lossy(body).trim().to_owned();
+            (!text.is_empty() && parsed.is_none()).then_some(text)
+        })
+        .unwrap_or_else(|| format!("the upstream answered {status}"));
+    body_for(error_type(status), &message).into_bytes()
+}
+
+pub fn body_for(kind: &str, message: &str) -> String {
+    json!({"type": "error", "error": {"type": kind, "message": message}}).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn openai_errors_take_anthropic_shape_with_their_message() {
+        let openai = br#"{"error":{"message":"slow down","type":"rate_limit_exceeded","param":null,"code":"rate_limited"}}"#;
+        let out: Value = serde_json::from_slice(&reshape(429, openai)).expect("json");
+        assert_eq!(
+            out,
+            json!({"type": "error", "error": {"type": "rate_limit_error", "message": "slow down"}})
+        );
+        let out: Value = serde_json::from_slice(&reshape(502, b"Bad Gateway")).expect("json");
+        assert_eq!(
+            out,
+            json!({"type": "error", "error": {"type": "api_error", "message": "Bad Gateway"}})
+        );
+        let out: Value = serde_json::from_slice(&reshape(500, b"")).expect("json");
+        assert_eq!(out["error"]["message"], "the upstream answered 500");
+    }
+
+    #[test]
+    fn anthropic_errors_pass_unchanged() {
+        let body = json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}});
+        let out: Value =
+            serde_json::from_slice(&reshape(529, body.to_string().as_bytes())).expect("json");
+        assert_eq!(out, body);
+    }
+
+    #[test]
+    fn statuses_map_to_the_documented_types() {
+        for (status, kind) in [
+            (400, "invalid_request_error"),
+            (401, "authentication_error"),
+            (403, "permission_error"),
+            (404, "not_found_error"),
+            (405, "invalid_request_error"),
+            (413, "request_too_large"),
+            (429, "rate_limit_error"),
+            (500, "api_error"),
+            (502, "api_error"),
+            (529, "overloaded_error"),
+        ] {
+            assert_eq!(error_type(status), kind, "{status}");
+        }
+    }
+}

@@ -1,0 +1,75 @@
+//! Anthropic Messages (`/v1/messages`, Claude Code's protocol): `request` turns a Messages
+//! request into a Chat Completions one, `render` turns the answer events back into Messages SSE
+//! or one `message` JSON, `error` owns Anthropic's error shape, `tokens` the `count_tokens`
+//! estimate. Pure and synchronous.
+
+pub mod error;
+pub mod render;
+pub mod request;
+pub mod tokens;
+
+use bytes::Bytes;
+use http::HeaderMap;
+
+use self::render::MessagesRenderer;
+use self::request::MessagesRequest;
+use super::Inbound;
+use crate::error::ProxyError;
+
+/// The client profile Messages clients get unless they name one: Claude Code's tool dialect.
+pub const CLIENT_PROFILE: &str = "claude-code";
+
+/// The `ParseFn` of the Messages front.
+pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> {
+    let request = read(body)?;
+    let renderer = MessagesRenderer::new(
+        format!("msg_{}", uuid::Uuid::new_v4().simple()),
+        request.model.clone(),
+    );
+    let converted = request.into_chat();
+    let client_stream = converted.chat.wants_stream();
+    let chat_body =
+        serde_json::to_vec(&converted.chat).map_err(|e| ProxyError::Internal(e.to_string()))?;
+    Ok(Inbound {
+        chat_body: Bytes::from(chat_body),
+        client_stream,
+        renderer: Box::new(renderer),
+        dropped_tools: converted.dropped_tools,
+        client_profile: Some(CLIENT_PROFILE),
+        // The route turns `metadata.user_id`'s session into the session header before parsing.
+        conversation_key: None,
+    })
+}
+
+/// Reads a Messages request, saying where it is broken. Unknown fields are ignored.
+pub fn read(body: &[u8]) -> Result<MessagesRequest, ProxyError> {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ProxyError::InvalidJson(format!("request body is not valid JSON: {inner}"))
+        } else {
+            ProxyError::InvalidRequest {
+                message: format!("invalid messages request at `{path}`: {inner}"),
+                param: None,
+                code: "invalid_request",
+            }
+        }
+    })
+}
+
+/// The conversation id a Messages body carries in `metadata.user_id` (Claude Code: a JSON text
+/// with `session_id`), for a client that sent no session header. Cheap enough to run on every
+/// request: only `metadata` is kept, everything else is skipped.
+pub fn session_id(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct OnlyMetadata {
+        metadata: Option<request::Metadata>,
+    }
+    let only: OnlyMetadata = serde_json::from_slice(body).ok()?;
+    only.metadata?.session_id()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,276 @@
+//! Answer events → Anthropic Messages: the SSE stream (`message_start`, per block
+//! `content_block_start` → deltas → `content_block_stop`, `message_delta`, `message_stop`) or, for
+//! a client that did not stream, the one `message` JSON.
+//!
+//! Claude Code silently loses a block that is never stopped, so every opened block is stopped
+//! before the next one starts and before `message_delta`.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::error::error_type_for_code;
+use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
+
+/// What a thinking block is signed with: the upstream's reasoning carries no signature, and
+/// Claude Code only echoes it back (the proxy never sends thinking upstream).
+pub const THINKING_SIGNATURE: &str = "harness-proxy";
+
+/// The block being streamed.
+enum Open {
+    Text,
+    Thinking,
+    Tool { index: u32, has_arguments: bool },
+}
+
+/// One finished (or growing) content block, for the JSON answer.
+enum Whole {
+    Text(String),
+    Thinking(String),
+    Tool {
+        id: String,
+        name: String,
+        arguments: String,
+    },
+}
+
+pub struct MessagesRenderer {
+    id: String,
+    model: String,
+    open: Option<Open>,
+    /// Blocks started so far (the next block's index).
+    blocks: usize,
+    whole: Vec<Whole>,
+    stop_reason: Option<&'static str>,
+    usage: Usage,
+    failed: Option<AnswerFailed>,
+}
+
+impl MessagesRenderer {
+    /// `id` is the message id (`msg_…`), `model` the model the client asked for.
+    pub fn new(id: String, model: String) -> Self {
+        Self {
+            id,
+            model,
+            open: None,
+            blocks: 0,
+            whole: Vec::new(),
+            stop_reason: None,
+            usage: Usage::default(),
+            failed: None,
+        }
+    }
+
+    fn close(&mut self, out: &mut Vec<Bytes>) {
+        let Some(open) = self.open.take() else {
+            return;
+        };
+        let index = self.blocks - 1;
+        match open {
+            Open::Thinking => out.push(event(
+                "content_block_delta",
+                &json!({"type": "content_block_delta", "index": index,
+                    "delta": {"type": "signature_delta", "signature": THINKING_SIGNATURE}}),
+            )),
+            // A call without arguments still needs a parsable input.
+            Open::Tool {
+                has_arguments: false,
+                ..
+            } => {
+                out.push(json_delta(index, "{}"));
+                if let Some(Whole::Tool { arguments, .. }) = self.whole.last_mut() {
+                    arguments.push_str("{}");
+                }
+            }
+            Open::Text | Open::Tool { .. } => {}
+        }
+        out.push(event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+
+    fn open(&mut self, open: Open, block: &Value, whole: Whole, out: &mut Vec<Bytes>) {
+        self.close(out);
+        out.push(event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": self.blocks, "content_block": block}),
+        ));
+        self.blocks += 1;
+        self.open = Some(open);
+        self.whole.push(whole);
+    }
+
+    fn usage_json(&self) -> Value {
+        json!({
+            "input_tokens": self.usage.input_tokens.saturating_sub(self.usage.cached_input_tokens),
+            "cache_creation_input_tokens": 0,
+            "cache_read_input_tokens": self.usage.cached_input_tokens,
+            "output_tokens": self.usage.output_tokens,
+        })
+    }
+}
+
+fn event(name: &str, data: &Value) -> Bytes {
+    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+}
+
+fn json_delta(index: usize, partial: &str) -> Bytes {
+    event(
+        "content_block_delta",
+        &json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "input_json_delta", "partial_json": partial}}),
+    )
+}
+
+/// Chat Completions finish reasons in Anthropic's words.
+pub fn stop_reason(reason: &FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Length => "max_tokens",
+        FinishReason::ToolCalls => "tool_use",
+        FinishReason::ContentFilter => "refusal",
+        FinishReason::Stop | FinishReason::Other(_) => "end_turn",
+    }
+}
+
+impl Renderer for MessagesRenderer {
+    fn start(&mut self, out: &mut Vec<Bytes>) {
+        out.push(event(
+            "message_start",
+            &json!({"type": "message_start", "message": {
+                "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+                "content": [], "stop_reason": null, "stop_sequence": null,
+                "usage": {"input_tokens": 0, "output_tokens": 0},
+            }}),
+        ));
+    }
+
+    fn event(&mut self, answer: AnswerEvent, out: &mut Vec<Bytes>) {
+        match answer {
+            AnswerEvent::Text(text) => {
+                if !matches!(self.open, Some(Open::Text)) {
+                    self.open(
+                        Open::Text,
+                        &json!({"type": "text", "text": ""}),
+                        Whole::Text(String::new()),
+                        out,
+                    );
+                }
+                out.push(event(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": self.blocks - 1,
+                        "delta": {"type": "text_delta", "text": text}}),
+                ));
+                if let Some(Whole::Text(whole)) = self.whole.last_mut() {
+                    whole.push_str(&text);
+                }
+            }
+            AnswerEvent::Reasoning(text) => {
+                if !matches!(self.open, Some(Open::Thinking)) {
+                    self.open(
+                        Open::Thinking,
+                        &json!({"type": "thinking", "thinking": "", "signature": ""}),
+                        Whole::Thinking(String::new()),
+                        out,
+                    );
+                }
+                out.push(event(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": self.blocks - 1,
+                        "delta": {"type": "thinking_delta", "thinking": text}}),
+                ));
+                if let Some(Whole::Thinking(whole)) = self.whole.last_mut() {
+                    whole.push_str(&text);
+                }
+            }
+            AnswerEvent::ToolCallStart { index, id, name } => self.open(
+                Open::Tool {
+                    index,
+                    has_arguments: false,
+                },
+                &json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                Whole::Tool {
+                    id,
+                    name,
+                    arguments: String::new(),
+                },
+                out,
+            ),
+            AnswerEvent::ToolCallArguments { index, delta } => {
+                if let Some(Open::Tool {
+                    index: open,
+                    has_arguments,
+                }) = self.open.as_mut()
+                    && *open == index
+                {
+                    *has_arguments = true;
+                    out.push(json_delta(self.blocks - 1, &delta));
+                    if let Some(Whole::Tool { arguments, .. }) = self.whole.last_mut() {
+                        arguments.push_str(&delta);
+                    }
+                }
+            }
+            AnswerEvent::ToolCallEnd { index } => {
+                if matches!(self.open, Some(Open::Tool { index: open, .. }) if open == index) {
+                    self.close(out);
+                }
+            }
+            AnswerEvent::Finish { reason, usage } => {
+                self.close(out);
+                let stop = stop_reason(&reason);
+                self.stop_reason = Some(stop);
+                self.usage = usage.unwrap_or_default();
+                out.push(event(
+                    "message_delta",
+                    &json!({"type": "message_delta",
+                        "delta": {"stop_reason": stop, "stop_sequence": null},
+                        "usage": self.usage_json()}),
+                ));
+                out.push(event("message_stop", &json!({"type": "message_stop"})));
+            }
+            AnswerEvent::Error { message, code } => {
+                out.push(event(
+                    "error",
+                    &json!({"type": "error", "error": {
+                        "type": error_type_for_code(&code), "message": message}}),
+                ));
+                self.failed = Some(AnswerFailed { message, code });
+            }
+        }
+    }
+
+    fn keepalive(&self) -> Option<Bytes> {
+        Some(event("ping", &json!({"type": "ping"})))
+    }
+
+    fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed> {
+        if let Some(failed) = self.failed {
+            return Err(failed);
+        }
+        let content: Vec<Value> = self
+            .whole
+            .iter()
+            .map(|block| match block {
+                Whole::Text(text) => json!({"type": "text", "text": text}),
+                Whole::Thinking(thinking) => json!({"type": "thinking", "thinking": thinking,
+                    "signature": THINKING_SIGNATURE}),
+                Whole::Tool {
+                    id,
+                    name,
+                    arguments,
+                } => json!({"type": "tool_use", "id": id, "name": name,
+                    "input": serde_json::from_str::<Value>(arguments)
+                        .ok()
+                        .filter(Value::is_object)
+                        .unwrap_or_else(|| json!({}))}),
+            })
+            .collect();
+        let body = json!({
+            "id": self.id, "type": "message", "role": "assistant", "model": self.model,
+            "content": content,
+            "stop_reason": self.stop_reason.unwrap_or("end_turn"),
+            "stop_sequence": null,
+            "usage": self.usage_json(),
+        });
+        Ok(Bytes::from(body.to_string()))
+    }
+}

@@ -1,0 +1,79 @@
+//! One Responses output item as the renderer builds it (message, reasoning, function call, custom
+//! tool call) and its JSON form, as `output_item.added`/`done` and `response.output` carry it.
+
+use serde_json::{Value, json};
+
+pub const IN_PROGRESS: &str = "in_progress";
+
+#[derive(Debug)]
+pub enum Kind {
+    Message,
+    Reasoning,
+    Function {
+        call_id: String,
+        name: String,
+        namespace: Option<String>,
+    },
+    Custom {
+        call_id: String,
+        name: String,
+    },
+}
+
+#[derive(Debug)]
+pub struct Item {
+    pub id: String,
+    pub kind: Kind,
+    /// Text, reasoning summary, function arguments, or the custom call's raw `{"input":…}` JSON.
+    pub text: String,
+    pub done: bool,
+}
+
+impl Item {
+    /// The custom call's input: the `input` string of its arguments, else the arguments as sent.
+    pub fn custom_input(&self) -> String {
+        match serde_json::from_str::<Value>(&self.text) {
+            Ok(Value::Object(mut args)) => match args.remove("input") {
+                Some(Value::String(input)) => input,
+                _ => self.text.clone(),
+            },
+            _ => self.text.clone(),
+        }
+    }
+
+    pub fn to_json(&self, status: &str) -> Value {
+        match &self.kind {
+            // An item just added has no content part yet (`content_part.added` follows).
+            Kind::Message if status == IN_PROGRESS => json!({
+                "type": "message", "id": self.id, "status": status, "role": "assistant",
+                "content": [],
+            }),
+            Kind::Message => json!({
+                "type": "message", "id": self.id, "status": status, "role": "assistant",
+                "content": [{"type": "output_text", "text": self.text, "annotations": []}],
+            }),
+            Kind::Reasoning => json!({
+                "type": "reasoning", "id": self.id,
+                "summary": [{"type": "summary_text", "text": self.text}],
+            }),
+            Kind::Function {
+                call_id,
+                name,
+                namespace,
+            } => {
+                let mut item = json!({
+                    "type": "function_call", "id": self.id, "status": status,
+                    "call_id": call_id, "name": name, "arguments": self.text,
+                });
+                if let Some(namespace) = namespace {
+                    item["namespace"] = json!(namespace);
+                }
+                item
+            }
+            Kind::Custom { call_id, name } => json!({
+                "type": "custom_tool_call", "id": self.id, "status": status,
+                "call_id": call_id, "name": name, "input": self.custom_input(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,393 @@
+//! Answer events → Responses SSE (`event:` + `data:` lines, growing `sequence_number`) or one
+//! `response` object.
+//!
+//! Stream order, as Codex needs it: `response.created`, `response.in_progress`; per output item
+//! `response.output_item.added`, its deltas (text inside `content_part.added`/`done`), its
+//! `…done` events and `response.output_item.done` with the whole item (without it Codex shows an
+//! empty answer and runs no tool); then `response.completed` (or `response.incomplete`) with the
+//! response id, output and usage. A failed answer ends with `response.failed`.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::Stamp;
+use super::item::{IN_PROGRESS, Item, Kind};
+use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
+use crate::sse::named_event;
+
+/// What the request said about its tools, for rendering calls to them.
+#[derive(Debug, Default, Clone)]
+pub struct ToolKinds {
+    /// Custom (freeform) tools: a call is a `custom_tool_call` whose `input` is the string the
+    /// chat function got as `{"input": …}`.
+    pub custom: Vec<String>,
+    /// Functions flattened out of a namespace: (name, namespace).
+    pub namespaced: Vec<(String, String)>,
+}
+
+pub struct ResponseRenderer {
+    stamp: Stamp,
+    model: String,
+    tools: ToolKinds,
+    sequence: u64,
+    items: Vec<Item>,
+    /// Index in `items` of the open message / reasoning item.
+    open_message: Option<usize>,
+    open_reasoning: Option<usize>,
+    /// Upstream call index → index in `items`.
+    calls: Vec<(u32, usize)>,
+    end: Option<End>,
+}
+
+#[derive(Debug)]
+enum End {
+    Finished {
+        reason: FinishReason,
+        usage: Option<Usage>,
+    },
+    Failed(AnswerFailed),
+}
+
+impl ResponseRenderer {
+    pub fn new(stamp: Stamp, model: String, tools: ToolKinds) -> Self {
+        Self {
+            stamp,
+            model,
+            tools,
+            sequence: 0,
+            items: Vec::new(),
+            open_message: None,
+            open_reasoning: None,
+            calls: Vec::new(),
+            end: None,
+        }
+    }
+
+    fn emit(&mut self, kind: &str, mut payload: Value, out: &mut Vec<Bytes>) {
+        payload["type"] = json!(kind);
+        payload["sequence_number"] = json!(self.sequence);
+        self.sequence += 1;
+        out.push(named_event(kind, &payload.to_string()));
+    }
+
+    fn item_id(&self, prefix: &str) -> String {
+        let tail = self
+            .stamp
+            .id
+            .strip_prefix("resp_")
+            .unwrap_or(&self.stamp.id);
+        format!("{prefix}_{tail}_{}", self.items.len())
+    }
+
+    /// The `response` object as it stands.
+    fn response(&self, status: &str) -> Value {
+        let output: Vec<Value> = self
+            .items
+            .iter()
+            .filter(|i| i.done)
+            .map(|i| i.to_json("completed"))
+            .collect();
+        let mut response = json!({
+            "id": self.stamp.id, "object": "response", "created_at": self.stamp.created_at,
+            "status": status, "model": self.model, "output": output, "usage": null,
+            "error": null, "incomplete_details": null,
+        });
+        match &self.end {
+            Some(End::Finished { reason, usage }) => {
+                if let Some(usage) = usage {
+                    response["usage"] = usage_json(usage);
+                }
+                if let Some(why) = incomplete_reason(reason) {
+                    response["incomplete_details"] = json!({ "reason": why });
+                }
+            }
+            Some(End::Failed(failed)) => {
+                response["error"] = json!({"code": failed.code, "message": failed.message});
+            }
+            None => {}
+        }
+        response
+    }
+
+    fn open(&mut self, prefix: &str, kind: Kind, out: &mut Vec<Bytes>) -> usize {
+        let item = Item {
+            id: self.item_id(prefix),
+            kind,
+            text: String::new(),
+            done: false,
+        };
+        let index = self.items.len();
+        let added = item.to_json(IN_PROGRESS);
+        self.items.push(item);
+        self.emit(
+            "response.output_item.added",
+            json!({"output_index": index, "item": added}),
+            out,
+        );
+        index
+    }
+
+    fn text(&mut self, delta: &str, out: &mut Vec<Bytes>) {
+        self.close_reasoning(out);
+        let index = match self.open_message {
+            Some(index) => index,
+            None => {
+                let index = self.open("msg", Kind::Message, out);
+                let id = self.items[index].id.clone();
+                self.emit(
+                    "response.content_part.added",
+                    json!({"item_id": id, "output_index": index, "content_index": 0,
+                        "part": {"type": "output_text", "text": "", "annotations": []}}),
+                    out,
+                );
+                self.open_message = Some(index);
+                index
+            }
+        };
+        let id = self.items[index].id.clone();
+        self.items[index].text.push_str(delta);
+        self.emit(
+            "response.output_text.delta",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": delta, "logprobs": []}),
+            out,
+        );
+    }
+
+    fn reasoning(&mut self, delta: &str, out: &mut Vec<Bytes>) {
+        self.close_message(out);
+        let index = match self.open_reasoning {
+            Some(index) => index,
+            None => {
+                let index = self.open("rs", Kind::Reasoning, out);
+                let id = self.items[index].id.clone();
+                self.emit(
+                    "response.reasoning_summary_part.added",
+                    json!({"item_id": id, "output_index": index, "summary_index": 0,
+                        "part": {"type": "summary_text", "text": ""}}),
+                    out,
+                );
+                self.open_reasoning = Some(index);
+                index
+            }
+        };
+        let id = self.items[index].id.clone();
+        self.items[index].text.push_str(delta);
+        self.emit(
+            "response.reasoning_summary_text.delta",
+            json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": delta}),
+            out,
+        );
+    }
+
+    fn close_message(&mut self, out: &mut Vec<Bytes>) {
+        let Some(index) = self.open_message.take() else {
+            return;
+        };
+        let (id, text) = (self.items[index].id.clone(), self.items[index].text.clone());
+        self.emit(
+            "response.output_text.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0, "text": text, "logprobs": []}),
+            out,
+        );
+        self.emit(
+            "response.content_part.done",
+            json!({"item_id": id, "output_index": index, "content_index": 0,
+                "part": {"type": "output_text", "text": text, "annotations": []}}),
+            out,
+        );
+        self.item_done(index, out);
+    }
+
+    fn close_reasoning(&mut self, out: &mut Vec<Bytes>) {
+        let Some(index) = self.open_reasoning.take() else {
+            return;
+        };
+        let (id, text) = (self.items[index].id.clone(), self.items[index].text.clone());
+        self.emit(
+            "response.reasoning_summary_text.done",
+            json!({"item_id": id, "output_index": index, "summary_index": 0, "text": text}),
+            out,
+        );
+        self.emit(
+            "response.reasoning_summary_part.done",
+            json!({"item_id": id, "output_index": index, "summary_index": 0,
+                "part": {"type": "summary_text", "text": text}}),
+            out,
+        );
+        self.item_done(index, out);
+    }
+
+    fn item_done(&mut self, index: usize, out: &mut Vec<Bytes>) {
+        self.items[index].done = true;
+        let item = self.items[index].to_json("completed");
+        self.emit(
+            "response.output_item.done",
+            json!({"output_index": index, "item": item}),
+            out,
+        );
+    }
+
+    fn call_start(&mut self, call: u32, call_id: String, name: String, out: &mut Vec<Bytes>) {
+        self.close_message(out);
+        self.close_reasoning(out);
+        let index = if self.tools.custom.contains(&name) {
+            self.open("ctc", Kind::Custom { call_id, name }, out)
+        } else {
+            let namespace = self
+                .tools
+                .namespaced
+                .iter()
+                .find(|(function, _)| *function == name)
+                .map(|(_, namespace)| namespace.clone());
+            self.open(
+                "fc",
+                Kind::Function {
+                    call_id,
+                    name,
+                    namespace,
+                },
+                out,
+            )
+        };
+        self.calls.push((call, index));
+    }
+
+    fn call_index(&self, call: u32) -> Option<usize> {
+        self.calls.iter().find(|(c, _)| *c == call).map(|(_, i)| *i)
+    }
+
+    fn call_arguments(&mut self, call: u32, delta: &str, out: &mut Vec<Bytes>) {
+        let Some(index) = self.call_index(call) else {
+            return;
+        };
+        self.items[index].text.push_str(delta);
+        // A custom call's input is only known once its `{"input": …}` JSON is complete.
+        if matches!(self.items[index].kind, Kind::Function { .. }) {
+            let id = self.items[index].id.clone();
+            self.emit(
+                "response.function_call_arguments.delta",
+                json!({"item_id": id, "output_index": index, "delta": delta}),
+                out,
+            );
+        }
+    }
+
+    fn call_end(&mut self, call: u32, out: &mut Vec<Bytes>) {
+        let Some(index) = self.call_index(call) else {
+            return;
+        };
+        if self.items[index].done {
+            return;
+        }
+        let id = self.items[index].id.clone();
+        if matches!(self.items[index].kind, Kind::Function { .. }) {
+            let arguments = self.items[index].text.clone();
+            self.emit(
+                "response.function_call_arguments.done",
+                json!({"item_id": id, "output_index": index, "arguments": arguments}),
+                out,
+            );
+        } else {
+            let input = self.items[index].custom_input();
+            self.emit(
+                "response.custom_tool_call_input.delta",
+                json!({"item_id": id, "output_index": index, "delta": input}),
+                out,
+            );
+            self.emit(
+                "response.custom_tool_call_input.done",
+                json!({"item_id": id, "output_index": index, "input": input}),
+                out,
+            );
+        }
+        self.item_done(index, out);
+    }
+
+    fn finish(&mut self, reason: FinishReason, usage: Option<Usage>, out: &mut Vec<Bytes>) {
+        self.close_message(out);
+        self.close_reasoning(out);
+        let open: Vec<u32> = self
+            .calls
+            .iter()
+            .filter(|(_, i)| !self.items[*i].done)
+            .map(|(c, _)| *c)
+            .collect();
+        for call in open {
+            self.call_end(call, out);
+        }
+        let incomplete = incomplete_reason(&reason).is_some();
+        self.end = Some(End::Finished { reason, usage });
+        let (kind, status) = if incomplete {
+            ("response.incomplete", "incomplete")
+        } else {
+            ("response.completed", "completed")
+        };
+        let response = self.response(status);
+        self.emit(kind, json!({ "response": response }), out);
+    }
+}
+
+fn incomplete_reason(reason: &FinishReason) -> Option<&'static str> {
+    match reason {
+        FinishReason::Length => Some("max_output_tokens"),
+        FinishReason::ContentFilter => Some("content_filter"),
+        FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Other(_) => None,
+    }
+}
+
+fn usage_json(usage: &Usage) -> Value {
+    json!({
+        "input_tokens": usage.input_tokens,
+        "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+        "output_tokens": usage.output_tokens,
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    })
+}
+
+impl Renderer for ResponseRenderer {
+    fn start(&mut self, out: &mut Vec<Bytes>) {
+        let response = self.response("in_progress");
+        self.emit("response.created", json!({ "response": &response }), out);
+        self.emit("response.in_progress", json!({ "response": response }), out);
+    }
+
+    fn event(&mut self, event: AnswerEvent, out: &mut Vec<Bytes>) {
+        if self.end.is_some() {
+            return;
+        }
+        match event {
+            AnswerEvent::Text(delta) => self.text(&delta, out),
+            AnswerEvent::Reasoning(delta) => self.reasoning(&delta, out),
+            AnswerEvent::ToolCallStart { index, id, name } => self.call_start(index, id, name, out),
+            AnswerEvent::ToolCallArguments { index, delta } => {
+                self.call_arguments(index, &delta, out);
+            }
+            AnswerEvent::ToolCallEnd { index } => self.call_end(index, out),
+            AnswerEvent::Finish { reason, usage } => self.finish(reason, usage, out),
+            AnswerEvent::Error { message, code } => {
+                self.end = Some(End::Failed(AnswerFailed { message, code }));
+                let response = self.response("failed");
+                self.emit("response.failed", json!({ "response": response }), out);
+            }
+        }
+    }
+
+    fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed> {
+        let status = match &self.end {
+            Some(End::Failed(failed)) => return Err(failed.clone()),
+            None => {
+                return Err(AnswerFailed {
+                    message: "the upstream answer ended before it finished".into(),
+                    code: "upstream_interrupted".into(),
+                });
+            }
+            Some(End::Finished { reason, .. }) if incomplete_reason(reason).is_some() => {
+                "incomplete"
+            }
+            Some(End::Finished { .. }) => "completed",
+        };
+        let response = self.response(status);
+        Ok(Bytes::from(response.to_string()))
+    }
+}

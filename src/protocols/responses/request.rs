@@ -1,0 +1,139 @@
+//! The OpenAI Responses request as clients send it (Codex CLI 0.95+ and the SDKs): every field
+//! this front reads is typed; everything else lands in `extra` and is ignored.
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+#[derive(Debug, Deserialize)]
+pub struct ResponsesRequest {
+    pub model: String,
+    #[serde(default)]
+    pub input: Option<Input>,
+    #[serde(default)]
+    pub instructions: Option<String>,
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+    #[serde(default)]
+    pub tool_choice: Option<Value>,
+    #[serde(default)]
+    pub parallel_tool_calls: Option<bool>,
+    #[serde(default)]
+    pub reasoning: Option<Reasoning>,
+    #[serde(default)]
+    pub max_output_tokens: Option<u64>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+    #[serde(default)]
+    pub temperature: Option<f64>,
+    #[serde(default)]
+    pub top_p: Option<f64>,
+    /// Chat Completions has the same field; also the conversation id when no header names one.
+    #[serde(default)]
+    pub prompt_cache_key: Option<String>,
+    #[serde(default)]
+    pub previous_response_id: Option<String>,
+    #[serde(default)]
+    pub text: Option<TextOptions>,
+    /// `store`, `include`, `client_metadata`, `user`, … accepted and not acted on.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// `input`: one user text, or a list of items.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Input {
+    Text(String),
+    Items(Vec<Item>),
+}
+
+/// One input item. The item kinds share few fields, so one struct with optional fields reads
+/// every kind; `kind` is absent on the short `{role, content}` message form.
+#[derive(Debug, Default, Deserialize)]
+pub struct Item {
+    #[serde(rename = "type", default)]
+    pub kind: Option<String>,
+    #[serde(default)]
+    pub role: Option<String>,
+    #[serde(default)]
+    pub content: Option<MessageContent>,
+    #[serde(default)]
+    pub call_id: Option<String>,
+    #[serde(default)]
+    pub name: Option<String>,
+    /// `function_call`: the arguments JSON text.
+    #[serde(default)]
+    pub arguments: Option<String>,
+    /// `custom_tool_call`: the freeform input.
+    #[serde(default)]
+    pub input: Option<String>,
+    /// `function_call_output` / `custom_tool_call_output`.
+    #[serde(default)]
+    pub output: Option<MessageContent>,
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Message content or a tool output: a string or a list of typed parts.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum MessageContent {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Part {
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub text: Option<String>,
+    /// `input_image`: a URL or a data URL (the Responses API puts it directly here).
+    #[serde(default)]
+    pub image_url: Option<Value>,
+    #[serde(default)]
+    pub detail: Option<String>,
+}
+
+/// A tool the client offers. `function` and `custom` carry a name; `namespace` groups functions;
+/// anything else is a hosted tool (`web_search`, `file_search`, …).
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolSpec {
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub parameters: Option<Value>,
+    #[serde(default)]
+    pub strict: Option<bool>,
+    /// `namespace`: its functions.
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct Reasoning {
+    #[serde(default)]
+    pub effort: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TextOptions {
+    #[serde(default)]
+    pub format: Option<TextFormat>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct TextFormat {
+    #[serde(rename = "type", default)]
+    pub kind: String,
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub schema: Option<Value>,
+    #[serde(default)]
+    pub strict: Option<bool>,
+}

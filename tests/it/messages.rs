@@ -1,0 +1,450 @@
+//! The Anthropic Messages front through the real server: Claude Code's requests (shapes from
+//! agents-wire) reach the Chat Completions upstream in opencode's form, and the answer comes back
+//! as Anthropic SSE, one message JSON, or an Anthropic error.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+
+use crate::support::sse::{DONE, USAGE_CHUNK, finish_chunk, hello_stream, read_all, text_chunk};
+use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, test_config};
+
+const CLAUDE_UA: &str = "claude-cli/2.1.197 (external, sdk-cli)";
+const SESSION: &str = "6d3c1a2e-0b7f-4c38-9a55-2f1e8d9c4b70";
+
+/// A first turn as Claude Code 2.1 sends it (agents-wire): system blocks, a reminder block
+/// before the prompt, Bash among the tools, `metadata.user_id` as a JSON text.
+fn first_turn(stream: bool) -> Value {
+    json!({
+        "model": "mock-model",
+        "max_tokens": 32000,
+        "stream": stream,
+        "system": [
+            {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197"},
+            {"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude.", "cache_control": {"type": "ephemeral"}},
+            {"type": "text", "text": "Working directory: /repo\nPlatform: linux", "cache_control": {"type": "ephemeral"}}
+        ],
+        "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "<system-reminder>\nThis is a reminder.\n</system-reminder>"},
+            {"type": "text", "text": "Create the file made_by_claude.txt", "cache_control": {"type": "ephemeral"}}
+        ]}],
+        "tools": [{"name": "Bash", "description": "Executes a bash command", "input_schema": {
+            "$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object",
+            "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}, "description": {"type": "string"},
+                "run_in_background": {"type": "boolean"}, "dangerouslyDisableSandbox": {"type": "boolean"}},
+            "required": ["command"], "additionalProperties": false}}],
+        "metadata": {"user_id": format!("{{\"device_id\":\"dev\",\"account_uuid\":\"\",\"session_id\":\"{SESSION}\"}}")},
+        "thinking": {"type": "adaptive", "display": "omitted"},
+        "context_management": {"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]},
+        "output_config": {"effort": "high"}
+    })
+}
+
+/// Title requests get an empty answer; every other request `reply`.
+async fn answering(reply: Reply) -> FakeUpstream {
+    FakeUpstream::start(move |r: &Recorded, _| {
+        if r.is_title() {
+            Reply::sse(&[DONE])
+        } else {
+            reply.clone()
+        }
+    })
+    .await
+}
+
+async fn post_messages(app: &TestApp, path: &str, body: &Value) -> reqwest::Response {
+    app.post(path)
+        .header("x-api-key", "sk-claude")
+        .header("anthropic-version", "2023-06-01")
+        .header("x-app", "cli")
+        .header("user-agent", CLAUDE_UA)
+        .json(body)
+        .send()
+        .await
+        .expect("POST /v1/messages")
+}
+
+/// (event name, data JSON) of every SSE event, checking that each `event:` names its data's type.
+fn events_of(text: &str) -> Vec<(String, Value)> {
+    text.split("\n\n")
+        .filter(|e| !e.trim().is_empty())
+        .map(|e| {
+            let name = e
+                .lines()
+                .find_map(|l| l.strip_prefix("event: "))
+                .expect("an event: line");
+            let data: Value = serde_json::from_str(
+                e.lines()
+                    .find_map(|l| l.strip_prefix("data: "))
+                    .expect("a data: line"),
+            )
+            .expect("data is JSON");
+            assert_eq!(data["type"], name, "event name matches its type");
+            (name.to_owned(), data)
+        })
+        .collect()
+}
+
+fn names(events: &[(String, Value)]) -> Vec<&str> {
+    events.iter().map(|(n, _)| n.as_str()).collect()
+}
+
+fn bash_call_reply() -> Reply {
+    let call = |args: &str, head: bool| {
+        let mut call = json!({"index": 0, "function": {"arguments": args}});
+        if head {
+            call["id"] = json!("call_b1");
+            call["type"] = json!("function");
+            call["function"]["name"] = json!("bash");
+        }
+        format!(
+            "data: {}\n\n",
+            json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "mock-model",
+                "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]})
+        )
+    };
+    Reply::sse(&[
+        &call("", true),
+        &call("{\"command\":\"echo hi > made_by_claude.txt\",", false),
+        &call("\"description\":\"x\",\"workdir\":\"/repo\"}", false),
+        &finish_chunk("tool_calls"),
+        USAGE_CHUNK,
+        DONE,
+    ])
+}
+
+#[tokio::test]
+async fn a_streamed_answer_is_anthropic_sse_and_the_upstream_sees_chat_completions() {
+    let upstream = FakeUpstream::fixed(Reply::sse(
+        &hello_stream()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    ))
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let response = post_messages(&app, "/v1/messages?beta=true", &first_turn(true)).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    assert!(response.headers().contains_key("x-request-id"));
+    assert_eq!(response.headers()["x-conversation-id"], SESSION);
+    let events = events_of(&read_all(response).await);
+    assert_eq!(
+        names(&events),
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    let message = &events[0].1["message"];
+    assert!(
+        message["id"]
+            .as_str()
+            .is_some_and(|id| id.starts_with("msg_"))
+    );
+    assert_eq!(message["model"], "mock-model");
+    assert_eq!(
+        events[2].1["delta"],
+        json!({"type": "text_delta", "text": "Hello"})
+    );
+    assert_eq!(events[5].1["delta"]["stop_reason"], "end_turn");
+    assert_eq!(events[5].1["usage"]["output_tokens"], 2);
+    assert_eq!(events[5].1["usage"]["input_tokens"], 9);
+
+    let sent = upstream.main_requests();
+    let sent = sent.first().expect("one main request");
+    assert_eq!(sent.path, "/v1/chat/completions", "no ?beta=true upstream");
+    assert_eq!(sent.header("authorization"), Some("Bearer sk-claude"));
+    assert_eq!(
+        sent.header("x-api-key"),
+        None,
+        "the key goes as Bearer only"
+    );
+    let body = sent.json();
+    let messages = body["messages"].as_array().expect("messages");
+    assert!(
+        messages[0]["content"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("You are opencode")),
+        "opencode's system prompt"
+    );
+    // The reminder is contextual: only the prompt reaches the upstream, quoted as opencode does.
+    assert_eq!(
+        &messages[1..],
+        &[json!({"role": "user", "content": "\"Create the file made_by_claude.txt\""})]
+    );
+    let tools: Vec<&str> = body["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(tools, ["bash"], "Bash is opencode's bash");
+    assert_eq!(body["reasoning_effort"], "high");
+}
+
+#[tokio::test]
+async fn a_tool_round_trip_speaks_claude_code_tools_to_the_client_and_opencode_upstream() {
+    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+        if r.is_title() {
+            Reply::sse(&[DONE])
+        } else if r.body.windows(6).any(|w| w == b"\"tool\"") {
+            Reply::sse(&[&text_chunk("Done."), &finish_chunk("stop"), DONE])
+        } else {
+            bash_call_reply()
+        }
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let response = post_messages(&app, "/v1/messages?beta=true", &first_turn(true)).await;
+    let events = events_of(&read_all(response).await);
+    let start = events
+        .iter()
+        .find(|(n, d)| n == "content_block_start" && d["content_block"]["type"] == "tool_use")
+        .expect("a tool_use block");
+    assert_eq!(start.1["content_block"]["name"], "Bash");
+    let index = &start.1["index"];
+    let input: String = events
+        .iter()
+        .filter(|(n, d)| n == "content_block_delta" && &d["index"] == index)
+        .filter_map(|(_, d)| d["delta"]["partial_json"].as_str())
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<Value>(&input).expect("input JSON"),
+        json!({"command": "cd /repo && echo hi > made_by_claude.txt", "description": "x"})
+    );
+    assert!(
+        events
+            .iter()
+            .any(|(n, d)| n == "content_block_stop" && &d["index"] == index)
+    );
+    let delta = events
+        .iter()
+        .find(|(n, _)| n == "message_delta")
+        .expect("delta");
+    assert_eq!(delta.1["delta"]["stop_reason"], "tool_use");
+
+    // The follow-up, as Claude Code sends it after running the command.
+    let id = start.1["content_block"]["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let mut follow_up = first_turn(true);
+    let messages = follow_up["messages"].as_array_mut().expect("messages");
+    messages.push(json!({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "run it", "signature": "harness-proxy"},
+        {"type": "tool_use", "id": id, "name": "Bash", "input": {"command": "echo hi > made_by_claude.txt", "description": "x", "run_in_background": false}}
+    ]}));
+    messages.push(json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": id, "content": "(Bash completed with no output)", "is_error": false, "cache_control": {"type": "ephemeral"}}
+    ]}));
+    let response = post_messages(&app, "/v1/messages?beta=true", &follow_up).await;
+    let events = events_of(&read_all(response).await);
+    assert!(events.iter().any(|(_, d)| d["delta"]["text"] == "Done."));
+    let sent = upstream.main_requests();
+    let body = sent.last().expect("follow-up").json();
+    let messages = body["messages"].as_array().expect("messages");
+    assert_eq!(
+        &messages[2..],
+        &[
+            json!({"role": "assistant", "content": "", "tool_calls": [{"type": "function", "id": "call_b1",
+                "function": {"name": "bash", "arguments": "{\"command\":\"echo hi > made_by_claude.txt\",\"description\":\"x\"}"}}]}),
+            json!({"role": "tool", "content": "(Bash completed with no output)", "tool_call_id": "call_b1"})
+        ],
+        "thinking never goes upstream; the call is opencode's bash"
+    );
+}
+
+#[tokio::test]
+async fn without_stream_the_answer_is_one_message_json() {
+    let upstream = FakeUpstream::fixed(Reply::sse(
+        &hello_stream()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+    ))
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let mut body = first_turn(false);
+    body.as_object_mut().expect("object").remove("stream");
+    let response = post_messages(&app, "/v1/messages", &body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let json: Value = response.json().await.expect("json");
+    assert_eq!(json["type"], "message");
+    assert_eq!(json["role"], "assistant");
+    assert_eq!(
+        json["content"],
+        json!([{"type": "text", "text": "Hello world"}])
+    );
+    assert_eq!(json["stop_reason"], "end_turn");
+    assert_eq!(json["stop_sequence"], Value::Null);
+    assert_eq!(json["usage"]["output_tokens"], 2);
+}
+
+#[tokio::test]
+async fn a_cut_stream_ends_with_an_error_event() {
+    let gate = Arc::new(Notify::new());
+    let upstream = answering(Reply::steps(vec![
+        Step::Send(text_chunk("Hel").into_bytes()),
+        Step::Wait(gate.clone()),
+        Step::Cut,
+    ]))
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let response = post_messages(&app, "/v1/messages?beta=true", &first_turn(true)).await;
+    // The cut comes only once the client has the first text: the stream had begun.
+    let mut response = response;
+    let mut text = String::new();
+    while !text.contains("text_delta") {
+        let chunk = response.chunk().await.expect("chunk").expect("more body");
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    gate.notify_one();
+    text.push_str(&read_all(response).await);
+    let events = events_of(&text);
+    let (name, data) = events.last().expect("events");
+    assert_eq!(name, "error");
+    assert_eq!(data["error"]["type"], "api_error");
+    assert!(
+        data["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty())
+    );
+    assert!(!names(&events).contains(&"message_stop"));
+}
+
+#[tokio::test]
+async fn upstream_errors_take_anthropic_shape_and_status() {
+    for (status, kind) in [
+        (429, "rate_limit_error"),
+        (500, "api_error"),
+        (401, "authentication_error"),
+    ] {
+        let upstream = FakeUpstream::fixed(Reply::json(
+            status,
+            r#"{"error":{"message":"upstream says no","type":"x","param":null,"code":"y"}}"#,
+        ))
+        .await;
+        let app = TestApp::start(test_config(&upstream.base_url())).await;
+        let response = post_messages(&app, "/v1/messages?beta=true", &first_turn(true)).await;
+        assert_eq!(response.status(), status);
+        assert!(response.headers().contains_key("x-request-id"));
+        assert_eq!(response.headers()["x-harness"], "opencode");
+        let body: Value = response.json().await.expect("json");
+        assert_eq!(
+            body,
+            json!({"type": "error", "error": {"type": kind, "message": "upstream says no"}})
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_proxys_own_errors_are_anthropic_shaped_and_overload_is_529() {
+    let gate = Arc::new(Notify::new());
+    let upstream = answering(Reply::steps(vec![
+        Step::Send(text_chunk("x").into_bytes()),
+        Step::Wait(gate.clone()),
+        Step::Send(finish_chunk("stop").into_bytes()),
+    ]))
+    .await;
+    let mut config = test_config(&upstream.base_url());
+    config.limits.max_concurrent_requests = 1;
+    let app = TestApp::start(config).await;
+
+    let response = post_messages(&app, "/v1/messages", &json!({"model": "m"})).await;
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("messages"))
+    );
+
+    // One streaming answer holds the only permit; the next request is turned away.
+    let held = post_messages(&app, "/v1/messages", &first_turn(true)).await;
+    assert_eq!(held.status(), 200);
+    let response = post_messages(&app, "/v1/messages", &first_turn(true)).await;
+    assert_eq!(response.status(), 529);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["error"]["type"], "overloaded_error");
+    gate.notify_one();
+    let _ = read_all(held).await;
+}
+
+#[tokio::test]
+async fn count_tokens_answers_an_estimate_and_probes_answer_200() {
+    let upstream = FakeUpstream::fixed(Reply::json(500, "{}")).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    for path in [
+        "/v1/messages/count_tokens?beta=true",
+        "/harness/opencode/v1/messages/count_tokens?beta=true",
+    ] {
+        let response = post_messages(
+            &app,
+            path,
+            &json!({"model": "m", "messages": [{"role": "user", "content": "hello world"}],
+                "tools": first_turn(true)["tools"].clone()}),
+        )
+        .await;
+        assert_eq!(response.status(), 200, "{path}");
+        let body: Value = response.json().await.expect("json");
+        let n = body["input_tokens"].as_u64().expect("a count");
+        assert!(
+            n > 10 && n < 200,
+            "an estimate for a short prompt and one tool: {n}"
+        );
+    }
+    assert_eq!(upstream.count(), 0, "counted locally");
+    for path in [
+        "/",
+        "/api/hello",
+        "/harness/opencode",
+        "/harness/opencode/api/hello",
+    ] {
+        let head = app.client.head(app.url(path)).send().await.expect("HEAD");
+        assert_eq!(head.status(), 200, "HEAD {path}");
+        assert_eq!(
+            app.get(path).send().await.expect("GET").status(),
+            200,
+            "GET {path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn passthrough_forwards_messages_byte_for_byte_with_the_query() {
+    let upstream = FakeUpstream::fixed(Reply::Full {
+        status: 200,
+        content_type: "application/json",
+        body: br#"{"id":"msg_up","type":"message","role":"assistant","content":[],"stop_reason":"end_turn"}"#.to_vec(),
+        headers: Vec::new(),
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let body = first_turn(false).to_string();
+    let response = app
+        .post("/harness/passthrough/v1/messages?beta=true")
+        .header("x-api-key", "sk-claude")
+        .body(body.clone())
+        .send()
+        .await
+        .expect("POST");
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.text().await.expect("body"),
+        r#"{"id":"msg_up","type":"message","role":"assistant","content":[],"stop_reason":"end_turn"}"#
+    );
+    let sent = upstream.requests();
+    assert_eq!(sent[0].path, "/v1/messages?beta=true");
+    assert_eq!(sent[0].body, body.as_bytes());
+    assert_eq!(sent[0].header("x-api-key"), Some("sk-claude"));
+}

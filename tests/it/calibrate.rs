@@ -135,3 +135,64 @@ async fn captured_opencode_requests_become_a_prompts_directory_that_reproduces_t
         outcome.rewrite
     );
 }
+
+/// The command itself: it prints where it listens, ends by itself once opencode's two requests
+/// came, writes the files and prints the rewrite check.
+#[tokio::test]
+async fn the_calibrate_command_listens_captures_and_reports() {
+    use std::io::{BufRead, BufReader, Read};
+    use std::process::{Command, Stdio};
+
+    let out = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_harness-proxy"))
+        .args(["calibrate", "opencode", "--listen", "127.0.0.1:0", "--out"])
+        .arg(out.path())
+        .env_clear()
+        .env("TMPDIR", "/scratch")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let first = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        (line, stdout)
+    });
+    let (line, mut stdout) = tokio::time::timeout(std::time::Duration::from_secs(20), first)
+        .await
+        .expect("the command says where it listens")
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("calibrate: listening on ")
+        .unwrap_or_else(|| panic!("{line}"))
+        .to_owned();
+    let client = reqwest::Client::new();
+    for body in [title_request(), main_request()] {
+        let response = client
+            .post(format!("{base}/chat/completions"))
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        read_all(response).await;
+    }
+    let rest = tokio::task::spawn_blocking(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        (text, child.wait().unwrap())
+    });
+    let (text, status) = tokio::time::timeout(std::time::Duration::from_secs(20), rest)
+        .await
+        .expect("the command ends once both requests came")
+        .unwrap();
+    assert!(status.success(), "{text}");
+    assert!(text.contains("captured 2 request(s)"), "{text}");
+    assert!(
+        text.contains("/temperature: rewrite 1 / opencode absent"),
+        "{text}"
+    );
+    assert!(out.path().join("opencode/tools.json").is_file());
+}

@@ -26,8 +26,9 @@ pub struct ConversationFacts {
     pub exchanges: Vec<ExchangeDigest>,
 }
 
-/// Only the first answers can start a conversation; later ones need not be hashed.
-pub const MAX_EXCHANGES: usize = 32;
+/// Only the first answers can start a conversation (after at most a few example exchanges, as
+/// aider writes: six pairs at most); later ones need not be hashed.
+pub const MAX_EXCHANGES: usize = 16;
 
 /// A digest of one exchange: a user text and the answer that followed it.
 pub type ExchangeDigest = [u8; 32];
@@ -36,6 +37,20 @@ pub type ExchangeDigest = [u8; 32];
 /// tool-call ids, which are unique per answer). `None` for an answer with neither.
 pub fn exchange_digest(
     user_text: &str,
+    answer_text: &str,
+    call_ids: &[&str],
+) -> Option<ExchangeDigest> {
+    exchange_of(&text_digest(user_text), answer_text, call_ids)
+}
+
+/// A user text's own digest: an agent loop answers one user text many times, so it is hashed
+/// once, not once per answer.
+fn text_digest(text: &str) -> ExchangeDigest {
+    Sha256::digest(text.as_bytes()).into()
+}
+
+fn exchange_of(
+    user: &ExchangeDigest,
     answer_text: &str,
     call_ids: &[&str],
 ) -> Option<ExchangeDigest> {
@@ -51,8 +66,7 @@ pub fn exchange_digest(
     }
     let mut hasher = Sha256::new();
     hasher.update(b"exchange\0");
-    hasher.update(user_text.as_bytes());
-    hasher.update(b"\0");
+    hasher.update(user);
     hasher.update(answer.as_bytes());
     Some(hasher.finalize().into())
 }
@@ -113,6 +127,8 @@ impl ConversationFacts {
         let mut initial_turn = true;
         let mut first_user_text = None;
         let mut last_user_text = None;
+        // The digest of `last_user_text`, made when an answer to it is first seen.
+        let mut user_digest: Option<ExchangeDigest> = None;
         let mut exchanges = Vec::new();
         for view in views {
             match view.role {
@@ -121,19 +137,16 @@ impl ConversationFacts {
                     if let Some(words) = user_words(&view.parts) {
                         first_user_text.get_or_insert_with(|| words.clone());
                         last_user_text = Some(words);
+                        user_digest = None;
                     }
                 }
                 role => {
                     initial_turn = false;
-                    if role == "assistant"
-                        && exchanges.len() < MAX_EXCHANGES
-                        && let Some(digest) = exchange_digest(
-                            last_user_text.as_deref().unwrap_or_default(),
-                            &view.parts.concat(),
-                            &view.call_ids,
-                        )
-                    {
-                        exchanges.push(digest);
+                    if role == "assistant" && exchanges.len() < MAX_EXCHANGES {
+                        let user = *user_digest.get_or_insert_with(|| {
+                            text_digest(last_user_text.as_deref().unwrap_or_default())
+                        });
+                        exchanges.extend(exchange_of(&user, &view.parts.concat(), &view.call_ids));
                     }
                 }
             }

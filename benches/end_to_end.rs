@@ -70,7 +70,7 @@ async fn serve_proxy(upstream: SocketAddr) -> SocketAddr {
     let mut config = Config::default();
     config.upstream.base_url = format!("http://{upstream}/v1");
     config.titles.order = TitleOrder::Off;
-    config.titles.store = "memory".into();
+    config.titles.store = harness_proxy::config::StoreUrl::Memory;
     config.log_level = "warn".into();
     let state = AppState::build(config, &|_| None).expect("state");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -172,9 +172,7 @@ async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
     crate::telemetry::init_logging(&config)?;
     let listen = config.listen;
     let state = AppState::build(config, &process_env).map_err(|e| e.to_string())?;
-    let listener = tokio::net::TcpListener::bind(listen)
-        .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let listener = bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let upstream = config::redacted_url(&state.config.upstream.base_url);
     tracing::info!(listen = %listen, upstream = %upstream, default_harness = %state.config.default_harness, "harness-proxy serving");
     crate::server::run(listener, state, shutdown_signal())
@@ -182,6 +180,21 @@ async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
         .map_err(|e| format!("server error: {e}"))?;
     tracing::info!("harness-proxy stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// Connections the kernel may queue before they are accepted: tokio's default (1024) drops the
+/// SYNs of a larger burst, which clients see as connect timeouts.
+const LISTEN_BACKLOG: u32 = 4096;
+
+fn bind(listen: std::net::SocketAddr) -> std::io::Result<tokio::net::TcpListener> {
+    let socket = if listen.is_ipv4() {
+        tokio::net::TcpSocket::new_v4()?
+    } else {
+        tokio::net::TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(listen)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 async fn shutdown_signal() {

@@ -133,11 +133,27 @@ impl Default for UpstreamConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     pub max_body_bytes: usize,
-    /// Requests served at once; beyond it clients get 503 with `Retry-After`.
+    /// Requests served at once; beyond it clients get 503 with `Retry-After`. A request takes its
+    /// slot once its body has been read, so slow senders cannot hold slots.
     pub max_concurrent_requests: usize,
     /// Largest single upstream SSE event (or line) the proxy buffers; beyond it the stream ends
     /// with an `upstream_event_too_large` error event.
     pub max_sse_event_bytes: usize,
+    /// Longest time to receive a request's head and body, from its first byte to its last.
+    #[serde(with = "humantime_serde")]
+    pub request_read_timeout: Duration,
+    /// Longest silence while a request head or body is being received.
+    #[serde(with = "humantime_serde")]
+    pub request_idle_timeout: Duration,
+    /// How long an idle keep-alive connection stays open between requests.
+    #[serde(with = "humantime_serde")]
+    pub keep_alive_timeout: Duration,
+    /// Open client connections; beyond it a new connection is closed at once.
+    pub max_connections: usize,
+    /// Sum of request-body bytes held in memory at once; beyond it 503 with `Retry-After`.
+    pub max_inflight_body_bytes: usize,
+    /// Live `/titles/{id}/stream` subscribers at once; beyond it 503 with `Retry-After`.
+    pub max_title_subscribers: usize,
 }
 
 impl Default for LimitsConfig {
@@ -146,6 +162,12 @@ impl Default for LimitsConfig {
             max_body_bytes: 32 * 1024 * 1024,
             max_concurrent_requests: 1024,
             max_sse_event_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
+            request_read_timeout: Duration::from_secs(30),
+            request_idle_timeout: Duration::from_secs(10),
+            keep_alive_timeout: Duration::from_secs(60),
+            max_connections: 4096,
+            max_inflight_body_bytes: 256 * 1024 * 1024,
+            max_title_subscribers: 1024,
         }
     }
 }
@@ -266,11 +288,19 @@ pub struct TitlesConfig {
     /// Model for title requests; the request's own model when absent.
     pub model: Option<String>,
     pub max_chars: usize,
-    /// `sqlite://PATH` or `memory`.
-    pub store: String,
+    /// Where records live: `memory`, `sqlite://PATH` or `redis://HOST:PORT/DB` (parsed once, here).
+    pub store: StoreUrl,
     #[serde(with = "humantime_serde")]
     pub retention: Duration,
     pub max_records: usize,
+    /// Prefix of every Redis key and channel, so several deployments (or tests) share one Redis.
+    pub redis_prefix: String,
+    /// This process's name in the store; pending titles carry it. A fresh UUID when absent.
+    pub instance_id: Option<String>,
+    /// How long a process's claim on its running titles lasts without renewal; after that another
+    /// process may fail them as abandoned. Renewed every third of it.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
 }
 
 impl Default for TitlesConfig {
@@ -281,9 +311,12 @@ impl Default for TitlesConfig {
             timeout: Duration::from_secs(10),
             model: None,
             max_chars: 50,
-            store: "sqlite://./harness-proxy.db".to_owned(),
+            store: StoreUrl::Sqlite(PathBuf::from("./harness-proxy.db")),
             retention: Duration::from_secs(30 * 24 * 3600),
             max_records: 100_000,
+            redis_prefix: "harness-proxy".to_owned(),
+            instance_id: None,
+            lease: Duration::from_secs(30),
         }
     }
 }
@@ -311,6 +344,83 @@ pub struct AuthConfig {
 pub struct ClientsConfig {
     /// Extra alias-profile files (TOML), loaded at start-up.
     pub profiles: Vec<PathBuf>,
+}
+
+/// The title store, parsed once from `titles.store`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub enum StoreUrl {
+    /// Bounded, in this process only: for tests and throw-away runs.
+    Memory,
+    /// Embedded file (the default): one host, one or more processes.
+    Sqlite(PathBuf),
+    /// `redis://[:password@]host:port/db` (or `rediss://`): shared by every replica.
+    Redis(String),
+}
+
+impl std::str::FromStr for StoreUrl {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, String> {
+        if text == "memory" {
+            return Ok(Self::Memory);
+        }
+        if let Some(path) = text.strip_prefix("sqlite://") {
+            if path.is_empty() {
+                return Err("`sqlite://` needs a file path, e.g. `sqlite://./titles.db`".into());
+            }
+            return Ok(Self::Sqlite(PathBuf::from(path)));
+        }
+        if text.starts_with("redis://") || text.starts_with("rediss://") {
+            let url = reqwest::Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
+            if url.host_str().is_none_or(str::is_empty) {
+                return Err("a Redis URL needs a host, e.g. `redis://127.0.0.1:6379/0`".into());
+            }
+            let db = url.path().trim_start_matches('/');
+            if !db.is_empty() && db.parse::<u32>().is_err() {
+                return Err(format!("the Redis database must be a number, not `{db}`"));
+            }
+            return Ok(Self::Redis(text.to_owned()));
+        }
+        Err(format!(
+            "expected `memory`, `sqlite://PATH` or `redis://HOST:PORT/DB`, got `{text}`"
+        ))
+    }
+}
+
+impl TryFrom<String> for StoreUrl {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        text.parse()
+    }
+}
+
+impl From<StoreUrl> for String {
+    /// The full URL, password included (config round trip); `Display` is the one for logs.
+    fn from(url: StoreUrl) -> Self {
+        match url {
+            StoreUrl::Memory => "memory".to_owned(),
+            StoreUrl::Sqlite(path) => format!("sqlite://{}", path.display()),
+            StoreUrl::Redis(url) => url,
+        }
+    }
+}
+
+impl std::fmt::Display for StoreUrl {
+    /// For logs, errors and `/readyz`: a Redis password is never shown.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Memory => f.write_str("memory"),
+            Self::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
+            Self::Redis(text) => match reqwest::Url::parse(text) {
+                Ok(mut url) if url.password().is_some() => {
+                    let _ = url.set_password(Some("redacted"));
+                    f.write_str(url.as_str())
+                }
+                _ => f.write_str(text),
+            },
+        }
+    }
 }
 
 /// Values given on the command line; `None` leaves the lower layers in charge.
@@ -551,6 +661,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             "must be greater than 0".into(),
         ));
     }
+    validate_limits(&config.limits)?;
     if let Some(git) = &config.opencode.git
         && !matches!(git.as_str(), "yes" | "no")
     {
@@ -573,14 +684,8 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     if config.titles.max_records == 0 {
         return Err(bad("titles.max_records", "must be greater than 0".into()));
     }
-    if config.titles.store != "memory" && !config.titles.store.starts_with("sqlite://") {
-        return Err(bad(
-            "titles.store",
-            format!(
-                "expected `memory` or `sqlite://PATH`, got `{}`",
-                config.titles.store
-            ),
-        ));
+    if config.titles.lease < Duration::from_secs(1) {
+        return Err(bad("titles.lease", "must be at least 1s".into()));
     }
     if let Some(bad_key) = config
         .auth
@@ -621,6 +726,42 @@ pub fn redacted_url(url: &str) -> String {
     }
 }
 
+/// The connection and memory bounds: none may be zero, and a body must fit the in-flight budget.
+fn validate_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
+    let bad = |key: &str, message: &str| ConfigError::Key {
+        key: format!("limits.{key}"),
+        origin: String::new(),
+        message: message.to_owned(),
+    };
+    let positive = [
+        (
+            "request_read_timeout",
+            limits.request_read_timeout.is_zero(),
+        ),
+        (
+            "request_idle_timeout",
+            limits.request_idle_timeout.is_zero(),
+        ),
+        ("keep_alive_timeout", limits.keep_alive_timeout.is_zero()),
+        ("max_connections", limits.max_connections == 0),
+        ("max_title_subscribers", limits.max_title_subscribers == 0),
+    ];
+    if let Some((key, _)) = positive.iter().find(|(_, zero)| *zero) {
+        return Err(bad(key, "must be greater than 0"));
+    }
+    if limits.max_inflight_body_bytes < limits.max_body_bytes {
+        return Err(bad(
+            "max_inflight_body_bytes",
+            "must be at least `limits.max_body_bytes`, or no body of the largest size could be read",
+        ));
+    }
+    // Budgets are taken in u32 steps (tokio's semaphore), so one body must fit in one.
+    if u32::try_from(limits.max_body_bytes).is_err() {
+        return Err(bad("max_body_bytes", "must be below 4 GiB"));
+    }
+    Ok(())
+}
+
 /// The effective config as TOML with every secret replaced, for `check-config`.
 pub fn redacted_toml(config: &Config) -> String {
     let mut shown = config.clone();
@@ -632,6 +773,9 @@ pub fn redacted_toml(config: &Config) -> String {
     hide(&mut shown.upstream.api_key);
     shown.upstream.base_url = redacted_url(&shown.upstream.base_url);
     hide(&mut shown.auth.admin_token);
+    if let StoreUrl::Redis(url) = &mut shown.titles.store {
+        *url = StoreUrl::Redis(url.clone()).to_string();
+    }
     toml::to_string_pretty(&shown).unwrap_or_else(|e| format!("# cannot render config: {e}\n"))
 }
 
@@ -740,6 +884,26 @@ mod tests {
                 "opencode.timezone",
             ),
             ("HARNESS_PROXY__LISTEN", "nowhere", "listen"),
+            (
+                "HARNESS_PROXY__LIMITS__REQUEST_READ_TIMEOUT",
+                "0s",
+                "limits.request_read_timeout",
+            ),
+            (
+                "HARNESS_PROXY__LIMITS__MAX_CONNECTIONS",
+                "0",
+                "limits.max_connections",
+            ),
+            (
+                "HARNESS_PROXY__LIMITS__MAX_INFLIGHT_BODY_BYTES",
+                "1024",
+                "limits.max_inflight_body_bytes",
+            ),
+            (
+                "HARNESS_PROXY__LIMITS__MAX_TITLE_SUBSCRIBERS",
+                "none",
+                "limits.max_title_subscribers",
+            ),
         ];
         for (var, value, key) in cases {
             let text = load(None, &env(&[(var, value)]), &FlagOverrides::default())
@@ -787,5 +951,40 @@ mod tests {
             "{shown}"
         );
         assert!(shown.contains("<redacted>"));
+    }
+
+    #[test]
+    fn the_store_url_is_parsed_once_into_its_kind() {
+        let parse = |text: &str| {
+            load(
+                None,
+                &env(&[("HARNESS_PROXY__TITLES__STORE", text)]),
+                &FlagOverrides::default(),
+            )
+            .map(|c| c.titles.store)
+        };
+        assert_eq!(parse("memory").expect("memory"), StoreUrl::Memory);
+        assert_eq!(
+            parse("sqlite:///data/t.db").expect("sqlite"),
+            StoreUrl::Sqlite(PathBuf::from("/data/t.db"))
+        );
+        assert_eq!(
+            parse("redis://127.0.0.1:6379/3").expect("redis"),
+            StoreUrl::Redis("redis://127.0.0.1:6379/3".into())
+        );
+        for bad in [
+            "postgres://x",
+            "sqlite://",
+            "redis:///0",
+            "redis://h:1/zero",
+        ] {
+            let text = parse(bad).expect_err(bad).to_string();
+            assert!(text.contains("`titles.store`"), "{bad}: {text}");
+        }
+        let secret = StoreUrl::Redis("redis://:hunter2@cache:6379/0".into());
+        assert!(!secret.to_string().contains("hunter2"), "{secret}");
+        let mut config = Config::default();
+        config.titles.store = secret;
+        assert!(!redacted_toml(&config).contains("hunter2"));
     }
 }

@@ -34,6 +34,14 @@ pub enum ProxyError {
     ResourceNotFound { what: String },
     #[error("the proxy is at its limit of concurrent requests; retry shortly")]
     Overloaded,
+    /// Another bound than the request slots is full (what, e.g. "request bodies in memory").
+    #[error("the proxy is at its limit of {0}; retry shortly")]
+    Busy(&'static str),
+    #[error("the request was not received in time: {0}")]
+    RequestTimeout(&'static str),
+    /// The title store cannot be reached; `store` is its URL without any password.
+    #[error("the title store {store} is unreachable; retry shortly")]
+    StoreUnavailable { store: String, reason: String },
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
     #[error("internal error")]
@@ -75,7 +83,10 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
-            Self::Overloaded => StatusCode::SERVICE_UNAVAILABLE,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
+            Self::RequestTimeout(_) => StatusCode::REQUEST_TIMEOUT,
             Self::Upstream(e) => e.status(),
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::UpgradeRequired(_) => StatusCode::UPGRADE_REQUIRED,
@@ -93,7 +104,9 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::Unauthorized(_) => "unauthorized",
-            Self::Overloaded => "overloaded",
+            Self::Overloaded | Self::Busy(_) => "overloaded",
+            Self::RequestTimeout(_) => "request_timeout",
+            Self::StoreUnavailable { .. } => "store_unavailable",
             Self::Upstream(e) => e.code(),
             Self::Internal(_) => "internal_error",
             Self::UpgradeRequired(_) => "websocket_unsupported",
@@ -164,7 +177,10 @@ impl IntoResponse for ProxyError {
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if matches!(self, Self::Overloaded) {
+        if matches!(
+            self,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
+        ) {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response.extensions_mut().insert(ErrorCode(self.code()));

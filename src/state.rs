@@ -53,6 +53,16 @@ pub struct Inner {
     pub metrics: Option<PrometheusHandle>,
     /// `auth.keys`, decoded once.
     pub inbound_keys: crate::auth::InboundKeys,
+    /// Bytes of request bodies held in memory, one permit per byte (`limits.max_inflight_body_bytes`).
+    pub body_budget: Arc<Semaphore>,
+    /// Live `/titles/{id}/stream` subscribers (`limits.max_title_subscribers`).
+    pub title_subscribers: Arc<Semaphore>,
+    /// Set when the shutdown grace is over and open responses are being cut: the access log then
+    /// says `shutdown`, not `client_disconnected`.
+    pub cutting: AtomicBool,
+    /// Large rewrites running at once (one per core): they are CPU-bound, and each holds a parsed
+    /// copy and a rebuilt copy of its body, so more at once only adds memory.
+    pub large_rewrites: Arc<Semaphore>,
 }
 
 impl std::ops::Deref for AppState {
@@ -71,13 +81,13 @@ impl AppState {
         let prompts = Prompts::load(config.prompts_dir.as_deref())?;
         let harnesses = build_registry(&config, &prompts, env)?;
         let upstream = Arc::new(Upstream::new(&config.upstream, env)?);
-        let store = store::open(&config.titles.store, config.titles.max_records)?;
+        let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(
             config.titles.clone(),
             prompts.title,
             store,
             upstream.clone(),
-        ));
+        )?);
         let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
             .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
         let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);
@@ -85,6 +95,22 @@ impl AppState {
             harness_header,
             titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),
+            body_budget: Arc::new(Semaphore::new(
+                config
+                    .limits
+                    .max_inflight_body_bytes
+                    .min(Semaphore::MAX_PERMITS),
+            )),
+            title_subscribers: Arc::new(Semaphore::new(
+                config
+                    .limits
+                    .max_title_subscribers
+                    .min(Semaphore::MAX_PERMITS),
+            )),
+            cutting: AtomicBool::new(false),
+            large_rewrites: Arc::new(Semaphore::new(
+                std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+            )),
             config,
             harnesses,
             upstream,
@@ -100,6 +126,14 @@ impl AppState {
 
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
+    }
+
+    pub fn start_cutting(&self) {
+        self.cutting.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_cutting(&self) -> bool {
+        self.cutting.load(Ordering::SeqCst)
     }
 }
 

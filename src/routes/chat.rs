@@ -118,7 +118,7 @@ pub async fn handle(
         headers: &headers,
         front,
     };
-    let result = serve(&state, harness.as_ref(), incoming, body, &mut exchange).await;
+    let result = serve(&state, &harness, incoming, body, &mut exchange).await;
     let mut response = match result {
         Ok(response) => response,
         Err(err) => err.into_response(),
@@ -170,7 +170,7 @@ struct Incoming<'a> {
 
 async fn serve(
     state: &AppState,
-    harness: &dyn crate::harness::Harness,
+    harness: &std::sync::Arc<dyn crate::harness::Harness>,
     incoming: Incoming<'_>,
     body: Body,
     exchange: &mut Exchange,
@@ -203,11 +203,7 @@ async fn serve(
         }
         None => (body, headers),
     };
-    let prepared = harness.prepare(&HarnessRequest {
-        body: &body,
-        headers: harness_headers,
-        now: chrono::Utc::now(),
-    })?;
+    let prepared = prepare(state, harness, &body, harness_headers).await?;
     let Prepared {
         upstream_body,
         response: plan,
@@ -427,6 +423,37 @@ fn identify(
             )
         }
     })
+}
+
+/// Bodies from this size are rewritten on the blocking pool, one per core at a time: parsing and
+/// rebuilding a large body takes long enough to stall every connection served by the same worker
+/// thread, and each rewrite in progress holds about two more copies of its body.
+const BLOCKING_PREPARE_BYTES: usize = 256 * 1024;
+
+async fn prepare(
+    state: &AppState,
+    harness: &std::sync::Arc<dyn crate::harness::Harness>,
+    body: &Bytes,
+    headers: &HeaderMap,
+) -> Result<Prepared, ProxyError> {
+    let now = chrono::Utc::now();
+    if body.len() < BLOCKING_PREPARE_BYTES {
+        return Ok(harness.prepare(&HarnessRequest { body, headers, now })?);
+    }
+    let Ok(_turn) = state.large_rewrites.acquire().await else {
+        return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
+    };
+    let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
+    let prepared = tokio::task::spawn_blocking(move || {
+        harness.prepare(&HarnessRequest {
+            body: &body,
+            headers: &headers,
+            now,
+        })
+    })
+    .await
+    .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?;
+    Ok(prepared?)
 }
 
 fn has_conversation_header(headers: &HeaderMap) -> bool {
@@ -655,6 +682,7 @@ impl Stream for ShapedBody {
                     this.done = true;
                     metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
                     tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
+                    this.finished.interrupt();
                     out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
                 }
                 Poll::Ready(None) => {

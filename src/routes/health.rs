@@ -1,4 +1,6 @@
-//! `/healthz` (the process answers), `/readyz` (ready for traffic: not draining) and `/metrics`.
+//! `/healthz` (the process answers), `/readyz` (ready for traffic: not draining, and the title
+//! store writable — see `titles::upkeep::StoreHealth` for why a down Redis stays ready) and
+//! `/metrics`.
 
 use axum::extract::State;
 use axum::http::{StatusCode, header};
@@ -14,13 +16,14 @@ pub async fn readyz(State(state): State<AppState>) -> Response {
     if state.is_draining() {
         return json(StatusCode::SERVICE_UNAVAILABLE, r#"{"status":"draining"}"#);
     }
-    if !state.titles.ready().await {
-        return json(
-            StatusCode::SERVICE_UNAVAILABLE,
-            r#"{"status":"title store unreachable"}"#,
-        );
-    }
-    json(StatusCode::OK, r#"{"status":"ready"}"#)
+    let store = state.titles.store_health().await;
+    let (status, word) = if store.ready {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "title store unreachable")
+    };
+    let body = serde_json::json!({"status": word, "title_store": store}).to_string();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
 }
 
 pub async fn metrics(State(state): State<AppState>) -> Response {

@@ -144,9 +144,13 @@ pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
 
 /// Set once a streamed answer carried its `finish_reason` (or `[DONE]`): a client that hangs up
 /// after that has its whole answer — Codex does so before `[DONE]` — and is not logged as a
-/// disconnect. Put in response extensions for the access log.
+/// disconnect. Put in response extensions for the access log, which also reads `interrupted`.
 #[derive(Clone, Default)]
-pub struct AnswerFinished(std::sync::Arc<std::sync::atomic::AtomicBool>);
+pub struct AnswerFinished(
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Set when the stream ended with the proxy's error event instead of its own end.
+    std::sync::Arc<std::sync::atomic::AtomicBool>,
+);
 
 impl AnswerFinished {
     pub fn note(&self, bytes: &[u8]) {
@@ -158,6 +162,14 @@ impl AnswerFinished {
 
     pub fn is_set(&self) -> bool {
         self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    pub fn interrupt(&self) {
+        self.1.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_interrupted(&self) -> bool {
+        self.1.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -243,6 +255,9 @@ impl PassthroughBody {
     fn error_event(&mut self, err: &UpstreamError) -> Bytes {
         self.done = true;
         self.partial.clear();
+        if let Some(finished) = &self.finished {
+            finished.interrupt();
+        }
         metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
         tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
         let mut event = String::new();

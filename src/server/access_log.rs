@@ -1,5 +1,6 @@
 //! Request id, one access-log line per request (written when the response body ends, so streamed
-//! bytes are counted), and the concurrency limit. No header value that may carry a key is logged.
+//! bytes are counted), and the in-flight gauges (requests, streams). No header value that may carry
+//! a key is logged.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -7,14 +8,14 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::{Request, State};
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::error::{ErrorCode, ProxyError};
+use crate::error::ErrorCode;
 use crate::routes::proxy::AnswerFinished;
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
@@ -58,7 +59,11 @@ fn sane_request_id(value: &HeaderValue) -> Option<String> {
         .then(|| text.to_owned())
 }
 
-pub async fn access_log(mut request: Request, next: Next) -> Response {
+pub async fn access_log(
+    State(state): State<AppState>,
+    mut request: Request,
+    next: Next,
+) -> Response {
     let started = Instant::now();
     let id = request
         .headers()
@@ -92,45 +97,79 @@ pub async fn access_log(mut request: Request, next: Next) -> Response {
         .remove::<PermitSlot>()
         .and_then(|slot| slot.0);
     let finished = parts.extensions.get::<AnswerFinished>().cloned();
+    let length = parts
+        .headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok());
+    let stream = crate::routes::proxy::is_event_stream(&parts.headers).then(StreamGauge::new);
     Response::from_parts(
         parts,
         Body::new(LoggedBody {
             inner: body,
             bytes: 0,
+            length,
             log: Some(log),
             finished,
+            state,
+            _stream: stream,
             _permit: permit,
         }),
     )
 }
 
-/// Carries the concurrency permit from the limiter to the logged body, which holds it until the
-/// last byte is sent (a stream counts as in flight until it ends).
+/// Carries the request slot from admission to the logged body, which holds it until the last
+/// byte is sent (a stream counts as in flight until it ends).
 #[derive(Clone)]
-struct PermitSlot(Option<std::sync::Arc<OwnedSemaphorePermit>>);
+pub(super) struct PermitSlot(pub Option<std::sync::Arc<InFlight>>);
 
-pub async fn limit_concurrency(
-    State(state): State<AppState>,
-    request: Request,
-    next: Next,
-) -> Response {
-    let Ok(permit) = state.limiter.clone().try_acquire_owned() else {
-        return ProxyError::Overloaded.into_response();
-    };
-    let mut response = next.run(request).await;
-    response
-        .extensions_mut()
-        .insert(PermitSlot(Some(std::sync::Arc::new(permit))));
-    response
+/// One of `limits.max_concurrent_requests`, and the requests-in-flight gauge while it is held.
+pub(super) struct InFlight {
+    _permit: OwnedSemaphorePermit,
+}
+
+impl InFlight {
+    pub fn new(permit: OwnedSemaphorePermit) -> Self {
+        metrics::gauge!("harness_proxy_requests_in_flight").increment(1.0);
+        Self { _permit: permit }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        metrics::gauge!("harness_proxy_requests_in_flight").decrement(1.0);
+    }
+}
+
+/// The streams-in-flight gauge, raised while an event-stream response is being sent.
+struct StreamGauge;
+
+impl StreamGauge {
+    fn new() -> Self {
+        metrics::gauge!("harness_proxy_streams_in_flight").increment(1.0);
+        Self
+    }
+}
+
+impl Drop for StreamGauge {
+    fn drop(&mut self) {
+        metrics::gauge!("harness_proxy_streams_in_flight").decrement(1.0);
+    }
 }
 
 struct LoggedBody {
     inner: Body,
     bytes: u64,
+    /// The declared `Content-Length`: once that many bytes went out, the answer is complete even
+    /// if the connection never polls the body's end.
+    length: Option<u64>,
     log: Option<AccessLog>,
-    /// For streamed answers: whether the answer itself was complete.
+    /// For streamed answers: whether the answer itself was complete, or interrupted.
     finished: Option<AnswerFinished>,
-    _permit: Option<std::sync::Arc<OwnedSemaphorePermit>>,
+    /// To tell a cut at the end of the shutdown grace from a client that went away.
+    state: AppState,
+    _stream: Option<StreamGauge>,
+    _permit: Option<std::sync::Arc<InFlight>>,
 }
 
 impl http_body::Body for LoggedBody {
@@ -149,7 +188,18 @@ impl http_body::Body for LoggedBody {
                 }
             }
             Poll::Ready(Some(Err(_))) => self.finish("upstream_error"),
-            Poll::Ready(None) => self.finish("complete"),
+            Poll::Ready(None) => {
+                // A stream that ended with the proxy's own error event was not a complete answer.
+                let interrupted = self
+                    .finished
+                    .as_ref()
+                    .is_some_and(AnswerFinished::is_interrupted);
+                self.finish(if interrupted {
+                    "upstream_error"
+                } else {
+                    "complete"
+                });
+            }
             Poll::Pending => {}
         }
         polled
@@ -175,9 +225,14 @@ impl LoggedBody {
 impl Drop for LoggedBody {
     fn drop(&mut self) {
         // Dropped before its end: the client went away (or shutdown cut the connection). A body
-        // that was empty from the start may never be polled at all.
-        let outcome = if http_body::Body::is_end_stream(&self.inner) {
+        // that was empty from the start may never be polled at all, and one with a length may
+        // not be polled past its last byte.
+        let outcome = if http_body::Body::is_end_stream(&self.inner)
+            || self.length.is_some_and(|length| self.bytes >= length)
+        {
             "complete"
+        } else if self.state.is_cutting() {
+            "shutdown"
         } else if self.finished.as_ref().is_some_and(AnswerFinished::is_set) {
             "client_closed_after_answer"
         } else {

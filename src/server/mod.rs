@@ -2,8 +2,10 @@
 //! listener so tests can use port 0; shutdown is any future, so tests need no signals.
 
 pub mod access_log;
+mod admit;
 pub mod inbound_auth;
 pub mod json_errors;
+mod listen;
 
 use std::future::Future;
 use std::time::Duration;
@@ -13,7 +15,6 @@ use axum::extract::Request;
 use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
-use axum::serve::ListenerExt;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -44,7 +45,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            access_log::limit_concurrency,
+            admit::admit,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -67,7 +68,7 @@ pub fn router(state: AppState) -> Router {
         )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
-            access_log::limit_concurrency,
+            admit::admit,
         ))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -102,7 +103,10 @@ pub fn router(state: AppState) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(json_errors::json_errors))
-        .layer(axum::middleware::from_fn(access_log::access_log))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access_log::access_log,
+        ))
         .layer(CatchPanicLayer::custom(|_| {
             ProxyError::Internal("handler panicked".into()).into_response()
         }))
@@ -124,7 +128,8 @@ async fn method_not_allowed(method: Method, request: Request) -> ProxyError {
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish for
-/// up to `shutdown_grace`. Returns once everything has finished or the grace period ran out.
+/// up to `shutdown_grace`. Returns once everything has finished or the grace period ran out (then
+/// the connections still open are cut, and their access-log lines say `shutdown`).
 pub async fn run(
     listener: TcpListener,
     state: AppState,
@@ -145,23 +150,30 @@ pub async fn run(
         tracing::info!("shutdown requested; draining in-flight requests");
         trigger.cancel();
     });
-    // TCP_NODELAY: without it a small SSE event can wait ~40 ms for Nagle's algorithm.
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-    });
-    let graceful = stopping.clone();
-    let serve = axum::serve(listener, router(state.clone()))
-        .with_graceful_shutdown(async move { graceful.cancelled().await })
-        .into_future();
+    let stop = listen::Stop {
+        stopping: stopping.clone(),
+        cut: CancellationToken::new(),
+        tracker: tokio_util::task::TaskTracker::new(),
+    };
+    let serve = listen::serve(
+        listener,
+        router(state.clone()),
+        &state.config.limits,
+        stop.clone(),
+    );
     let deadline = async {
         stopping.cancelled().await;
         tokio::time::sleep(grace).await;
     };
     tokio::select! {
         result = serve => result?,
-        () = deadline => tracing::warn!(grace = ?grace, "grace period over; closing remaining connections"),
+        () = deadline => {
+            tracing::warn!(grace = ?grace, "grace period over; closing remaining connections");
+            state.start_cutting();
+            stop.cut.cancel();
+            // The cut connections drop their bodies (and write their access-log lines) at once.
+            let _ = tokio::time::timeout(BACKGROUND_FLUSH, stop.tracker.wait()).await;
+        }
     }
     // Title tasks get what is left of the grace period (at least a moment to record themselves).
     let spent = signalled_at

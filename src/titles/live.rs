@@ -42,9 +42,11 @@ impl LiveTitle {
         self.state.subscribe()
     }
 
+    /// The record as it stands: pending, with the text streamed so far.
     pub fn pending_record(&self) -> TitleRecord {
         let mut record = self.record.clone();
         record.status = Status::Pending;
+        record.text = self.state.borrow().deltas.concat();
         record
     }
 }

@@ -1,15 +1,22 @@
 //! Conversation titles (PRODUCT §4): which turn gets one (`identity`, `service`), the title request
-//! (`request`), the sanitizer (`sanitize`), records (`store`) and titles in progress (`live`);
-//! conversations of clients that send no id (`anchors`, fed by `answer_tap`).
+//! (`request`) and its answer (`answer`), the sanitizer (`sanitize`), records (`store`), titles in
+//! progress (`live` here, `follow` elsewhere, `bus` between processes), outcomes waiting for the
+//! store (`outbox`) and the service's life around requests (`upkeep`); conversations of clients
+//! that send no id (`anchors`, fed by `answer_tap`).
 
 pub mod anchors;
+mod answer;
 pub mod answer_tap;
+pub mod bus;
+pub mod follow;
 pub mod identity;
 pub mod live;
 pub mod observe;
+pub mod outbox;
 pub mod request;
 pub mod sanitize;
 pub mod service;
 pub mod store;
+pub mod upkeep;
 
 pub use service::{Started, TitleJob, TitleService};

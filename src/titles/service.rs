@@ -1,6 +1,9 @@
 //! `TitleService`: decides which turns get a title, runs each title request as a tracked
 //! background task (streamed, bounded by `titles.timeout`), publishes its deltas live and writes
 //! the outcome to the store. A title never breaks the user's answer: every failure is recorded.
+//!
+//! Which process titles a conversation is decided by the store's atomic claim, so replicas that
+//! share a store title each conversation once. Start-up, leases and periodic work: `upkeep`.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -9,36 +12,43 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use chrono::Utc;
-use futures_util::{FutureExt, StreamExt};
+use futures_util::FutureExt;
 use http::{HeaderMap, HeaderValue, Method};
-use tokio::sync::oneshot;
+use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::anchors::Anchors;
+use super::answer::{error_message, read_limited, stream_text};
+use super::bus::{Bus, Notice};
 use super::live::{LiveHub, LiveTitle, Outcome};
+use super::outbox::Outbox;
 use super::request::title_body;
 use super::sanitize::sanitize_title;
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
-use crate::api::stream::Chunk;
 use crate::config::{TitleOrder, TitlesConfig};
-use crate::sse::Decoder;
-use crate::upstream::{BodyStream, Outbound, Upstream};
+use crate::upstream::{Outbound, Upstream};
 
-/// How much of a non-streamed or error answer is read.
-const MAX_ANSWER_BYTES: usize = 64 * 1024;
+/// Longest wait for the claim on the chat path: beyond it the turn is simply not titled.
+const CLAIM_TIMEOUT: Duration = Duration::from_secs(3);
 
 pub struct TitleService {
-    config: TitlesConfig,
+    pub(super) config: TitlesConfig,
     /// The title system prompt, sent whole.
     prompt: String,
-    store: Arc<dyn TitleStore>,
-    live: LiveHub,
+    pub(super) store: Arc<dyn TitleStore>,
+    /// This process's name in the store (`titles.instance_id` or a fresh UUID).
+    pub(super) instance: String,
+    pub(super) live: LiveHub,
+    /// Change notices for followers of titles running on any process.
+    pub(super) bus: Bus,
+    /// Outcomes waiting for the store to come back.
+    pub(super) outbox: Outbox,
     upstream: Arc<Upstream>,
-    tracker: TaskTracker,
+    pub(super) tracker: TaskTracker,
     /// Cancelled when the shutdown grace runs out: running titles record that they were cut short.
-    cancel: CancellationToken,
-    /// Which conversation an id-less client's turn continues.
+    pub(super) cancel: CancellationToken,
+    /// Which conversation an id-less client's turn continues (this process's answers).
     anchors: Arc<Anchors>,
 }
 
@@ -64,17 +74,25 @@ impl TitleService {
         prompt: String,
         store: Arc<dyn TitleStore>,
         upstream: Arc<Upstream>,
-    ) -> Self {
-        Self {
+    ) -> Result<Self, StoreError> {
+        let bus = Bus::new(&config.store, &config.redis_prefix)?;
+        let instance = config
+            .instance_id
+            .clone()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        Ok(Self {
             config,
             prompt,
             store,
+            instance,
             live: LiveHub::default(),
+            bus,
+            outbox: Outbox::default(),
             upstream,
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
             anchors: Arc::new(Anchors::default()),
-        }
+        })
     }
 
     pub fn anchors(&self) -> &Arc<Anchors> {
@@ -85,15 +103,20 @@ impl TitleService {
         self.config.order
     }
 
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
     /// Whether requests through `harness` get titles at all.
     pub fn applies_to(&self, harness: &str) -> bool {
         self.config.order != TitleOrder::Off && self.config.harnesses.iter().any(|h| h == harness)
     }
 
-    /// Claims the title of (owner, id): `Some` when this request is the one to title it, i.e. no
-    /// title is running or recorded for it. Store trouble means no title, never an error.
+    /// Claims the title of (owner, id): `Some` when this request is the one to title it, i.e. the
+    /// store's insert-if-absent took this process's pending record. Store trouble means no title,
+    /// never an error.
     pub async fn claim(
-        &self,
+        self: &Arc<Self>,
         owner: &str,
         id: &str,
         model: &str,
@@ -114,20 +137,25 @@ impl TitleService {
             harness: harness.to_owned(),
             created_at: now,
             updated_at: now,
+            instance: self.instance.clone(),
+            text: String::new(),
         };
+        // Running here already: no store round trip needed.
         let live = self.live.register(record)?;
-        match self.store.get(Some(owner), id).await {
-            Ok(None) => Some(live),
-            Ok(Some(_)) => {
-                self.live.remove(owner, id);
-                None
+        let claimed = tokio::time::timeout(CLAIM_TIMEOUT, self.store.claim(&live.record)).await;
+        match claimed {
+            Ok(Ok(true)) => {
+                self.mirror(&live);
+                return Some(live);
             }
-            Err(err) => {
+            Ok(Ok(false)) => {}
+            Ok(Err(err)) => {
                 tracing::warn!(error = %err, "title store unavailable; no title for this conversation");
-                self.live.remove(owner, id);
-                None
             }
+            Err(_) => tracing::warn!("title store too slow; no title for this conversation"),
         }
+        self.live.remove(owner, id);
+        None
     }
 
     /// Starts the title task for a claimed conversation.
@@ -146,6 +174,33 @@ impl TitleService {
         }
     }
 
+    /// For stores other processes read: copies the text so far onto the record as it grows and
+    /// tells their followers. Ends with the title (the outcome is written by `settle`).
+    fn mirror(self: &Arc<Self>, live: &Arc<LiveTitle>) {
+        if !self.store.shared() {
+            return;
+        }
+        let this = self.clone();
+        let mut rx = live.subscribe();
+        let (owner, id) = (live.record.owner.clone(), live.record.id.clone());
+        self.tracker.spawn(async move {
+            while rx.changed().await.is_ok() {
+                let (text, finished) = {
+                    let snapshot = rx.borrow_and_update();
+                    (snapshot.deltas.concat(), snapshot.outcome.is_some())
+                };
+                if finished {
+                    return;
+                }
+                if let Err(err) = this.store.set_text(&owner, &id, &text).await {
+                    tracing::debug!(error = %err, "cannot mirror a running title");
+                    continue;
+                }
+                this.bus.publish(&owner, &id).await;
+            }
+        });
+    }
+
     /// The title task's work; its outcome is settled by the caller, panic or not.
     async fn run(
         &self,
@@ -153,9 +208,6 @@ impl TitleService {
         job: TitleJob,
         dispatched: oneshot::Sender<()>,
     ) -> Outcome {
-        if let Err(err) = self.store.insert_pending(&live.record).await {
-            tracing::warn!(error = %err, "cannot record a pending title");
-        }
         tokio::select! {
             result = tokio::time::timeout(self.config.timeout, self.generate(live, &job, dispatched)) => match result {
                 Ok(Ok(title)) => Outcome::Done(title),
@@ -185,9 +237,10 @@ impl TitleService {
         }
     }
 
-    /// Writes a title's outcome, then publishes it and retires the live entry.
+    /// Writes a title's outcome (or queues it while the store is unreachable), then publishes it
+    /// and retires the live entry.
     async fn settle(&self, live: &LiveTitle, outcome: Outcome) {
-        let mut record = live.record.clone();
+        let mut record = live.pending_record();
         record.updated_at = Utc::now();
         match &outcome {
             Outcome::Done(title) => {
@@ -203,10 +256,15 @@ impl TitleService {
         }
         metrics::counter!("harness_proxy_titles_total", "status" => record.status.as_str())
             .increment(1);
-        if let Err(err) = self.store.finish(&record).await {
-            tracing::warn!(error = %err, "cannot record a title outcome");
+        match self.store.finish(&record).await {
+            Ok(()) => self.bus.publish(&record.owner, &record.id).await,
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot record a title outcome; queued until the store is back");
+                self.outbox.push(record.clone());
+            }
         }
-        // Publish after the store has the outcome, so a reader never finds neither.
+        // Publish after the store has the outcome (or it is queued), so a reader never finds
+        // neither here.
         live.finish(outcome);
         self.live.remove(&record.owner, &record.id);
     }
@@ -217,9 +275,6 @@ impl TitleService {
         let this = self.clone();
         self.tracker.spawn(async move {
             let outcome = caught(async {
-                if let Err(err) = this.store.insert_pending(&live.record).await {
-                    tracing::warn!(error = %err, "cannot record a pending title");
-                }
                 match raw.and_then(|text| {
                     sanitize_title(&text, this.config.max_chars)
                         .ok_or_else(|| "titler produced no text".to_owned())
@@ -280,7 +335,7 @@ impl TitleService {
             .ok_or_else(|| "titler produced no text".to_owned())
     }
 
-    /// A record as callers see it: the live one while pending, else the stored one.
+    /// A record as callers see it: the live one while pending here, else the stored one.
     pub async fn get(
         &self,
         scope: Option<&str>,
@@ -305,64 +360,16 @@ impl TitleService {
         self.live.find(scope, id)
     }
 
-    pub async fn ready(&self) -> bool {
-        self.store.ping().await.is_ok()
+    /// Notices of changed records, for following a title running on another process. Subscribe
+    /// before reading the record, so no change falls between the two.
+    pub fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.bus.subscribe()
     }
 
-    /// Before serving: titles left pending by an earlier process are failed, old ones pruned.
-    pub async fn recover(&self) {
-        match self
-            .store
-            .fail_stale_pending("the proxy restarted before the title finished", Utc::now())
-            .await
-        {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(
-                count = n,
-                "marked titles interrupted by a restart as failed"
-            ),
-            Err(err) => tracing::warn!(error = %err, "cannot recover pending titles"),
-        }
-        self.prune().await;
-    }
-
-    async fn prune(&self) {
-        let retention =
-            chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
-        let cutoff = Utc::now().checked_sub_signed(retention).unwrap_or_default();
-        match self.store.prune(cutoff, self.config.max_records).await {
-            Ok(0) => {}
-            Ok(n) => tracing::info!(count = n, "pruned old titles"),
-            Err(err) => tracing::warn!(error = %err, "cannot prune titles"),
-        }
-    }
-
-    /// Prunes every hour until shutdown.
-    pub fn spawn_maintenance(self: &Arc<Self>) {
-        let this = self.clone();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    () = tokio::time::sleep(Duration::from_secs(3600)) => this.prune().await,
-                    () = this.cancel.cancelled() => return,
-                }
-            }
-        });
-    }
-
-    /// Waits up to `within` for running titles; then cuts them short, letting them record so.
-    pub async fn shutdown(&self, within: Duration) {
-        self.tracker.close();
-        if tokio::time::timeout(within, self.tracker.wait())
-            .await
-            .is_err()
-        {
-            tracing::warn!(
-                "titles still running at the end of the grace period; recording them as failed"
-            );
-        }
-        self.cancel.cancel();
-        let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
+    /// How long a follower waits for a title running elsewhere: its timeout, plus time for its
+    /// owner's lease to run out and another process to fail it if that owner died.
+    pub fn follow_deadline(&self) -> Duration {
+        self.config.timeout + self.config.lease * 2
     }
 }
 
@@ -383,78 +390,8 @@ async fn caught(work: impl Future<Output = Outcome>) -> Outcome {
         })
 }
 
-/// Folds a title stream, publishing each text delta. Reasoning deltas are not title text.
-async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, String> {
-    let mut decoder = Decoder::new();
-    let mut raw = String::new();
-    let handle = |data: Option<&[u8]>, raw: &mut String| -> Result<(), String> {
-        let Some(data) = data else { return Ok(()) };
-        let data = data.trim_ascii();
-        if data.is_empty() || data == b"[DONE]" {
-            return Ok(());
-        }
-        let chunk: Chunk = serde_json::from_slice(data)
-            .map_err(|e| format!("failed to parse title chunk: {e}"))?;
-        if let Some(error) = chunk.error {
-            return Err(error_message(&error.to_string()));
-        }
-        if let Some(text) = chunk
-            .choices
-            .iter()
-            .find(|c| c.index == 0)
-            .and_then(|c| c.delta.text())
-        {
-            raw.push_str(&text);
-            live.push_delta(&text);
-        }
-        Ok(())
-    };
-    while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| format!("title stream failed: {e}"))?;
-        decoder.push(&chunk);
-        while let Some(event) = decoder
-            .next_event()
-            .map_err(|e| format!("title stream failed: {e}"))?
-        {
-            handle(event.data.as_deref(), &mut raw)?;
-        }
-    }
-    if let Some(event) = decoder.finish() {
-        handle(event.data.as_deref(), &mut raw)?;
-    }
-    Ok(raw)
-}
-
-async fn read_limited(mut body: BodyStream) -> String {
-    let mut out = Vec::new();
-    while let Some(Ok(chunk)) = body.next().await {
-        out.extend_from_slice(&chunk);
-        if out.len() >= MAX_ANSWER_BYTES {
-            out.truncate(MAX_ANSWER_BYTES);
-            break;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// `error.message` of an OpenAI error body, else the text itself (shortened).
-fn error_message(text: &str) -> String {
-    let parsed: Option<serde_json::Value> = serde_json::from_str(text).ok();
-    let message = parsed.as_ref().and_then(|v| {
-        v.pointer("/error/message")
-            .or_else(|| v.get("message"))
-            .and_then(|m| m.as_str())
-            .map(str::to_owned)
-    });
-    let mut message = message.unwrap_or_else(|| text.trim().to_owned());
-    if message.chars().count() > 300 {
-        message = message.chars().take(300).collect::<String>() + "…";
-    }
-    message
-}
-
 #[cfg(test)]
-mod tests {
+mod panic_tests {
     use super::*;
 
     #[tokio::test]

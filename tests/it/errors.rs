@@ -37,20 +37,25 @@ async fn upstream_silent_before_the_head_is_504() {
 
 #[tokio::test]
 async fn a_cut_mid_stream_ends_with_one_error_event() {
+    // The cut waits until the client has the first event: a head is committed by then.
+    let cut = std::sync::Arc::new(tokio::sync::Notify::new());
     let upstream = FakeUpstream::fixed(Reply::steps(vec![
         Step::Send(text_chunk("partial").into_bytes()),
-        Step::Sleep(Duration::from_millis(20)),
         Step::Send(b"data: {\"choices\":[{\"ind".to_vec()),
-        // Let the fake flush what it sent before it aborts.
-        Step::Sleep(Duration::from_millis(20)),
+        Step::Wait(cut.clone()),
         Step::Cut,
     ]))
     .await;
-    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let mut config = test_config(&upstream.base_url());
+    // No title request: it would get this same script and take the cut's notification.
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    let app = TestApp::start(config).await;
     for harness in ["passthrough", "opencode"] {
-        let response = app.chat(harness, &chat_body(true)).await;
+        let mut response = app.chat(harness, &chat_body(true)).await;
         assert_eq!(response.status(), 200);
-        let text = read_all(response).await;
+        let first = response.chunk().await.unwrap().unwrap();
+        cut.notify_one();
+        let text = String::from_utf8(first.to_vec()).unwrap() + &read_all(response).await;
         assert!(
             text.starts_with(&text_chunk("partial")),
             "{harness}: {text}"
@@ -94,8 +99,14 @@ async fn client_disconnect_cancels_the_upstream_request() {
         let mut response = app.chat(harness, &chat_body(true)).await;
         let first = response.chunk().await.unwrap().expect("a first chunk");
         assert!(!first.is_empty());
+        let hung_up = std::time::Instant::now();
         drop(response);
-        let dropped = upstream.wait_for_drop(Duration::from_secs(1)).await;
+        // Noticed at the next event (50 ms here); the bound leaves room for a busy machine.
+        let dropped = upstream.wait_for_drop(Duration::from_secs(5)).await;
+        eprintln!(
+            "{harness}: upstream cancelled {:?} after the hang-up",
+            hung_up.elapsed()
+        );
         assert_eq!(
             dropped.as_deref(),
             Some("/v1/chat/completions"),

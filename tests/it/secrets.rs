@@ -62,7 +62,10 @@ async fn keys_and_tokens_never_reach_the_logs() {
         .unwrap()
         .bytes()
         .await;
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Five requests went through (three chats, titles, models): wait for their five log lines.
+    proxy
+        .wait_for_logs(|logs| logs.matches("\"message\":\"request\"").count() >= 5)
+        .await;
     let logs = proxy.logs();
     assert!(
         logs.contains("\"request_id\""),
@@ -92,20 +95,34 @@ fn outcomes(logs: &str) -> Vec<String> {
         .collect()
 }
 
+/// A streamed answer chosen by the request's text: `full` ends at once; `late` sends its
+/// finish_reason, then (like Codex's usage chunk and `[DONE]`) keeps sending for seconds; `early`
+/// keeps sending for seconds before its finish_reason. A hang-up is noticed at the proxy's next
+/// write, so the seconds of trailing events make every hang-up land where it was meant to.
+fn scripted(r: &Recorded) -> Reply {
+    let body = String::from_utf8_lossy(&r.body).into_owned();
+    let trailing = |steps: &mut Vec<Step>| {
+        for _ in 0..100 {
+            steps.push(Step::Sleep(Duration::from_millis(50)));
+            steps.push(Step::Send(text_chunk(" more").into_bytes()));
+        }
+    };
+    let mut steps = vec![Step::Send(text_chunk("hi").into_bytes())];
+    if body.contains("early") {
+        trailing(&mut steps);
+    }
+    steps.push(Step::Send(finish_chunk("stop").into_bytes()));
+    if body.contains("late") {
+        trailing(&mut steps);
+    }
+    steps.push(Step::Send(USAGE_CHUNK.as_bytes().to_vec()));
+    steps.push(Step::Send(DONE.as_bytes().to_vec()));
+    Reply::steps(steps)
+}
+
 #[tokio::test]
 async fn a_client_that_hangs_up_after_its_answer_is_not_logged_as_a_disconnect() {
-    // The answer ends with finish_reason; usage and [DONE] follow a moment later (Codex hangs up
-    // in between).
-    let upstream = FakeUpstream::fixed(Reply::steps(vec![
-        Step::Send(text_chunk("hi").into_bytes()),
-        Step::Sleep(Duration::from_millis(20)),
-        Step::Send(finish_chunk("stop").into_bytes()),
-        Step::Sleep(Duration::from_millis(300)),
-        Step::Send(USAGE_CHUNK.as_bytes().to_vec()),
-        Step::Sleep(Duration::from_millis(300)),
-        Step::Send(DONE.as_bytes().to_vec()),
-    ]))
-    .await;
+    let upstream = FakeUpstream::start(|r: &Recorded, _| scripted(r)).await;
     let proxy = Proxy::start(
         &upstream.base_url(),
         &[
@@ -115,8 +132,8 @@ async fn a_client_that_hangs_up_after_its_answer_is_not_logged_as_a_disconnect()
     )
     .await;
     let client = reqwest::Client::new();
-    let body = serde_json::json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hello"}]});
-    let chat = |harness: &str| {
+    let chat = |harness: &str, text: &str| {
+        let body = serde_json::json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": text}]});
         client
             .post(format!("{}/v1/chat/completions", proxy.base))
             .header("x-harness", harness)
@@ -125,23 +142,23 @@ async fn a_client_that_hangs_up_after_its_answer_is_not_logged_as_a_disconnect()
     };
     for harness in ["opencode", "passthrough"] {
         // Read up to the finish_reason, then hang up.
-        let mut response = chat(harness).await.unwrap();
+        let mut response = chat(harness, "late").await.unwrap();
         let mut seen = String::new();
         while !seen.contains("finish_reason\":\"stop") {
             seen.push_str(std::str::from_utf8(&response.chunk().await.unwrap().unwrap()).unwrap());
         }
         drop(response);
         // Hang up before anything finished.
-        let mut early = chat(harness).await.unwrap();
+        let mut early = chat(harness, "early").await.unwrap();
         early.chunk().await.unwrap();
         drop(early);
         // And one read to the end.
-        let full = chat(harness).await.unwrap();
+        let full = chat(harness, "full").await.unwrap();
         full.bytes().await.unwrap();
     }
-    // Hang-ups are noticed at the next write, at most ~600 ms later; leave room for a busy machine.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
-    let mut seen = outcomes(&proxy.logs());
+    // Each line is written when the proxy notices; wait for all six (bounded).
+    let logs = proxy.wait_for_logs(|logs| outcomes(logs).len() >= 6).await;
+    let mut seen = outcomes(&logs);
     seen.sort();
     assert_eq!(
         seen,

@@ -9,11 +9,11 @@ use tokio::sync::Notify;
 
 use crate::support::sse::{DONE, finish_chunk, hello_stream, read_all, text_chunk};
 use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, test_config};
-use harness_proxy::config::TitleOrder;
+use harness_proxy::config::{StoreUrl, TitleOrder};
 
 const TITLE_PROMPT: &str = include_str!("../../prompts/opencode/title.md");
 
-fn main_reply() -> Reply {
+pub(crate) fn main_reply() -> Reply {
     Reply::sse(
         &hello_stream()
             .iter()
@@ -22,13 +22,13 @@ fn main_reply() -> Reply {
     )
 }
 
-fn title_reply(title: &str) -> Reply {
+pub(crate) fn title_reply(title: &str) -> Reply {
     Reply::sse(&[&text_chunk(title), &finish_chunk("stop"), DONE])
 }
 
 /// A title stream that sends `before`, waits until the returned `Notify` is told, then sends
 /// `after` and ends.
-fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
+pub(crate) fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
     let release = Arc::new(Notify::new());
     let mut steps: Vec<Step> = before
         .iter()
@@ -41,7 +41,7 @@ fn held_title(before: &[&str], after: &[&str]) -> (Reply, Arc<Notify>) {
 }
 
 /// Title requests get `title`, everything else the hello answer.
-async fn upstream_with_title(title: Reply) -> FakeUpstream {
+pub(crate) async fn upstream_with_title(title: Reply) -> FakeUpstream {
     FakeUpstream::start(move |r: &Recorded, _| {
         if r.is_title() {
             title.clone()
@@ -52,7 +52,7 @@ async fn upstream_with_title(title: Reply) -> FakeUpstream {
     .await
 }
 
-fn first_turn(text: &str) -> Value {
+pub(crate) fn first_turn(text: &str) -> Value {
     json!({"model": "mock-model", "stream": true, "messages": [
         {"role": "system", "content": "You are an agent."},
         {"role": "user", "content": "<environment_context>\n  <cwd>/w</cwd>\n</environment_context>"},
@@ -60,7 +60,12 @@ fn first_turn(text: &str) -> Value {
     ]})
 }
 
-async fn chat(app: &TestApp, body: &Value, conversation: &str, token: &str) -> reqwest::Response {
+pub(crate) async fn chat(
+    app: &TestApp,
+    body: &Value,
+    conversation: &str,
+    token: &str,
+) -> reqwest::Response {
     app.post("/v1/chat/completions")
         .header("x-conversation-id", conversation)
         .bearer_auth(token)
@@ -71,8 +76,9 @@ async fn chat(app: &TestApp, body: &Value, conversation: &str, token: &str) -> r
 }
 
 /// Polls the record until it is no longer pending (bounded).
-async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
-    for _ in 0..500 {
+pub(crate) async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while tokio::time::Instant::now() < deadline {
         let response = app
             .get(&format!("/titles/{id}"))
             .bearer_auth(token)
@@ -90,7 +96,7 @@ async fn settled(app: &TestApp, id: &str, token: &str) -> Value {
     panic!("title {id} did not settle");
 }
 
-fn titles_of(upstream: &FakeUpstream) -> Vec<Recorded> {
+pub(crate) fn titles_of(upstream: &FakeUpstream) -> Vec<Recorded> {
     upstream
         .requests()
         .into_iter()
@@ -230,7 +236,22 @@ async fn parallel_mode_does_not_wait_for_the_title() {
 #[tokio::test]
 async fn before_mode_sends_the_main_request_after_the_title_stream_ends() {
     let (title, release) = held_title(&["First"], &[]);
-    let upstream = upstream_with_title(title).await;
+    // Whether the main request arrived before the title stream was let finish.
+    let released = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let early = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let upstream = FakeUpstream::start({
+        let (released, early) = (released.clone(), early.clone());
+        move |r: &Recorded, _| {
+            if r.is_title() {
+                return title.clone();
+            }
+            if !released.load(std::sync::atomic::Ordering::SeqCst) {
+                early.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+            main_reply()
+        }
+    })
+    .await;
     let mut config = test_config(&upstream.base_url());
     config.titles.order = TitleOrder::Before;
     let app = TestApp::start(config).await;
@@ -244,14 +265,24 @@ async fn before_mode_sends_the_main_request_after_the_title_stream_ends() {
         async move { read_all(request.send().await.unwrap()).await }
     });
     upstream.wait_for_requests(1).await;
-    // While the title stream is open, the main request is held back.
-    tokio::time::sleep(Duration::from_millis(150)).await;
-    assert_eq!(upstream.count(), 1);
+    // The title has streamed its first words (so it is well under way) before it is let finish.
+    let mut live = app
+        .get("/titles/conv-before/stream")
+        .bearer_auth("k")
+        .send()
+        .await
+        .unwrap();
+    live.chunk().await.unwrap();
+    released.store(true, std::sync::atomic::Ordering::SeqCst);
     release.notify_one();
     let text = pending.await.unwrap();
     assert!(text.ends_with(DONE));
     let requests = upstream.requests();
     assert!(requests[0].is_title() && !requests[1].is_title());
+    assert!(
+        !early.load(std::sync::atomic::Ordering::SeqCst),
+        "the main request went out while the title stream was open"
+    );
     assert_eq!(settled(&app, "conv-before", "k").await["title"], "First");
 }
 
@@ -292,6 +323,8 @@ async fn off_mode_and_passthrough_make_no_title() {
 
 #[tokio::test]
 async fn title_failures_leave_the_answer_intact_and_record_why() {
+    // The cut comes once the title has streamed its first words (seen on its live stream).
+    let cut = Arc::new(Notify::new());
     let cases: Vec<(&str, Reply, &str)> = vec![
         (
             "conv-500",
@@ -305,7 +338,7 @@ async fn title_failures_leave_the_answer_intact_and_record_why() {
             "conv-cut",
             Reply::steps(vec![
                 Step::Send(text_chunk("Half").into_bytes()),
-                Step::Sleep(Duration::from_millis(20)),
+                Step::Wait(cut.clone()),
                 Step::Cut,
             ]),
             "title stream failed",
@@ -320,11 +353,7 @@ async fn title_failures_leave_the_answer_intact_and_record_why() {
             Reply::sse(&[&text_chunk("\"\"  ''"), DONE]),
             "titler produced no text",
         ),
-        (
-            "conv-slow",
-            Reply::Hang,
-            "title request timed out after 300ms",
-        ),
+        ("conv-slow", Reply::Hang, "title request timed out after 1s"),
         (
             "conv-error-event",
             Reply::sse(&["data: {\"error\":{\"message\":\"quota exceeded\"}}\n\n"]),
@@ -334,9 +363,25 @@ async fn title_failures_leave_the_answer_intact_and_record_why() {
     for (conversation, reply, reason) in cases {
         let upstream = upstream_with_title(reply).await;
         let mut config = test_config(&upstream.base_url());
-        config.titles.timeout = Duration::from_millis(300);
+        // Only the hanging case may time out, whatever the machine's load: a long timeout for
+        // the others, and for it a short one (it never answers, so any bound gives the outcome).
+        config.titles.timeout = if conversation == "conv-slow" {
+            Duration::from_secs(1)
+        } else {
+            Duration::from_secs(30)
+        };
         let app = TestApp::start(config).await;
         let response = chat(&app, &first_turn("Do the thing"), conversation, "k").await;
+        if conversation == "conv-cut" {
+            let mut live = app
+                .get("/titles/conv-cut/stream")
+                .bearer_auth("k")
+                .send()
+                .await
+                .unwrap();
+            live.chunk().await.unwrap();
+            cut.notify_one();
+        }
         assert_eq!(response.status(), 200, "{conversation}");
         let text = read_all(response).await;
         assert!(
@@ -628,9 +673,8 @@ async fn listing_paginates_newest_first_with_a_cursor() {
 async fn titles_survive_a_restart_with_sqlite() {
     let upstream = upstream_with_title(title_reply("Persistent title")).await;
     let dir = tempfile::tempdir().unwrap();
-    let store = format!("sqlite://{}", dir.path().join("titles.db").display());
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = store.clone();
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("titles.db"));
     let mut app = TestApp::start(config.clone()).await;
     read_all(chat(&app, &first_turn("Keep this"), "conv-keep", "k").await).await;
     settled(&app, "conv-keep", "k").await;
@@ -652,11 +696,21 @@ async fn shutdown_waits_for_a_running_title_and_records_it() {
     let upstream = upstream_with_title(title).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = format!("sqlite://{}", dir.path().join("t.db").display());
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("t.db"));
     let mut app = TestApp::start(config.clone()).await;
     read_all(chat(&app, &first_turn("Shut down gently"), "conv-grace", "k").await).await;
     app.trigger_shutdown();
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The title is let finish only once the drain has begun (readiness is gone).
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while app
+        .get("/readyz")
+        .send()
+        .await
+        .is_ok_and(|r| r.status() == 200)
+    {
+        assert!(tokio::time::Instant::now() < deadline, "shutdown not seen");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     release.notify_one();
     let server = app.server.take().unwrap();
     tokio::time::timeout(Duration::from_secs(5), server)
@@ -678,15 +732,16 @@ async fn a_title_still_running_when_the_grace_ends_is_recorded_as_cut_short() {
     let upstream = upstream_with_title(title).await;
     let dir = tempfile::tempdir().unwrap();
     let mut config = test_config(&upstream.base_url());
-    config.titles.store = format!("sqlite://{}", dir.path().join("t.db").display());
+    config.titles.store = StoreUrl::Sqlite(dir.path().join("t.db"));
     config.titles.timeout = Duration::from_secs(60);
-    config.shutdown_grace = Duration::from_millis(300);
+    config.shutdown_grace = Duration::from_secs(1);
     let mut app = TestApp::start(config.clone()).await;
     read_all(chat(&app, &first_turn("Too slow"), "conv-cut-short", "k").await).await;
     let started = std::time::Instant::now();
     app.stop().await.unwrap();
+    // The title would run 60 s: stopping well before is the grace at work.
     assert!(
-        started.elapsed() < Duration::from_secs(4),
+        started.elapsed() < Duration::from_secs(20),
         "shutdown is bounded by the grace period"
     );
     let restarted = TestApp::start(config).await;

@@ -51,6 +51,38 @@ pub enum OutMessage {
 }
 
 impl OutMessage {
+    /// About how many bytes this message takes in the upstream JSON (escapes aside), so the body
+    /// buffer can be sized once instead of doubling through a large history.
+    pub fn approx_len(&self) -> usize {
+        const FRAMING: usize = 64;
+        FRAMING
+            + match self {
+                Self::Text { content, .. } => content.len(),
+                Self::Raw { content, .. } => content.get().len(),
+                Self::Calls {
+                    content,
+                    tool_calls,
+                    ..
+                } => {
+                    content.len()
+                        + tool_calls
+                            .iter()
+                            .map(|c| {
+                                FRAMING
+                                    + c.id.len()
+                                    + c.function.name.len()
+                                    + c.function.arguments.len()
+                            })
+                            .sum::<usize>()
+                }
+                Self::ToolResult {
+                    content,
+                    tool_call_id,
+                    ..
+                } => content.len() + tool_call_id.len(),
+            }
+    }
+
     pub fn user(content: String) -> Self {
         Self::Text {
             role: "user",

@@ -153,9 +153,11 @@ impl Opencode {
         if let Some(mode) = mode {
             self.collaboration.apply(mode, &mut request);
         }
+        // Taken out so the client's history can be freed once converted, before the upstream body
+        // is written: a large request then holds two copies at a time, not three.
+        let client_messages = std::mem::take(&mut request.messages);
         let request = &request;
-        let system_texts: Vec<std::borrow::Cow<'_, str>> = request
-            .messages
+        let system_texts: Vec<std::borrow::Cow<'_, str>> = client_messages
             .iter()
             .filter(|m| m.role == Role::System)
             .map(crate::api::chat::Message::text)
@@ -164,8 +166,7 @@ impl Opencode {
 
         // The client's own prompt may say where it runs: system and developer text, and the
         // contextual user messages (Codex's `<environment_context>`), never the user's own words.
-        let prompt_texts: Vec<std::borrow::Cow<'_, str>> = request
-            .messages
+        let prompt_texts: Vec<std::borrow::Cow<'_, str>> = client_messages
             .iter()
             .filter(|m| match m.role {
                 Role::System | Role::Developer => true,
@@ -198,7 +199,7 @@ impl Opencode {
             // A known agent's own system prompt is its persona, which opencode's replaces (as
             // the reference does); a plain client's is what its user asked for.
             instructions::collect(
-                &request.messages,
+                &client_messages,
                 &[&self.search_prompt, flavour::TASK_AGENT_MARKER],
                 profile.is_identity(),
             )
@@ -210,19 +211,20 @@ impl Opencode {
         suffix.push_str(&tail);
         let system = prefix.with_suffix(&suffix);
 
-        let mut messages = Vec::with_capacity(request.messages.len() + 1);
+        let mut messages = Vec::with_capacity(client_messages.len() + 1);
         messages.push(OutMessage::Raw {
             role: "system",
             content: system,
         });
         messages.extend(history::convert(
-            &request.messages,
+            &client_messages,
             &HistoryOptions {
                 mode: self.config.history,
                 quote_user: flavour.quotes_user_text(),
                 profile: &profile,
             },
         ));
+        drop(client_messages);
 
         let client_tools = request.tools.as_deref().unwrap_or_default();
         // In a collaboration mode `request_user_input` follows the mode, not `extra_tools`.
@@ -250,8 +252,14 @@ impl Opencode {
             temperature: flavour.has_temperature().then_some(1),
             reasoning_effort: request.reasoning_effort.as_deref(),
         };
+        // Sized up front (1/8 for escapes and tools): a doubling buffer would hold up to twice a
+        // large body, and copy it on each growth.
+        let approx: usize = body.messages.iter().map(OutMessage::approx_len).sum();
+        let mut bytes = Vec::with_capacity(approx + approx / 8 + 64 * 1024);
         // Serializing owned strings and valid raw JSON cannot fail.
-        let bytes = serde_json::to_vec(&body).unwrap_or_default();
+        if serde_json::to_writer(&mut bytes, &body).is_err() {
+            bytes.clear();
+        }
         let calls: Option<Arc<dyn CallMapper>> = (!profile.is_identity()).then(|| {
             let client_tools = client_tools
                 .iter()

@@ -1,4 +1,5 @@
-//! In-memory store, bounded: beyond `max_records` the oldest records are evicted.
+//! In-memory store, bounded: beyond `max_records` the oldest records are evicted. One process
+//! only, so its claim needs nothing more than the map's lock.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -11,21 +12,28 @@ use super::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 /// Records by (owner, id).
 type Records = HashMap<(String, String), TitleRecord>;
 
+#[derive(Default)]
+struct Inner {
+    records: Records,
+    /// Lease expiry by instance id.
+    leases: HashMap<String, DateTime<Utc>>,
+}
+
 pub struct MemoryStore {
-    records: Mutex<Records>,
+    inner: Mutex<Inner>,
     max_records: usize,
 }
 
 impl MemoryStore {
     pub fn new(max_records: usize) -> Self {
         Self {
-            records: Mutex::new(HashMap::new()),
+            inner: Mutex::new(Inner::default()),
             max_records: max_records.max(1),
         }
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Records>, StoreError> {
-        self.records
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
+        self.inner
             .lock()
             .map_err(|_| StoreError::Backend("memory store lock poisoned".into()))
     }
@@ -55,30 +63,49 @@ fn evict_oldest(map: &mut Records, keep: usize) -> u64 {
 
 #[async_trait]
 impl TitleStore for MemoryStore {
-    async fn insert_pending(&self, record: &TitleRecord) -> Result<bool, StoreError> {
-        let mut map = self.lock()?;
+    async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError> {
+        let mut inner = self.lock()?;
         let key = (record.owner.clone(), record.id.clone());
-        if map.contains_key(&key) {
+        if inner.records.contains_key(&key) {
             return Ok(false);
         }
-        map.insert(key, record.clone());
-        evict_oldest(&mut map, self.max_records);
+        inner.records.insert(key, record.clone());
+        evict_oldest(&mut inner.records, self.max_records);
         Ok(true)
     }
 
+    async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
+        let mut inner = self.lock()?;
+        if let Some(r) = inner.records.get_mut(&(owner.to_owned(), id.to_owned()))
+            && r.status == Status::Pending
+        {
+            text.clone_into(&mut r.text);
+        }
+        Ok(())
+    }
+
     async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {
-        let mut map = self.lock()?;
-        if let Some(existing) = map.get_mut(&(record.owner.clone(), record.id.clone())) {
-            existing.status = record.status;
-            existing.title.clone_from(&record.title);
-            existing.error.clone_from(&record.error);
-            existing.updated_at = record.updated_at;
+        let mut inner = self.lock()?;
+        let key = (record.owner.clone(), record.id.clone());
+        match inner.records.get_mut(&key) {
+            Some(existing) => {
+                existing.status = record.status;
+                existing.title.clone_from(&record.title);
+                existing.error.clone_from(&record.error);
+                existing.text.clone_from(&record.text);
+                existing.updated_at = record.updated_at;
+            }
+            None => {
+                inner.records.insert(key, record.clone());
+                evict_oldest(&mut inner.records, self.max_records);
+            }
         }
         Ok(())
     }
 
     async fn get(&self, owner: Option<&str>, id: &str) -> Result<Option<TitleRecord>, StoreError> {
-        let map = self.lock()?;
+        let inner = self.lock()?;
+        let map = &inner.records;
         Ok(match owner {
             Some(owner) => map.get(&(owner.to_owned(), id.to_owned())).cloned(),
             None => map
@@ -95,8 +122,9 @@ impl TitleStore for MemoryStore {
         before: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<TitleRecord>, StoreError> {
-        let map = self.lock()?;
-        let mut records: Vec<TitleRecord> = map
+        let inner = self.lock()?;
+        let mut records: Vec<TitleRecord> = inner
+            .records
             .values()
             .filter(|r| owner.is_none_or(|o| r.owner == o))
             .filter(|r| before.is_none_or(|c| c.is_before(r)))
@@ -108,31 +136,48 @@ impl TitleStore for MemoryStore {
     }
 
     async fn prune(&self, older_than: DateTime<Utc>, keep: usize) -> Result<u64, StoreError> {
-        let mut map = self.lock()?;
+        let mut inner = self.lock()?;
+        let map = &mut inner.records;
         let before = map.len();
         map.retain(|_, r| r.created_at >= older_than);
         let aged = (before - map.len()) as u64;
-        Ok(aged + evict_oldest(&mut map, keep))
+        Ok(aged + evict_oldest(map, keep))
+    }
+
+    async fn renew_lease(&self, instance: &str, until: DateTime<Utc>) -> Result<(), StoreError> {
+        self.lock()?.leases.insert(instance.to_owned(), until);
+        Ok(())
     }
 
     async fn fail_stale_pending(
         &self,
+        own: Option<&str>,
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
-        let mut map = self.lock()?;
+        let mut inner = self.lock()?;
+        let Inner { records, leases } = &mut *inner;
         let mut count = 0;
-        for record in map.values_mut().filter(|r| r.status == Status::Pending) {
-            record.status = Status::Failed;
-            record.error = Some(reason.to_owned());
-            record.updated_at = now;
-            count += 1;
+        for record in records.values_mut().filter(|r| r.status == Status::Pending) {
+            let expired = leases
+                .get(&record.instance)
+                .is_none_or(|until| *until < now);
+            if expired || own == Some(record.instance.as_str()) {
+                record.status = Status::Failed;
+                record.error = Some(reason.to_owned());
+                record.updated_at = now;
+                count += 1;
+            }
         }
         Ok(count)
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
         self.lock().map(|_| ())
+    }
+
+    fn shared(&self) -> bool {
+        false
     }
 }
 
@@ -142,7 +187,7 @@ mod tests {
 
     #[tokio::test]
     async fn satisfies_the_store_contract() {
-        super::super::contract::run(&MemoryStore::new(100)).await;
+        super::super::contract::run(std::sync::Arc::new(MemoryStore::new(100))).await;
     }
 
     #[tokio::test]
@@ -150,7 +195,7 @@ mod tests {
         let store = MemoryStore::new(2);
         for (i, id) in ["a", "b", "c"].iter().enumerate() {
             store
-                .insert_pending(&super::super::contract::record("o", id, i as i64))
+                .claim(&super::super::contract::record("o", id, i as i64))
                 .await
                 .expect("insert");
         }

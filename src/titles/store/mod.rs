@@ -1,8 +1,15 @@
-//! `TitleStore`: where title records live. Backends: `memory` (bounded, for tests and ephemeral
-//! use) and `sqlite` (embedded default, survives restarts). Records are keyed by (owner, id) so two
-//! callers can never read or block each other's conversations.
+//! `TitleStore`: where title records live. Backends: `memory` (bounded, one process), `sqlite`
+//! (embedded default: one host, any number of processes) and `redis` (shared by replicas). Records
+//! are keyed by (owner, id) so two callers can never read or block each other's conversations.
+//!
+//! Replica safety lives here: `claim` is one atomic insert-if-absent whose answer decides who
+//! titles; pending records name the process (`instance`) running them, and each process keeps a
+//! lease that `fail_stale_pending` checks, so no process fails another live one's titles.
 
+#[cfg(test)]
+pub(crate) mod contract;
 pub mod memory;
+pub mod redis;
 pub mod sqlite;
 
 use std::sync::Arc;
@@ -10,6 +17,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+
+use crate::config::{StoreUrl, TitlesConfig};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -50,6 +59,10 @@ pub struct TitleRecord {
     pub harness: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The process titling it (its `titles.instance_id`); its lease says whether it still runs.
+    pub instance: String,
+    /// The title text streamed so far, so a subscriber on any process can catch up.
+    pub text: String,
 }
 
 /// Position in the newest-first listing: strictly older than (created_at, id).
@@ -89,15 +102,22 @@ impl Cursor {
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
+    /// The store cannot be reached right now (Redis down, file gone); callers may retry.
+    #[error("title store unreachable: {0}")]
+    Unavailable(String),
     #[error("title store: {0}")]
     Backend(String),
 }
 
 #[async_trait]
 pub trait TitleStore: Send + Sync {
-    /// Inserts a pending record unless one exists for (owner, id); returns whether it inserted.
-    async fn insert_pending(&self, record: &TitleRecord) -> Result<bool, StoreError>;
-    /// Writes the outcome of a title (status, title, error, updated_at) onto an existing record.
+    /// Inserts the pending record unless one exists for (owner, id), atomically: `true` means this
+    /// caller won the claim and runs the title.
+    async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError>;
+    /// Replaces the streamed text of a record that is still pending (no-op otherwise).
+    async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError>;
+    /// Writes a title's outcome (status, title, error, updated_at), inserting the whole record if
+    /// the store lost it meanwhile (a Redis restart), so a finished title is never dropped.
     async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError>;
     async fn get(&self, owner: Option<&str>, id: &str) -> Result<Option<TitleRecord>, StoreError>;
     /// Newest first; `owner: None` lists every caller's records (admin).
@@ -109,143 +129,32 @@ pub trait TitleStore: Send + Sync {
     ) -> Result<Vec<TitleRecord>, StoreError>;
     /// Deletes records older than `older_than` and all but the newest `keep` records.
     async fn prune(&self, older_than: DateTime<Utc>, keep: usize) -> Result<u64, StoreError>;
-    /// Marks records left `pending` by an earlier process as failed.
-    async fn fail_stale_pending(&self, reason: &str, now: DateTime<Utc>)
-    -> Result<u64, StoreError>;
-    /// Readiness probe.
+    /// Says `instance` is alive until `until`.
+    async fn renew_lease(&self, instance: &str, until: DateTime<Utc>) -> Result<(), StoreError>;
+    /// Marks pending records as failed when their instance's lease has expired (or is unknown),
+    /// and, when `own` is given, those of that instance too (left by an earlier run of it).
+    async fn fail_stale_pending(
+        &self,
+        own: Option<&str>,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError>;
+    /// Readiness: the store can be written right now.
     async fn ping(&self) -> Result<(), StoreError>;
+    /// Whether other processes may read this store (then running titles mirror their text to it).
+    fn shared(&self) -> bool;
 }
 
-/// Opens the store named by `titles.store`: `memory` or `sqlite://PATH`.
-pub fn open(spec: &str, max_records: usize) -> Result<Arc<dyn TitleStore>, StoreError> {
-    if spec == "memory" {
-        return Ok(Arc::new(memory::MemoryStore::new(max_records)));
-    }
-    match spec.strip_prefix("sqlite://") {
-        Some(path) => Ok(Arc::new(sqlite::SqliteStore::open(std::path::Path::new(
-            path,
-        ))?)),
-        None => Err(StoreError::Backend(format!(
-            "unknown store `{spec}`; expected `memory` or `sqlite://PATH`"
-        ))),
-    }
-}
-
-#[cfg(test)]
-pub(crate) mod contract {
-    //! The behaviour every backend must show; each backend's tests run it.
-
-    use super::*;
-    use chrono::TimeZone;
-
-    pub fn record(owner: &str, id: &str, second: i64) -> TitleRecord {
-        let at = Utc
-            .timestamp_opt(1_700_000_000 + second, 0)
-            .single()
-            .expect("valid time");
-        TitleRecord {
-            owner: owner.into(),
-            id: id.into(),
-            title: None,
-            status: Status::Pending,
-            error: None,
-            model: "m".into(),
-            harness: "opencode".into(),
-            created_at: at,
-            updated_at: at,
-        }
-    }
-
-    pub async fn run(store: &dyn TitleStore) {
-        assert!(
-            store
-                .insert_pending(&record("alice", "c1", 1))
-                .await
-                .expect("insert")
-        );
-        assert!(
-            !store
-                .insert_pending(&record("alice", "c1", 2))
-                .await
-                .expect("insert"),
-            "no duplicate"
-        );
-        assert!(
-            store
-                .insert_pending(&record("bob", "c1", 3))
-                .await
-                .expect("insert"),
-            "same id, other owner"
-        );
-        assert!(
-            store
-                .insert_pending(&record("alice", "c2", 4))
-                .await
-                .expect("insert")
-        );
-        assert!(
-            store
-                .insert_pending(&record("alice", "c3", 5))
-                .await
-                .expect("insert")
-        );
-
-        let mut done = record("alice", "c1", 1);
-        done.status = Status::Done;
-        done.title = Some("Retry backoff".into());
-        done.updated_at = done.created_at + chrono::Duration::seconds(9);
-        store.finish(&done).await.expect("finish");
-        assert_eq!(
-            store.get(Some("alice"), "c1").await.expect("get"),
-            Some(done.clone())
-        );
-        assert_eq!(
-            store.get(Some("carol"), "c1").await.expect("get"),
-            None,
-            "scoped by owner"
-        );
-        assert_eq!(
-            store.get(None, "c1").await.expect("get").map(|r| r.owner),
-            Some("bob".into()),
-            "admin: newest"
-        );
-
-        let ids = |records: Vec<TitleRecord>| records.into_iter().map(|r| r.id).collect::<Vec<_>>();
-        assert_eq!(
-            ids(store.list(Some("alice"), None, 10).await.expect("list")),
-            ["c3", "c2", "c1"]
-        );
-        let page = store.list(Some("alice"), None, 2).await.expect("list");
-        let cursor = Cursor::of(&page[1]);
-        assert_eq!(
-            ids(store
-                .list(Some("alice"), Some(&cursor), 10)
-                .await
-                .expect("list")),
-            ["c1"]
-        );
-        assert_eq!(store.list(None, None, 10).await.expect("list").len(), 4);
-
-        let stale = store
-            .fail_stale_pending("restarted", done.created_at)
-            .await
-            .expect("stale");
-        assert_eq!(stale, 3);
-        let failed = store
-            .get(Some("alice"), "c2")
-            .await
-            .expect("get")
-            .expect("present");
-        assert_eq!(
-            (failed.status, failed.error.as_deref()),
-            (Status::Failed, Some("restarted"))
-        );
-
-        // Age: everything before second 4 goes (c1 of alice and bob); count: keep newest 1.
-        let cutoff = record("x", "x", 4).created_at;
-        assert_eq!(store.prune(cutoff, 10).await.expect("prune"), 2);
-        assert_eq!(store.prune(cutoff, 1).await.expect("prune"), 1);
-        assert_eq!(ids(store.list(None, None, 10).await.expect("list")), ["c3"]);
-        store.ping().await.expect("ping");
-    }
+/// Opens the store `titles.store` names.
+pub fn open(config: &TitlesConfig) -> Result<Arc<dyn TitleStore>, StoreError> {
+    Ok(match &config.store {
+        StoreUrl::Memory => Arc::new(memory::MemoryStore::new(config.max_records)),
+        StoreUrl::Sqlite(path) => Arc::new(sqlite::SqliteStore::open(path)?),
+        StoreUrl::Redis(url) => Arc::new(redis::RedisStore::open(
+            url,
+            &config.redis_prefix,
+            config.retention,
+            config.max_records,
+        )?),
+    })
 }

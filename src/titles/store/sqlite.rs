@@ -1,7 +1,10 @@
-//! SQLite store (embedded default): WAL journal, schema created on open, every call on the blocking
-//! pool so the async runtime never waits on disk.
+//! SQLite store (embedded default): WAL journal, schema created (and older files migrated) on open,
+//! every call on the blocking pool so the async runtime never waits on disk. Several processes may
+//! share one file: the claim is one `INSERT ... ON CONFLICT DO NOTHING`, leases live in a table.
+//! Readiness writes a probe row and checks the file is still the one opened (a removed directory
+//! leaves writes landing in an unlinked file, which would lose every title silently).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
@@ -12,6 +15,9 @@ use super::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    path: PathBuf,
+    /// (device, inode) of the file at open: a different or missing file means the store is lost.
+    identity: Option<(u64, u64)>,
 }
 
 const SCHEMA: &str = "
@@ -25,13 +31,38 @@ CREATE TABLE IF NOT EXISTS titles (
     harness    TEXT    NOT NULL,
     created_at INTEGER NOT NULL,
     updated_at INTEGER NOT NULL,
+    instance   TEXT    NOT NULL DEFAULT '',
+    text       TEXT    NOT NULL DEFAULT '',
     PRIMARY KEY (owner, id)
+);
+CREATE TABLE IF NOT EXISTS leases (
+    instance TEXT    PRIMARY KEY,
+    until    INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS probe (
+    k  INTEGER PRIMARY KEY,
+    at INTEGER NOT NULL
 );
 CREATE INDEX IF NOT EXISTS titles_by_created ON titles (created_at DESC, id DESC);
 CREATE INDEX IF NOT EXISTS titles_by_owner_created ON titles (owner, created_at DESC, id DESC);
+CREATE INDEX IF NOT EXISTS titles_pending ON titles (status) WHERE status = 'pending';
 ";
 
-const COLUMNS: &str = "owner, id, title, status, error, model, harness, created_at, updated_at";
+/// Columns added after the first release: files created before get them on open.
+const MIGRATIONS: [(&str, &str); 2] = [
+    (
+        "instance",
+        "ALTER TABLE titles ADD COLUMN instance TEXT NOT NULL DEFAULT ''",
+    ),
+    (
+        "text",
+        "ALTER TABLE titles ADD COLUMN text TEXT NOT NULL DEFAULT ''",
+    ),
+];
+
+const COLUMNS: &str =
+    "owner, id, title, status, error, model, harness, created_at, updated_at, instance, text";
+const VALUES: &str = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11";
 
 fn backend(err: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(err.to_string())
@@ -51,9 +82,12 @@ impl SqliteStore {
             .map_err(backend)?;
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(backend)?;
+        migrate(&conn).map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            identity: file_identity(path),
+            path: path.to_owned(),
         })
     }
 
@@ -71,6 +105,34 @@ impl SqliteStore {
         .await
         .map_err(backend)?
     }
+}
+
+/// Adds the columns an older file lacks (before the schema's indexes refer to them).
+fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    let mut stmt = conn.prepare("SELECT name FROM pragma_table_info('titles')")?;
+    let columns: Vec<String> = stmt
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if columns.is_empty() {
+        return Ok(()); // a new file: the schema creates everything
+    }
+    for (column, sql) in MIGRATIONS {
+        if !columns.iter().any(|c| c == column) {
+            conn.execute_batch(sql)?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(unix)]
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[cfg(not(unix))]
+fn file_identity(path: &Path) -> Option<(u64, u64)> {
+    std::fs::metadata(path).ok().map(|_| (0, 0))
 }
 
 fn micros(at: DateTime<Utc>) -> i64 {
@@ -93,29 +155,32 @@ fn row_to_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<TitleRecord> {
         harness: row.get(6)?,
         created_at: from_micros(row.get(7)?),
         updated_at: from_micros(row.get(8)?),
+        instance: row.get(9)?,
+        text: row.get(10)?,
     })
 }
 
 #[async_trait]
 impl TitleStore for SqliteStore {
-    async fn insert_pending(&self, record: &TitleRecord) -> Result<bool, StoreError> {
+    async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError> {
         let r = record.clone();
         self.with(move |c| {
-            let changed = c.execute(
-                &format!("INSERT OR IGNORE INTO titles ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)"),
-                params![
-                    r.owner,
-                    r.id,
-                    r.title,
-                    r.status.as_str(),
-                    r.error,
-                    r.model,
-                    r.harness,
-                    micros(r.created_at),
-                    micros(r.updated_at)
-                ],
-            )?;
-            Ok(changed == 1)
+            let sql = format!(
+                "INSERT INTO titles ({COLUMNS}) VALUES ({VALUES}) ON CONFLICT (owner, id) DO NOTHING"
+            );
+            Ok(execute_record(c, &sql, &r)? == 1)
+        })
+        .await
+    }
+
+    async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
+        let (owner, id, text) = (owner.to_owned(), id.to_owned(), text.to_owned());
+        self.with(move |c| {
+            c.execute(
+                "UPDATE titles SET text = ?3 WHERE owner = ?1 AND id = ?2 AND status = 'pending'",
+                params![owner, id, text],
+            )
+            .map(|_| ())
         })
         .await
     }
@@ -123,11 +188,12 @@ impl TitleStore for SqliteStore {
     async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {
         let r = record.clone();
         self.with(move |c| {
-            c.execute(
-                "UPDATE titles SET status = ?3, title = ?4, error = ?5, updated_at = ?6 WHERE owner = ?1 AND id = ?2",
-                params![r.owner, r.id, r.status.as_str(), r.title, r.error, micros(r.updated_at)],
-            )
-            .map(|_| ())
+            let sql = format!(
+                "INSERT INTO titles ({COLUMNS}) VALUES ({VALUES}) ON CONFLICT (owner, id) DO UPDATE SET \
+                 status = excluded.status, title = excluded.title, error = excluded.error, \
+                 text = excluded.text, updated_at = excluded.updated_at"
+            );
+            execute_record(c, &sql, &r).map(|_| ())
         })
         .await
     }
@@ -189,16 +255,33 @@ impl TitleStore for SqliteStore {
         .await
     }
 
+    async fn renew_lease(&self, instance: &str, until: DateTime<Utc>) -> Result<(), StoreError> {
+        let instance = instance.to_owned();
+        self.with(move |c| {
+            c.execute(
+                "INSERT INTO leases (instance, until) VALUES (?1, ?2) \
+                 ON CONFLICT (instance) DO UPDATE SET until = excluded.until",
+                params![instance, micros(until)],
+            )
+            .map(|_| ())
+        })
+        .await
+    }
+
     async fn fail_stale_pending(
         &self,
+        own: Option<&str>,
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
         let reason = reason.to_owned();
+        let own = own.map(str::to_owned);
         self.with(move |c| {
             c.execute(
-                "UPDATE titles SET status = 'failed', error = ?1, updated_at = ?2 WHERE status = 'pending'",
-                params![reason, micros(now)],
+                "UPDATE titles SET status = 'failed', error = ?1, updated_at = ?2 \
+                 WHERE status = 'pending' AND (instance = ?3 OR NOT EXISTS \
+                   (SELECT 1 FROM leases l WHERE l.instance = titles.instance AND l.until >= ?2))",
+                params![reason, micros(now), own],
             )
             .map(|n| n as u64)
         })
@@ -206,8 +289,46 @@ impl TitleStore for SqliteStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        self.with(|c| c.query_row("SELECT 1", [], |_| Ok(()))).await
+        let now = file_identity(&self.path);
+        if now.is_none() || now != self.identity {
+            return Err(StoreError::Unavailable(format!(
+                "{} was removed or replaced since start-up",
+                self.path.display()
+            )));
+        }
+        self.with(|c| {
+            c.execute(
+                "INSERT INTO probe (k, at) VALUES (1, ?1) ON CONFLICT (k) DO UPDATE SET at = excluded.at",
+                params![micros(Utc::now())],
+            )
+            .map(|_| ())
+        })
+        .await
     }
+
+    fn shared(&self) -> bool {
+        true
+    }
+}
+
+/// Runs `sql` with the record's columns bound as `?1..?11`, in `COLUMNS` order.
+fn execute_record(c: &Connection, sql: &str, r: &TitleRecord) -> rusqlite::Result<usize> {
+    c.execute(
+        sql,
+        params![
+            r.owner,
+            r.id,
+            r.title,
+            r.status.as_str(),
+            r.error,
+            r.model,
+            r.harness,
+            micros(r.created_at),
+            micros(r.updated_at),
+            r.instance,
+            r.text
+        ],
+    )
 }
 
 #[cfg(test)]
@@ -218,7 +339,7 @@ mod tests {
     async fn satisfies_the_store_contract() {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SqliteStore::open(&dir.path().join("t.db")).expect("open");
-        super::super::contract::run(&store).await;
+        super::super::contract::run(std::sync::Arc::new(store)).await;
     }
 
     #[tokio::test]
@@ -228,7 +349,7 @@ mod tests {
         {
             let store = SqliteStore::open(&path).expect("open");
             store
-                .insert_pending(&super::super::contract::record("o", "keep-me", 1))
+                .claim(&super::super::contract::record("o", "keep-me", 1))
                 .await
                 .expect("insert");
         }
@@ -245,5 +366,45 @@ mod tests {
             .await
             .expect("pragma");
         assert_eq!(mode, "wal");
+    }
+
+    #[tokio::test]
+    async fn a_file_from_before_leases_is_migrated() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db");
+        let old = Connection::open(&path).expect("open");
+        old.execute_batch(
+            "CREATE TABLE titles (owner TEXT NOT NULL, id TEXT NOT NULL, title TEXT, status TEXT NOT NULL, \
+             error TEXT, model TEXT NOT NULL, harness TEXT NOT NULL, created_at INTEGER NOT NULL, \
+             updated_at INTEGER NOT NULL, PRIMARY KEY (owner, id));
+             INSERT INTO titles VALUES ('o', 'old', 'Old title', 'done', NULL, 'm', 'opencode', 1, 1);",
+        )
+        .expect("old schema");
+        drop(old);
+        let store = SqliteStore::open(&path).expect("migrates");
+        let record = store
+            .get(Some("o"), "old")
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(record.title.as_deref(), Some("Old title"));
+        assert_eq!((record.instance.as_str(), record.text.as_str()), ("", ""));
+        assert!(
+            store
+                .claim(&super::super::contract::record("o", "new", 2))
+                .await
+                .expect("claim")
+        );
+    }
+
+    #[tokio::test]
+    async fn ping_fails_once_the_directory_is_removed() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("data/t.db");
+        let store = SqliteStore::open(&path).expect("open");
+        store.ping().await.expect("writable");
+        std::fs::remove_dir_all(dir.path().join("data")).expect("remove");
+        let err = store.ping().await.expect_err("lost");
+        assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
     }
 }

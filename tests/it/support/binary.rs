@@ -1,11 +1,16 @@
 //! The real binary as a child process, for what only a process shows: its log lines.
 
+use std::io::Read;
 use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub struct Proxy {
     child: Option<Child>,
     pub base: String,
+    /// Everything the process logged so far, read as it comes (a full pipe would block it).
+    logged: Arc<Mutex<Vec<u8>>>,
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Proxy {
@@ -28,14 +33,30 @@ impl Proxy {
             .env_clear()
             .env("HARNESS_PROXY__TITLES__STORE", "memory")
             .stdin(Stdio::null())
-            .stdout(Stdio::piped())
+            .stdout(Stdio::null())
             .stderr(Stdio::piped());
         for (k, v) in env {
             command.env(k, v);
         }
+        let mut child = command.spawn().expect("binary starts");
+        let logged = Arc::new(Mutex::new(Vec::new()));
+        let reader = child.stderr.take().map(|mut stderr| {
+            let logged = logged.clone();
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 8192];
+                while let Ok(n) = stderr.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    logged.lock().expect("lock").extend_from_slice(&buf[..n]);
+                }
+            })
+        });
         let proxy = Self {
-            child: Some(command.spawn().expect("binary starts")),
+            child: Some(child),
             base: format!("http://127.0.0.1:{port}"),
+            logged,
+            reader,
         };
         let client = reqwest::Client::new();
         for _ in 0..400 {
@@ -52,14 +73,71 @@ impl Proxy {
         panic!("the proxy did not start: {}", proxy.logs());
     }
 
+    /// What the process has logged so far.
+    pub fn logs_so_far(&self) -> String {
+        String::from_utf8_lossy(&self.logged.lock().expect("lock")).into_owned()
+    }
+
+    /// Waits (bounded) until the logs satisfy `done`, then returns them.
+    pub async fn wait_for_logs(&self, done: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        loop {
+            let logs = self.logs_so_far();
+            if done(&logs) {
+                return logs;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the expected log lines did not come:\n{logs}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits for the stderr reader to see the end, then returns everything logged.
+    fn drained_logs(&mut self) -> String {
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        self.logs_so_far()
+    }
+
+    /// The process id, to read `/proc/<pid>/status`.
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map_or(0, Child::id)
+    }
+
+    /// Sends SIGTERM, waits (bounded) for the process to exit, and returns its exit success and
+    /// everything it logged.
+    pub fn terminate(mut self) -> (bool, String) {
+        let Some(mut child) = self.child.take() else {
+            return (false, String::new());
+        };
+        let sent = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(sent.success());
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        while child.try_wait().expect("wait").is_none() {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no exit after SIGTERM"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let status = child.wait().expect("exit status");
+        (status.success(), self.drained_logs())
+    }
+
     /// Stops the process and returns everything it logged.
     pub fn logs(mut self) -> String {
         let Some(mut child) = self.child.take() else {
             return String::new();
         };
         let _ = child.kill();
-        let output = child.wait_with_output().expect("output");
-        String::from_utf8_lossy(&output.stderr).into_owned()
+        let _ = child.wait();
+        self.drained_logs()
     }
 }
 

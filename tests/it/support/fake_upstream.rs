@@ -44,6 +44,9 @@ pub enum Step {
     Sleep(Duration),
     /// Wait until the test calls `notify_one` on it.
     Wait(Arc<Notify>),
+    /// Wait until the gate has a permit (`add_permits` once releases every waiter, even those
+    /// not waiting yet, unlike `Notify`).
+    Gate(Arc<tokio::sync::Semaphore>),
     /// Abort the connection mid-body.
     Cut,
 }
@@ -269,6 +272,7 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
                             }
                             Some(Step::Sleep(d)) => tokio::time::sleep(d).await,
                             Some(Step::Wait(n)) => n.notified().await,
+                            Some(Step::Gate(gate)) => drop(gate.acquire().await),
                             Some(Step::Cut) => {
                                 guard.disarm();
                                 return Some((Err(std::io::Error::other("cut")), (steps, guard)));

@@ -3,6 +3,7 @@
 pub mod binary;
 pub mod fake_upstream;
 pub mod raw;
+pub mod redis;
 pub mod sse;
 
 use std::net::SocketAddr;
@@ -30,7 +31,7 @@ pub fn test_config(upstream: &str) -> Config {
     config.upstream.max_retries = 0;
     config.upstream.connect_timeout = Duration::from_secs(2);
     config.shutdown_grace = Duration::from_secs(5);
-    config.titles.store = "memory".to_owned();
+    config.titles.store = harness_proxy::config::StoreUrl::Memory;
     config.opencode.today = Some("Sat Nov 29 2025".to_owned());
     config.opencode.platform = Some("linux".to_owned());
     config

@@ -1,0 +1,82 @@
+//! Reading a title request's answer: a stream folded into its text (each delta published live
+//! as it arrives), or a bounded non-streamed or error body.
+
+use futures_util::StreamExt;
+
+use super::live::LiveTitle;
+use crate::api::stream::Chunk;
+use crate::sse::Decoder;
+use crate::upstream::BodyStream;
+
+/// How much of a non-streamed or error answer is read.
+pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
+
+/// Folds a title stream, publishing each text delta. Reasoning deltas are not title text.
+pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, String> {
+    let mut decoder = Decoder::new();
+    let mut raw = String::new();
+    let handle = |data: Option<&[u8]>, raw: &mut String| -> Result<(), String> {
+        let Some(data) = data else { return Ok(()) };
+        let data = data.trim_ascii();
+        if data.is_empty() || data == b"[DONE]" {
+            return Ok(());
+        }
+        let chunk: Chunk = serde_json::from_slice(data)
+            .map_err(|e| format!("failed to parse title chunk: {e}"))?;
+        if let Some(error) = chunk.error {
+            return Err(error_message(&error.to_string()));
+        }
+        if let Some(text) = chunk
+            .choices
+            .iter()
+            .find(|c| c.index == 0)
+            .and_then(|c| c.delta.text())
+        {
+            raw.push_str(&text);
+            live.push_delta(&text);
+        }
+        Ok(())
+    };
+    while let Some(chunk) = body.next().await {
+        let chunk = chunk.map_err(|e| format!("title stream failed: {e}"))?;
+        decoder.push(&chunk);
+        while let Some(event) = decoder
+            .next_event()
+            .map_err(|e| format!("title stream failed: {e}"))?
+        {
+            handle(event.data.as_deref(), &mut raw)?;
+        }
+    }
+    if let Some(event) = decoder.finish() {
+        handle(event.data.as_deref(), &mut raw)?;
+    }
+    Ok(raw)
+}
+
+pub async fn read_limited(mut body: BodyStream) -> String {
+    let mut out = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        out.extend_from_slice(&chunk);
+        if out.len() >= MAX_ANSWER_BYTES {
+            out.truncate(MAX_ANSWER_BYTES);
+            break;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// `error.message` of an OpenAI error body, else the text itself (shortened).
+pub fn error_message(text: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(text).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .and_then(|m| m.as_str())
+            .map(str::to_owned)
+    });
+    let mut message = message.unwrap_or_else(|| text.trim().to_owned());
+    if message.chars().count() > 300 {
+        message = message.chars().take(300).collect::<String>() + "…";
+    }
+    message
+}

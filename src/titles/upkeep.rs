@@ -1,0 +1,167 @@
+//! The title service's life around requests: start-up recovery, this process's lease, periodic
+//! recovery of titles whose process died, pruning, writing queued outcomes, readiness and the
+//! shutdown drain.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde::Serialize;
+
+use super::service::TitleService;
+use super::store::StoreError;
+use crate::config::StoreUrl;
+
+/// How often queued outcomes are retried while the store is unreachable.
+const OUTBOX_RETRY: Duration = Duration::from_secs(1);
+/// How often old records are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// What `/readyz` says about the title store.
+#[derive(Debug, Clone, Serialize)]
+pub struct StoreHealth {
+    /// The store URL, password hidden.
+    pub store: String,
+    /// `ok`, or `unreachable` with the reason.
+    pub state: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Outcomes waiting for the store.
+    pub queued: usize,
+    /// Whether the process should take traffic: an embedded store this process cannot write is
+    /// a fault of this replica; a shared Redis that is down is everyone's, and chat still works
+    /// (outcomes queue), so it does not take the replicas out of rotation.
+    #[serde(skip)]
+    pub ready: bool,
+}
+
+impl TitleService {
+    /// Before serving: this process's lease is taken, titles left pending by an earlier run of
+    /// this instance or by a process whose lease expired are failed, old ones pruned.
+    pub async fn recover(&self) {
+        self.renew_lease().await;
+        match self
+            .store
+            .fail_stale_pending(
+                Some(&self.instance),
+                "the proxy restarted before the title finished",
+                Utc::now(),
+            )
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(
+                count = n,
+                "marked titles interrupted by a restart as failed"
+            ),
+            Err(err) => tracing::warn!(error = %err, "cannot recover pending titles"),
+        }
+        self.prune().await;
+    }
+
+    async fn renew_lease(&self) {
+        let lease = chrono::Duration::from_std(self.config.lease).unwrap_or(chrono::Duration::MAX);
+        let until = Utc::now().checked_add_signed(lease).unwrap_or_default();
+        if let Err(err) = self.store.renew_lease(&self.instance, until).await {
+            tracing::warn!(error = %err, "cannot renew this process's title lease");
+        }
+    }
+
+    /// Fails titles whose process stopped renewing its lease (it crashed or lost the store).
+    async fn fail_abandoned(&self) {
+        match self
+            .store
+            .fail_stale_pending(None, "the proxy running the title stopped", Utc::now())
+            .await
+        {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(count = n, "marked titles of a stopped process as failed"),
+            Err(err) => tracing::debug!(error = %err, "cannot check for abandoned titles"),
+        }
+    }
+
+    async fn prune(&self) {
+        let retention =
+            chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
+        let cutoff = Utc::now().checked_sub_signed(retention).unwrap_or_default();
+        match self.store.prune(cutoff, self.config.max_records).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(count = n, "pruned old titles"),
+            Err(err) => tracing::warn!(error = %err, "cannot prune titles"),
+        }
+    }
+
+    async fn flush_outbox(&self) {
+        for record in self.outbox.flush(self.store.as_ref()).await {
+            self.bus.publish(&record.owner, &record.id).await;
+        }
+    }
+
+    /// Until shutdown: renews the lease (every third of it) and fails abandoned titles, retries
+    /// queued outcomes every second, prunes every hour, and listens for other replicas' notices.
+    pub fn spawn_maintenance(self: &Arc<Self>) {
+        self.bus.spawn_listener(self.cancel.clone());
+        let this = self.clone();
+        tokio::spawn(async move {
+            let mut lease = tokio::time::interval(this.config.lease / 3);
+            let mut outbox = tokio::time::interval(OUTBOX_RETRY);
+            let mut prune = tokio::time::interval(PRUNE_EVERY);
+            for timer in [&mut lease, &mut outbox, &mut prune] {
+                timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                timer.tick().await; // the first tick is immediate; start-up already did each
+            }
+            loop {
+                tokio::select! {
+                    _ = lease.tick() => {
+                        this.renew_lease().await;
+                        this.fail_abandoned().await;
+                    }
+                    _ = outbox.tick(), if !this.outbox.is_empty() => this.flush_outbox().await,
+                    _ = prune.tick() => this.prune().await,
+                    () = this.cancel.cancelled() => return,
+                }
+            }
+        });
+    }
+
+    /// Readiness of the title store: it can be written right now.
+    pub async fn store_health(&self) -> StoreHealth {
+        let probe = tokio::time::timeout(Duration::from_secs(2), self.store.ping()).await;
+        let error = match probe {
+            Ok(Ok(())) => None,
+            Ok(Err(StoreError::Unavailable(e) | StoreError::Backend(e))) => Some(e),
+            Err(_) => Some("no answer within 2s".to_owned()),
+        };
+        let shared = matches!(self.config.store, StoreUrl::Redis(_));
+        StoreHealth {
+            store: self.config.store.to_string(),
+            state: if error.is_some() { "unreachable" } else { "ok" },
+            ready: error.is_none() || shared,
+            error,
+            queued: self.outbox.len(),
+        }
+    }
+
+    /// Waits up to `within` for running titles; then cuts them short, letting them record so,
+    /// and makes a last attempt at writing queued outcomes.
+    pub async fn shutdown(&self, within: Duration) {
+        self.tracker.close();
+        if tokio::time::timeout(within, self.tracker.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "titles still running at the end of the grace period; recording them as failed"
+            );
+        }
+        self.cancel.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
+        if !self.outbox.is_empty() {
+            let _ = tokio::time::timeout(Duration::from_secs(1), self.flush_outbox()).await;
+            let lost = self.outbox.len();
+            if lost > 0 {
+                tracing::warn!(count = lost, "title outcomes never reached the store");
+            }
+        }
+    }
+}

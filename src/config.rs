@@ -54,6 +54,7 @@ pub struct Config {
     pub collaboration: CollaborationConfig,
     pub auth: AuthConfig,
     pub clients: ClientsConfig,
+    pub inspect: InspectConfig,
 }
 
 impl Default for Config {
@@ -73,6 +74,7 @@ impl Default for Config {
             collaboration: CollaborationConfig::default(),
             auth: AuthConfig::default(),
             clients: ClientsConfig::default(),
+            inspect: InspectConfig::default(),
         }
     }
 }
@@ -423,6 +425,29 @@ impl std::fmt::Display for StoreUrl {
     }
 }
 
+/// The console's request inspector (`/ui`): the last requests, client and upstream body side by
+/// side, in memory only.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct InspectConfig {
+    /// Off by default: bodies hold the users' prompts.
+    pub enabled: bool,
+    /// How many of the latest proxied requests are kept (a ring: the oldest goes first).
+    pub capacity: usize,
+    /// Longest body kept per side; a longer one is cut and marked as cut.
+    pub max_body_bytes: usize,
+}
+
+impl Default for InspectConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            capacity: 50,
+            max_body_bytes: 256 * 1024,
+        }
+    }
+}
+
 /// Values given on the command line; `None` leaves the lower layers in charge.
 #[derive(Debug, Clone, Default)]
 pub struct FlagOverrides {
@@ -697,6 +722,9 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             "auth.keys",
             format!("entry {bad_key} is not a SHA-256 hash in hex (64 hex digits)"),
         ));
+    }
+    if config.inspect.enabled && config.inspect.capacity == 0 {
+        return Err(bad("inspect.capacity", "must be greater than 0".into()));
     }
     if config.harness_header.parse::<http::HeaderName>().is_err() {
         return Err(bad(

@@ -17,6 +17,7 @@
 //! - `titles`: title sanitizing (and, with the title service, first-turn titles).
 //! - `state`: `AppState`, everything handlers share.
 //! - `calibrate`: the `calibrate opencode` capture endpoint and the prompt files it writes.
+//! - `inspect`: the console's in-memory ring of recent requests (client and upstream bodies).
 
 pub mod api;
 pub mod auth;
@@ -25,6 +26,7 @@ pub mod cli;
 pub mod config;
 pub mod error;
 pub mod harness;
+pub mod inspect;
 pub mod prompts;
 pub mod protocols;
 pub mod response;

@@ -63,6 +63,8 @@ pub struct Inner {
     /// Large rewrites running at once (one per core): they are CPU-bound, and each holds a parsed
     /// copy and a rebuilt copy of its body, so more at once only adds memory.
     pub large_rewrites: Arc<Semaphore>,
+    /// The console's request inspector; `None` unless `inspect.enabled`.
+    pub inspect: Option<crate::inspect::Inspector>,
 }
 
 impl std::ops::Deref for AppState {
@@ -111,6 +113,7 @@ impl AppState {
             large_rewrites: Arc::new(Semaphore::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
             )),
+            inspect: crate::inspect::Inspector::from_config(&config.inspect),
             config,
             harnesses,
             upstream,

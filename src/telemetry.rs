@@ -2,7 +2,7 @@
 
 use std::sync::OnceLock;
 
-use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, LogFormat};
@@ -36,6 +36,82 @@ pub fn init_logging(config: &Config) -> Result<(), String> {
 pub fn metrics_handle() -> Option<PrometheusHandle> {
     static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
     HANDLE
-        .get_or_init(|| PrometheusBuilder::new().install_recorder().ok())
+        .get_or_init(|| {
+            let handle = PrometheusBuilder::new()
+                .set_buckets_for_metric(Matcher::Suffix("_seconds".to_owned()), SECONDS_BUCKETS)
+                .ok()?
+                .install_recorder()
+                .ok()?;
+            describe_metrics();
+            Some(handle)
+        })
         .clone()
+}
+
+/// Buckets of every `_seconds` histogram: from the proxy's own sub-millisecond work to a model's
+/// minutes-long answer.
+const SECONDS_BUCKETS: &[f64] = &[
+    0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5,
+    5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// `# HELP` lines: what each metric answers (docs/metrics.md has the list with its labels).
+fn describe_metrics() {
+    use metrics::{describe_counter, describe_gauge, describe_histogram};
+    describe_counter!(
+        "harness_proxy_requests_total",
+        "HTTP requests by harness, client protocol, status class and status code"
+    );
+    describe_histogram!(
+        "harness_proxy_request_duration_seconds",
+        "Wall time of a request until its response body ended"
+    );
+    describe_histogram!(
+        "harness_proxy_overhead_seconds",
+        "Time the proxy itself spent on a proxied request: wall time minus waits on the client and the upstream"
+    );
+    describe_histogram!(
+        "harness_proxy_upstream_first_byte_seconds",
+        "Time from sending a proxied request upstream to its response head (retries included)"
+    );
+    describe_gauge!(
+        "harness_proxy_proxied_requests_in_flight",
+        "Proxied requests whose response has not ended, by harness and client protocol"
+    );
+    describe_gauge!(
+        "harness_proxy_proxied_streams_in_flight",
+        "Proxied event streams still being sent, by harness and client protocol"
+    );
+    describe_counter!(
+        "harness_proxy_titles_total",
+        "Titles by outcome (done, failed)"
+    );
+    describe_histogram!(
+        "harness_proxy_title_duration_seconds",
+        "Time from claiming a conversation's title to its outcome"
+    );
+    describe_counter!(
+        "harness_proxy_title_store_errors_total",
+        "Failed title store operations by operation"
+    );
+    describe_counter!(
+        "harness_proxy_translated_tool_calls_total",
+        "Upstream tool calls under an opencode name mapped back to the client's tool, by profile, tool and outcome"
+    );
+    describe_counter!(
+        "harness_proxy_unmapped_tool_calls_total",
+        "Upstream tool calls the client has no mapping for, passed through unchanged"
+    );
+    describe_counter!(
+        "harness_proxy_dropped_tools_total",
+        "Client tools not sent upstream (no opencode counterpart, or no Chat Completions form), by name"
+    );
+    describe_counter!(
+        "harness_proxy_upstream_retries_total",
+        "Upstream requests retried, by reason"
+    );
+    describe_counter!(
+        "harness_proxy_upstream_stream_errors_total",
+        "Upstream streams that failed after the answer had begun"
+    );
 }

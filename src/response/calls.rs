@@ -36,6 +36,25 @@ fn count_unmapped(mapper: &dyn CallMapper, name: &str) {
         .increment(1);
 }
 
+/// A call made under an opencode name, back in the client's terms (`translated`), or left as the
+/// upstream made it because its arguments did not translate (`untranslatable`).
+fn count_translated(mapper: &dyn CallMapper, name: &str, outcome: &'static str) {
+    metrics::counter!("harness_proxy_translated_tool_calls_total", "profile" => mapper.profile().to_owned(), "tool" => name.to_owned(), "outcome" => outcome)
+        .increment(1);
+}
+
+/// `to_client`, counted.
+fn to_client(mapper: &dyn CallMapper, name: &str, arguments: &str) -> Option<(String, String)> {
+    let translated = mapper.to_client(name, arguments);
+    let outcome = if translated.is_some() {
+        "translated"
+    } else {
+        "untranslatable"
+    };
+    count_translated(mapper, name, outcome);
+    translated
+}
+
 /// Translates the calls of a whole completion (non-streaming answers).
 pub fn translate_completion(completion: &mut Completion, mapper: &dyn CallMapper) {
     for choice in &mut completion.choices {
@@ -43,7 +62,7 @@ pub fn translate_completion(completion: &mut Completion, mapper: &dyn CallMapper
             match mapper.route(&call.function.name) {
                 CallRoute::Translate => {
                     if let Some((name, arguments)) =
-                        mapper.to_client(&call.function.name, &call.function.arguments)
+                        to_client(mapper, &call.function.name, &call.function.arguments)
                     {
                         call.function.name = name;
                         call.function.arguments = arguments;
@@ -84,7 +103,7 @@ pub fn translate_completion_json(completion: &mut Value, mapper: &dyn CallMapper
                         .get("arguments")
                         .and_then(Value::as_str)
                         .unwrap_or_default();
-                    if let Some((name, arguments)) = mapper.to_client(&name, arguments) {
+                    if let Some((name, arguments)) = to_client(mapper, &name, arguments) {
                         function.insert("name".into(), Value::String(name));
                         function.insert("arguments".into(), Value::String(arguments));
                     }
@@ -237,9 +256,7 @@ impl StreamCalls {
         };
         for call in calls.iter_mut().filter(|c| c.held && !c.sent) {
             call.sent = true;
-            let (name, arguments) = self
-                .mapper
-                .to_client(&call.name, &call.arguments)
+            let (name, arguments) = to_client(self.mapper.as_ref(), &call.name, &call.arguments)
                 .unwrap_or_else(|| (call.name.clone(), call.arguments.clone()));
             // OpenAI's field order: index, id, type, function.
             let mut delta_call = Map::new();

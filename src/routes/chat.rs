@@ -23,6 +23,7 @@ use crate::protocols::{ClientProtocol, Inbound, Renderer};
 use crate::response::calls::{translate_completion, translate_completion_json};
 use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::extract::PathParam;
+use crate::routes::meter::Meter;
 use crate::routes::proxy::{
     AnswerFinished, PassthroughBody, UNFINISHED, add_thread_headers, client_authorization,
     client_headers, is_event_stream, on_end, read_body, upstream_headers,
@@ -104,10 +105,12 @@ pub async fn handle(
         }
         .into_response();
     };
+    let meter = Meter::start(harness.name(), front.protocol.name());
     let mut exchange = Exchange {
         facts: ResponseFacts {
             harness: Some(harness.name()),
             upstream_status: None,
+            protocol: Some(front.protocol.name()),
         },
         conversation_id: None,
         deferred_title: None,
@@ -117,6 +120,7 @@ pub async fn handle(
         query,
         headers: &headers,
         front,
+        meter: &meter,
     };
     let result = serve(&state, &harness, incoming, body, &mut exchange).await;
     let mut response = match result {
@@ -141,6 +145,7 @@ pub async fn handle(
         out.insert("x-conversation-id", conversation);
     }
     response.extensions_mut().insert(exchange.facts);
+    meter.attach(&mut response);
     response
 }
 
@@ -166,6 +171,7 @@ struct Incoming<'a> {
     query: Option<String>,
     headers: &'a HeaderMap,
     front: Front,
+    meter: &'a Meter,
 }
 
 async fn serve(
@@ -180,8 +186,13 @@ async fn serve(
         query,
         headers,
         front,
+        meter,
     } = incoming;
-    let body = read_body(headers, body, state.config.limits.max_body_bytes).await?;
+    let reading = std::time::Instant::now();
+    let body = read_body(headers, body, state.config.limits.max_body_bytes).await;
+    meter.waited(reading.elapsed());
+    let body = body?;
+    let client_body = body.clone();
     // A rewriting harness gets every protocol as Chat Completions; passthrough gets the bytes.
     let inbound = match front.parse {
         Some(parse) if harness.rewrites() => Some(parse(&body, headers)?),
@@ -248,7 +259,13 @@ async fn serve(
     if let Some(facts) = facts.as_ref().filter(|f| titled && f.title_request)
         && let Some(live) = state
             .titles
-            .claim(&caller.owner, &conversation, &facts.model, harness.name())
+            .claim(
+                &caller.owner,
+                &conversation,
+                &facts.model,
+                harness.name(),
+                front.protocol.name(),
+            )
             .await
     {
         title_url = Some(format!("/titles/{conversation}"));
@@ -261,7 +278,13 @@ async fn serve(
         .filter(|f| titled && !f.title_request && (f.initial_turn || started))
         && let Some(live) = state
             .titles
-            .claim(&caller.owner, &conversation, &facts.model, harness.name())
+            .claim(
+                &caller.owner,
+                &conversation,
+                &facts.model,
+                harness.name(),
+                front.protocol.name(),
+            )
             .await
     {
         title_url = Some(format!("/titles/{conversation}"));
@@ -319,9 +342,30 @@ async fn serve(
         client_authorization: client_authorization(headers, translated),
         dispatched: None,
     };
-    let mut upstream = match state.upstream.send(outbound).await {
-        Ok(upstream) => upstream,
+    if let Some(inspector) = &state.inspect {
+        inspector.record(&crate::inspect::Exchange {
+            id: &id.0,
+            owner: &caller.owner,
+            conversation_id: &conversation,
+            harness: harness.name(),
+            protocol: front.protocol.name(),
+            client: (
+                &format!("/v1{}", front.protocol.upstream_path()),
+                headers,
+                &client_body,
+            ),
+            upstream: (&outbound.path, &outbound.headers, &outbound.body),
+        });
+    }
+    let sending = std::time::Instant::now();
+    let sent = state.upstream.send(outbound).await;
+    let mut upstream = match sent {
+        Ok(upstream) => {
+            meter.upstream_head(sending.elapsed());
+            upstream
+        }
         Err(err) => {
+            meter.waited(sending.elapsed());
             if let Some(live) = observed_title {
                 state.titles.record_observed(live, Err(err.to_string()));
             }
@@ -329,6 +373,10 @@ async fn serve(
         }
     };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
+    upstream.body = meter.watch_upstream(std::mem::replace(
+        &mut upstream.body,
+        Box::pin(futures_util::stream::empty()),
+    ));
     if started
         && upstream.status.is_success()
         && let Some(facts) = facts.as_ref()
@@ -387,6 +435,7 @@ async fn serve(
                 .insert("x-harness-dropped-tools", value);
         }
     }
+    count_dropped_tools(harness.name(), response.headers());
     if let Some(url) = title_url.and_then(|u| HeaderValue::from_str(&u).ok()) {
         response.headers_mut().insert("x-title-url", url);
     }
@@ -454,6 +503,24 @@ async fn prepare(
     .await
     .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?;
     Ok(prepared?)
+}
+
+/// Counts each tool named in `x-harness-dropped-tools` (the harness's and the protocol's drops).
+fn count_dropped_tools(harness: &'static str, headers: &HeaderMap) {
+    let Some(list) = headers
+        .get("x-harness-dropped-tools")
+        .and_then(|v| v.to_str().ok())
+    else {
+        return;
+    };
+    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
+        metrics::counter!(
+            "harness_proxy_dropped_tools_total",
+            "harness" => harness,
+            "tool" => crate::routes::meter::tool_label(name)
+        )
+        .increment(1);
+    }
 }
 
 fn has_conversation_header(headers: &HeaderMap) -> bool {

@@ -83,6 +83,7 @@ async fn forward(
     response.extensions_mut().insert(ResponseFacts {
         harness: None,
         upstream_status: Some(upstream.status.as_u16()),
+        protocol: None,
     });
     *response.body_mut() = PassthroughBody::new(upstream.body, sse)
         .max_line(state.config.limits.max_sse_event_bytes)

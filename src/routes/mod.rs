@@ -5,10 +5,12 @@ pub mod extract;
 pub mod forward;
 pub mod health;
 pub mod messages;
+pub mod meter;
 pub mod proxy;
 pub mod render;
 pub mod responses;
 pub mod titles;
+pub mod ui;
 pub mod upstream_path;
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's
@@ -21,4 +23,6 @@ pub struct RequestId(pub String);
 pub struct ResponseFacts {
     pub harness: Option<&'static str>,
     pub upstream_status: Option<u16>,
+    /// The client protocol (`ClientProtocol::name`) of a proxied request.
+    pub protocol: Option<&'static str>,
 }

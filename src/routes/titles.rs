@@ -32,6 +32,7 @@ struct RecordView<'a> {
     error: Option<&'a str>,
     model: &'a str,
     harness: &'a str,
+    protocol: &'a str,
     created_at: String,
     updated_at: String,
 }
@@ -48,6 +49,7 @@ impl<'a> From<&'a TitleRecord> for RecordView<'a> {
             error: r.error.as_deref(),
             model: &r.model,
             harness: &r.harness,
+            protocol: &r.protocol,
             created_at: time(r.created_at),
             updated_at: time(r.updated_at),
         }

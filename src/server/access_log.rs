@@ -48,8 +48,8 @@ impl AccessLog {
             "request"
         );
         let status = StatusCode::from_u16(self.status).map_or("other", super::status_label);
-        metrics::counter!("harness_proxy_requests_total", "harness" => self.facts.harness.unwrap_or("-"), "status" => status).increment(1);
-        metrics::histogram!("harness_proxy_request_duration_seconds", "harness" => self.facts.harness.unwrap_or("-")).record(duration_ms / 1000.0);
+        metrics::counter!("harness_proxy_requests_total", "harness" => self.facts.harness.unwrap_or("-"), "protocol" => self.facts.protocol.unwrap_or("-"), "status" => status, "code" => self.status.to_string()).increment(1);
+        metrics::histogram!("harness_proxy_request_duration_seconds", "harness" => self.facts.harness.unwrap_or("-"), "protocol" => self.facts.protocol.unwrap_or("-")).record(duration_ms / 1000.0);
     }
 }
 

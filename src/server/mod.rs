@@ -88,11 +88,16 @@ pub fn router(state: AppState) -> Router {
         .route("/titles", get(routes::titles::list))
         .route("/titles/{id}", get(routes::titles::get_one))
         .route("/titles/{id}/stream", get(routes::titles::stream))
+        // The inspector shows bodies: the same gate and scoping as the titles.
+        .route("/ui/api/inspect", get(routes::ui::inspect))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             inbound_auth::require_key_or_admin,
         ));
     Router::new()
+        .route("/ui", get(routes::ui::page))
+        .route("/ui/app.js", get(routes::ui::script))
+        .route("/ui/style.css", get(routes::ui::style))
         .merge(proxied)
         .merge(messages)
         .merge(probes)

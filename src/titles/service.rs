@@ -121,6 +121,7 @@ impl TitleService {
         id: &str,
         model: &str,
         harness: &str,
+        protocol: &str,
     ) -> Option<Arc<LiveTitle>> {
         let now = Utc::now();
         let record = TitleRecord {
@@ -135,6 +136,7 @@ impl TitleService {
                 .clone()
                 .unwrap_or_else(|| model.to_owned()),
             harness: harness.to_owned(),
+            protocol: protocol.to_owned(),
             created_at: now,
             updated_at: now,
             instance: self.instance.clone(),
@@ -150,9 +152,13 @@ impl TitleService {
             }
             Ok(Ok(false)) => {}
             Ok(Err(err)) => {
+                store_error("claim");
                 tracing::warn!(error = %err, "title store unavailable; no title for this conversation");
             }
-            Err(_) => tracing::warn!("title store too slow; no title for this conversation"),
+            Err(_) => {
+                store_error("claim");
+                tracing::warn!("title store too slow; no title for this conversation");
+            }
         }
         self.live.remove(owner, id);
         None
@@ -193,6 +199,7 @@ impl TitleService {
                     return;
                 }
                 if let Err(err) = this.store.set_text(&owner, &id, &text).await {
+                    store_error("set_text");
                     tracing::debug!(error = %err, "cannot mirror a running title");
                     continue;
                 }
@@ -256,9 +263,15 @@ impl TitleService {
         }
         metrics::counter!("harness_proxy_titles_total", "status" => record.status.as_str())
             .increment(1);
+        let took = (record.updated_at - record.created_at)
+            .to_std()
+            .unwrap_or_default();
+        metrics::histogram!("harness_proxy_title_duration_seconds", "status" => record.status.as_str())
+            .record(took.as_secs_f64());
         match self.store.finish(&record).await {
             Ok(()) => self.bus.publish(&record.owner, &record.id).await,
             Err(err) => {
+                store_error("finish");
                 tracing::warn!(error = %err, "cannot record a title outcome; queued until the store is back");
                 self.outbox.push(record.clone());
             }
@@ -371,6 +384,12 @@ impl TitleService {
     pub fn follow_deadline(&self) -> Duration {
         self.config.timeout + self.config.lease * 2
     }
+}
+
+/// A title store operation failed (the request it served went on without it).
+pub(super) fn store_error(operation: &'static str) {
+    metrics::counter!("harness_proxy_title_store_errors_total", "operation" => operation)
+        .increment(1);
 }
 
 /// Runs a title task's work; a panic inside it becomes a `Failed` outcome naming the panic, so a

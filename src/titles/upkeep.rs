@@ -8,7 +8,7 @@ use std::time::Duration;
 use chrono::Utc;
 use serde::Serialize;
 
-use super::service::TitleService;
+use super::service::{TitleService, store_error};
 use super::store::StoreError;
 use crate::config::StoreUrl;
 
@@ -54,7 +54,10 @@ impl TitleService {
                 count = n,
                 "marked titles interrupted by a restart as failed"
             ),
-            Err(err) => tracing::warn!(error = %err, "cannot recover pending titles"),
+            Err(err) => {
+                store_error("recover");
+                tracing::warn!(error = %err, "cannot recover pending titles");
+            }
         }
         self.prune().await;
     }
@@ -63,6 +66,7 @@ impl TitleService {
         let lease = chrono::Duration::from_std(self.config.lease).unwrap_or(chrono::Duration::MAX);
         let until = Utc::now().checked_add_signed(lease).unwrap_or_default();
         if let Err(err) = self.store.renew_lease(&self.instance, until).await {
+            store_error("renew_lease");
             tracing::warn!(error = %err, "cannot renew this process's title lease");
         }
     }
@@ -76,7 +80,10 @@ impl TitleService {
         {
             Ok(0) => {}
             Ok(n) => tracing::info!(count = n, "marked titles of a stopped process as failed"),
-            Err(err) => tracing::debug!(error = %err, "cannot check for abandoned titles"),
+            Err(err) => {
+                store_error("recover");
+                tracing::debug!(error = %err, "cannot check for abandoned titles");
+            }
         }
     }
 
@@ -87,7 +94,10 @@ impl TitleService {
         match self.store.prune(cutoff, self.config.max_records).await {
             Ok(0) => {}
             Ok(n) => tracing::info!(count = n, "pruned old titles"),
-            Err(err) => tracing::warn!(error = %err, "cannot prune titles"),
+            Err(err) => {
+                store_error("prune");
+                tracing::warn!(error = %err, "cannot prune titles");
+            }
         }
     }
 
@@ -127,6 +137,9 @@ impl TitleService {
     /// Readiness of the title store: it can be written right now.
     pub async fn store_health(&self) -> StoreHealth {
         let probe = tokio::time::timeout(Duration::from_secs(2), self.store.ping()).await;
+        if !matches!(probe, Ok(Ok(()))) {
+            store_error("ping");
+        }
         let error = match probe {
             Ok(Ok(())) => None,
             Ok(Err(StoreError::Unavailable(e) | StoreError::Backend(e))) => Some(e),

@@ -116,7 +116,7 @@ impl Opencode {
     /// A client's own title request (its system prompt is the title prompt): facts naming the
     /// text being titled, its last user message.
     pub fn title_request(&self, request: &ChatRequest) -> Option<ConversationFacts> {
-        let is_title = is_codex_title_request(request)
+        let is_title = is_schema_title_request(request)
             || request.messages.iter().any(|m| {
                 m.role == Role::System && {
                     let text = m.text();
@@ -281,16 +281,27 @@ impl Opencode {
     }
 }
 
-/// Codex's own title request (agents-wire.md: `tools: []`, a JSON-schema answer format named
-/// `codex_output_schema`), as the Responses front translates it.
-fn is_codex_title_request(request: &ChatRequest) -> bool {
-    request.tools.as_ref().is_none_or(Vec::is_empty)
-        && request
-            .extra
-            .get("response_format")
-            .and_then(|f| f.pointer("/json_schema/name"))
-            .and_then(serde_json::Value::as_str)
-            == Some(CODEX_TITLE_SCHEMA)
+/// A client's own title request asking for a JSON answer, as the fronts translate it: no tools
+/// and a JSON-schema answer format that is Codex's (`codex_output_schema`, agents-wire.md) or
+/// holds one property, `title` (Claude Code's `output_config.format` `{title}`).
+fn is_schema_title_request(request: &ChatRequest) -> bool {
+    if !request.tools.as_ref().is_none_or(Vec::is_empty) {
+        return false;
+    }
+    let Some(schema) = request
+        .extra
+        .get("response_format")
+        .and_then(|f| f.get("json_schema"))
+    else {
+        return false;
+    };
+    let named_codex =
+        schema.get("name").and_then(serde_json::Value::as_str) == Some(CODEX_TITLE_SCHEMA);
+    let only_a_title = schema
+        .pointer("/schema/properties")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|p| p.len() == 1 && p.contains_key("title"));
+    named_codex || only_a_title
 }
 
 const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";

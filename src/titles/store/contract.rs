@@ -26,6 +26,7 @@ pub fn record(owner: &str, id: &str, second: i64) -> TitleRecord {
         updated_at: at(second),
         instance: "proc-a".into(),
         text: String::new(),
+        protocol: "chat".into(),
     }
 }
 

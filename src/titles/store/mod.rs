@@ -57,6 +57,9 @@ pub struct TitleRecord {
     pub error: Option<String>,
     pub model: String,
     pub harness: String,
+    /// The client protocol of the request that started the conversation (`chat`, `responses`,
+    /// `messages`).
+    pub protocol: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
     /// The process titling it (its `titles.instance_id`); its lease says whether it still runs.

@@ -33,6 +33,7 @@ CREATE TABLE IF NOT EXISTS titles (
     updated_at INTEGER NOT NULL,
     instance   TEXT    NOT NULL DEFAULT '',
     text       TEXT    NOT NULL DEFAULT '',
+    protocol   TEXT    NOT NULL DEFAULT 'chat',
     PRIMARY KEY (owner, id)
 );
 CREATE TABLE IF NOT EXISTS leases (
@@ -49,7 +50,7 @@ CREATE INDEX IF NOT EXISTS titles_pending ON titles (status) WHERE status = 'pen
 ";
 
 /// Columns added after the first release: files created before get them on open.
-const MIGRATIONS: [(&str, &str); 2] = [
+const MIGRATIONS: [(&str, &str); 3] = [
     (
         "instance",
         "ALTER TABLE titles ADD COLUMN instance TEXT NOT NULL DEFAULT ''",
@@ -58,11 +59,15 @@ const MIGRATIONS: [(&str, &str); 2] = [
         "text",
         "ALTER TABLE titles ADD COLUMN text TEXT NOT NULL DEFAULT ''",
     ),
+    // Titles from before the other fronts were all Chat Completions conversations.
+    (
+        "protocol",
+        "ALTER TABLE titles ADD COLUMN protocol TEXT NOT NULL DEFAULT 'chat'",
+    ),
 ];
 
-const COLUMNS: &str =
-    "owner, id, title, status, error, model, harness, created_at, updated_at, instance, text";
-const VALUES: &str = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11";
+const COLUMNS: &str = "owner, id, title, status, error, model, harness, created_at, updated_at, instance, text, protocol";
+const VALUES: &str = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
 
 fn backend(err: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(err.to_string())
@@ -157,6 +162,7 @@ fn row_to_record(row: &rusqlite::Row<'_>) -> rusqlite::Result<TitleRecord> {
         updated_at: from_micros(row.get(8)?),
         instance: row.get(9)?,
         text: row.get(10)?,
+        protocol: row.get(11)?,
     })
 }
 
@@ -326,7 +332,8 @@ fn execute_record(c: &Connection, sql: &str, r: &TitleRecord) -> rusqlite::Resul
             micros(r.created_at),
             micros(r.updated_at),
             r.instance,
-            r.text
+            r.text,
+            r.protocol
         ],
     )
 }
@@ -340,6 +347,43 @@ mod tests {
         let dir = tempfile::tempdir().expect("tempdir");
         let store = SqliteStore::open(&dir.path().join("t.db")).expect("open");
         super::super::contract::run(std::sync::Arc::new(store)).await;
+    }
+
+    #[tokio::test]
+    async fn a_database_from_before_protocols_gets_the_column() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&path).expect("open");
+            conn.execute_batch(
+                "CREATE TABLE titles (owner TEXT NOT NULL, id TEXT NOT NULL, title TEXT, \
+                 status TEXT NOT NULL, error TEXT, model TEXT NOT NULL, harness TEXT NOT NULL, \
+                 created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL, PRIMARY KEY (owner, id)); \
+                 INSERT INTO titles VALUES ('o', 'old', 'Old title', 'done', NULL, 'm', 'opencode', 1, 2);",
+            )
+            .expect("old schema");
+        }
+        let store = SqliteStore::open(&path).expect("open migrates");
+        let old = store
+            .get(Some("o"), "old")
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(
+            (old.title.as_deref(), old.protocol.as_str()),
+            (Some("Old title"), "chat")
+        );
+        let mut new = super::super::contract::record("o", "new", 3);
+        new.protocol = "responses".into();
+        store.claim(&new).await.expect("insert");
+        let read = store
+            .get(Some("o"), "new")
+            .await
+            .expect("get")
+            .expect("kept");
+        assert_eq!(read.protocol, "responses");
+        drop(store);
+        SqliteStore::open(&path).expect("reopening a migrated database");
     }
 
     #[tokio::test]

@@ -1,6 +1,7 @@
 //! Test support: start the real app on 127.0.0.1:0 against a recording fake upstream.
 
 pub mod binary;
+pub mod browser;
 pub mod fake_upstream;
 pub mod raw;
 pub mod redis;

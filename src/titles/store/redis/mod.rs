@@ -196,6 +196,7 @@ fn fields(r: &TitleRecord) -> Vec<(&'static str, String)> {
         ("status", r.status.as_str().to_owned()),
         ("model", r.model.clone()),
         ("harness", r.harness.clone()),
+        ("protocol", r.protocol.clone()),
         ("created_at", micros(r.created_at).to_string()),
         ("updated_at", micros(r.updated_at).to_string()),
         ("instance", r.instance.clone()),
@@ -227,6 +228,10 @@ fn parse(map: &HashMap<String, String>) -> Option<TitleRecord> {
         error: map.get("error").cloned(),
         model: map.get("model").cloned().unwrap_or_default(),
         harness: map.get("harness").cloned().unwrap_or_default(),
+        protocol: map
+            .get("protocol")
+            .cloned()
+            .unwrap_or_else(|| "chat".to_owned()),
         created_at: time("created_at")?,
         updated_at: time("updated_at")?,
         instance: map.get("instance").cloned().unwrap_or_default(),

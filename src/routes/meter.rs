@@ -1,0 +1,314 @@
+//! What one proxied request reports to Prometheus beyond the access log's count: requests and
+//! streams in flight per harness and client protocol, the upstream's time to the response head,
+//! and the proxy's own overhead — the request's wall time minus the time it spent waiting on
+//! someone else (the client's body, the upstream's head and body, the client reading the answer).
+//!
+//! Overhead is measured, not derived: before the response head it is the elapsed time minus the
+//! recorded waits; after it, the time spent inside the response body's polls (where shaping,
+//! translating and rendering happen). Waiting for the client to read is in neither.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::Stream;
+use http_body::{Frame, SizeHint};
+// tokio's clock, so a test with paused time measures exactly.
+use tokio::time::Instant;
+
+use crate::upstream::{BodyStream, UpstreamError};
+
+const REQUESTS_IN_FLIGHT: &str = "harness_proxy_proxied_requests_in_flight";
+const STREAMS_IN_FLIGHT: &str = "harness_proxy_proxied_streams_in_flight";
+const UPSTREAM_FIRST_BYTE: &str = "harness_proxy_upstream_first_byte_seconds";
+const OVERHEAD: &str = "harness_proxy_overhead_seconds";
+
+/// The labels every pipeline metric carries: a fixed, small set of values each.
+#[derive(Clone, Copy)]
+struct Labels {
+    harness: &'static str,
+    protocol: &'static str,
+}
+
+/// Raises a gauge while alive.
+struct Raised {
+    name: &'static str,
+    labels: Labels,
+}
+
+impl Raised {
+    fn new(name: &'static str, labels: Labels) -> Self {
+        metrics::gauge!(name, "harness" => labels.harness, "protocol" => labels.protocol)
+            .increment(1.0);
+        Self { name, labels }
+    }
+}
+
+impl Drop for Raised {
+    fn drop(&mut self) {
+        let Labels { harness, protocol } = self.labels;
+        metrics::gauge!(self.name, "harness" => harness, "protocol" => protocol).decrement(1.0);
+    }
+}
+
+/// One request's meter, from the moment its harness is known until its response body ends.
+pub struct Meter {
+    labels: Labels,
+    started: Instant,
+    /// Nanoseconds spent waiting on the client or the upstream before the response head.
+    waited: Arc<AtomicU64>,
+    in_flight: Raised,
+}
+
+impl Meter {
+    pub fn start(harness: &'static str, protocol: &'static str) -> Self {
+        let labels = Labels { harness, protocol };
+        Self {
+            labels,
+            started: Instant::now(),
+            waited: Arc::new(AtomicU64::new(0)),
+            in_flight: Raised::new(REQUESTS_IN_FLIGHT, labels),
+        }
+    }
+
+    /// Time spent waiting on someone else (the client's body, a title the answer waits for).
+    pub fn waited(&self, time: Duration) {
+        add(&self.waited, time);
+    }
+
+    /// The upstream's response head arrived `time` after the request was sent (retries included).
+    pub fn upstream_head(&self, time: Duration) {
+        let Labels { harness, protocol } = self.labels;
+        metrics::histogram!(UPSTREAM_FIRST_BYTE, "harness" => harness, "protocol" => protocol)
+            .record(time.as_secs_f64());
+        self.waited(time);
+    }
+
+    /// The upstream body, with the time spent waiting for its chunks counted as waiting.
+    pub fn watch_upstream(&self, body: BodyStream) -> BodyStream {
+        Box::pin(UpstreamWait {
+            inner: body,
+            waited: self.waited.clone(),
+            pending_since: None,
+        })
+    }
+
+    /// Hands the meter to the response body, which records the overhead when it ends.
+    pub fn attach(self, response: &mut Response) {
+        let before_head = self
+            .started
+            .elapsed()
+            .saturating_sub(Duration::from_nanos(self.waited.load(Ordering::Relaxed)));
+        let stream = crate::routes::proxy::is_event_stream(response.headers())
+            .then(|| Raised::new(STREAMS_IN_FLIGHT, self.labels));
+        let inner = std::mem::take(response.body_mut());
+        *response.body_mut() = Body::new(MeteredBody {
+            inner,
+            overhead: before_head,
+            labels: self.labels,
+            recorded: false,
+            _stream: stream,
+            _in_flight: self.in_flight,
+        });
+    }
+}
+
+fn add(total: &AtomicU64, time: Duration) {
+    let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+    total.fetch_add(nanos, Ordering::Relaxed);
+}
+
+/// Counts the time from a `Pending` poll of the upstream body to its next chunk.
+struct UpstreamWait {
+    inner: BodyStream,
+    waited: Arc<AtomicU64>,
+    pending_since: Option<Instant>,
+}
+
+impl Stream for UpstreamWait {
+    type Item = Result<Bytes, UpstreamError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = self.inner.as_mut().poll_next(cx);
+        match &polled {
+            Poll::Pending => {
+                if self.pending_since.is_none() {
+                    self.pending_since = Some(Instant::now());
+                }
+            }
+            Poll::Ready(_) => {
+                if let Some(since) = self.pending_since.take() {
+                    add(&self.waited, since.elapsed());
+                }
+            }
+        }
+        polled
+    }
+}
+
+/// The response body, timed: every poll's duration is the proxy's own work.
+struct MeteredBody {
+    inner: Body,
+    /// Overhead so far: the part before the head, plus each poll.
+    overhead: Duration,
+    labels: Labels,
+    recorded: bool,
+    _stream: Option<Raised>,
+    _in_flight: Raised,
+}
+
+impl MeteredBody {
+    fn record(&mut self) {
+        if std::mem::replace(&mut self.recorded, true) {
+            return;
+        }
+        let Labels { harness, protocol } = self.labels;
+        metrics::histogram!(OVERHEAD, "harness" => harness, "protocol" => protocol)
+            .record(self.overhead.as_secs_f64());
+    }
+}
+
+impl http_body::Body for MeteredBody {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
+        let started = Instant::now();
+        let polled = Pin::new(&mut self.inner).poll_frame(cx);
+        self.overhead += started.elapsed();
+        if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
+            self.record();
+        }
+        polled
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+impl Drop for MeteredBody {
+    /// A body dropped early (the client went away, or it was never polled) still counts.
+    fn drop(&mut self) {
+        self.record();
+    }
+}
+
+/// A tool name as a label value: client-chosen, so bounded in length and alphabet.
+pub fn tool_label(name: &str) -> String {
+    const MAX: usize = 64;
+    name.chars()
+        .take(MAX)
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '/') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+    use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
+
+    /// The value of the line `name{labels} value` in a Prometheus text.
+    fn sample(text: &str, series: &str) -> f64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no `{series}` in\n{text}"))
+    }
+
+    #[test]
+    fn overhead_is_wall_time_minus_waits_on_the_client_and_the_upstream() {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &[0.1, 1.0, 10.0])
+            .expect("buckets")
+            .build_recorder();
+        let handle = recorder.handle();
+        let during = metrics::with_local_recorder(&recorder, || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_time()
+                .start_paused(true)
+                .build()
+                .expect("runtime");
+            runtime.block_on(async {
+                let meter = Meter::start("opencode", "responses");
+                // The client takes 3 s to send its body.
+                tokio::time::advance(Duration::from_secs(3)).await;
+                meter.waited(Duration::from_secs(3));
+                // The proxy's own work before sending: 250 ms.
+                tokio::time::advance(Duration::from_millis(250)).await;
+                // The upstream head after 2 s.
+                tokio::time::advance(Duration::from_secs(2)).await;
+                meter.upstream_head(Duration::from_secs(2));
+                // A non-streaming answer is read whole before the head: 10 s of upstream body.
+                let body: BodyStream = Box::pin(futures_util::stream::once(async {
+                    tokio::time::sleep(Duration::from_secs(10)).await;
+                    Ok(Bytes::from_static(b"{}"))
+                }));
+                let mut body = meter.watch_upstream(body);
+                while futures_util::StreamExt::next(&mut body).await.is_some() {}
+                // Folding it: 100 ms.
+                tokio::time::advance(Duration::from_millis(100)).await;
+                let mut response = Response::new(Body::from("{}"));
+                response.headers_mut().insert(
+                    http::header::CONTENT_TYPE,
+                    http::HeaderValue::from_static("text/event-stream"),
+                );
+                meter.attach(&mut response);
+                let during = handle.render();
+                response.into_body().collect().await.expect("body");
+                during
+            })
+        });
+        let labels = r#"{harness="opencode",protocol="responses"}"#;
+        assert_eq!(
+            sample(&during, &format!("{REQUESTS_IN_FLIGHT}{labels}")),
+            1.0
+        );
+        assert_eq!(
+            sample(&during, &format!("{STREAMS_IN_FLIGHT}{labels}")),
+            1.0
+        );
+        let after = handle.render();
+        assert_eq!(
+            sample(&after, &format!("{REQUESTS_IN_FLIGHT}{labels}")),
+            0.0
+        );
+        assert_eq!(sample(&after, &format!("{STREAMS_IN_FLIGHT}{labels}")), 0.0);
+        assert_eq!(
+            sample(&after, &format!("{UPSTREAM_FIRST_BYTE}_sum{labels}")),
+            2.0
+        );
+        assert_eq!(sample(&after, &format!("{OVERHEAD}_count{labels}")), 1.0);
+        let overhead = sample(&after, &format!("{OVERHEAD}_sum{labels}"));
+        assert!((overhead - 0.35).abs() < 1e-9, "{overhead}");
+    }
+
+    #[test]
+    fn tool_labels_are_bounded() {
+        assert_eq!(
+            tool_label("mcp__github/get-issue.v2"),
+            "mcp__github/get-issue.v2"
+        );
+        assert_eq!(tool_label("a b\"c"), "a_b_c");
+        assert_eq!(tool_label(&"x".repeat(500)).len(), 64);
+    }
+}

@@ -17,8 +17,15 @@ cat >"$request" <<'JSON'
  {"role":"user","content":"Run the QA pass\nthen report"}]}
 JSON
 export HARNESS_PROXY__OPENCODE__TOOLS=reference HARNESS_PROXY__OPENCODE__TODAY="Sat Nov 29 2025" \
-  HARNESS_PROXY__OPENCODE__PLATFORM=linux
-args=(rewrite --harness opencode --header "x-harness-cwd: /home/user/project" --prompts-dir "$ref/prompts")
+  HARNESS_PROXY__OPENCODE__PLATFORM=linux HARNESS_PROXY__OPENCODE__IDENTITY=reference \
+  HARNESS_PROXY__OPENCODE__INSTRUCTIONS=drop
+# The reference texts use single-brace placeholders; the project's one template syntax is {{ }}.
+prompts=$(mktemp -d)
+trap 'rm -rf "$request" "$prompts"' EXIT
+cp -r "$ref/prompts/." "$prompts/"
+sed -i 's/{\(os\|shell\|temp_dir\|timeout_description\|cwd\)}/{{\1}}/g' \
+  "$prompts/opencode/tools.json" "$prompts/opencode/skills.md"
+args=(rewrite --harness opencode --header "x-harness-cwd: /home/user/project" --prompts-dir "$prompts")
 status=0
 for kind in main title; do
   if [ "$kind" = main ]; then

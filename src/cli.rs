@@ -1,4 +1,4 @@
-//! Commands: `serve` (default), `check-config`, `rewrite`. Parsing lives here; `main` only calls
+//! Commands: `serve` (default), `check-config`, `rewrite`, `calibrate`. Parsing lives here; `main` only calls
 //! `run`. Start-up errors are returned, never `process::exit`ed, so they print once and exit 1.
 
 use std::collections::BTreeMap;
@@ -35,7 +35,27 @@ pub enum Command {
     CheckConfig,
     /// Print the upstream body a request (read from stdin) would produce.
     Rewrite(RewriteArgs),
+    /// Capture a real client's prompts: look like an upstream to it, write them for --prompts-dir.
+    Calibrate(CalibrateArgs),
 }
+
+#[derive(Debug, Args)]
+pub struct CalibrateArgs {
+    /// The client to calibrate against.
+    #[arg(value_enum)]
+    pub client: CalibrateClient,
+    /// Directory to write the prompt files into (as `opencode/…`, ready for --prompts-dir).
+    #[arg(long, value_name = "DIR")]
+    pub out: PathBuf,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum CalibrateClient {
+    Opencode,
+}
+
+/// Where `calibrate` listens unless `--listen` says otherwise (not the proxy's 8080).
+const CALIBRATE_LISTEN: &str = "127.0.0.1:4141";
 
 #[derive(Debug, Args)]
 pub struct CommonArgs {
@@ -93,7 +113,58 @@ pub async fn run(cli: Cli) -> Result<ExitCode, String> {
         Command::Serve => serve(&cli.common).await,
         Command::CheckConfig => check_config(&cli.common),
         Command::Rewrite(args) => rewrite(&cli.common, &args),
+        Command::Calibrate(args) => calibrate(&cli.common, &args).await,
     }
+}
+
+async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode, String> {
+    let CalibrateClient::Opencode = args.client;
+    let listen = common.listen.as_deref().unwrap_or(CALIBRATE_LISTEN);
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let addr = listener
+        .local_addr()
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    println!(
+        "calibrate: listening on http://{addr}/v1
+  set it as options.baseURL of an `@ai-sdk/openai-compatible` provider in opencode.json,
+  run `opencode run \"say hi\"` in an empty directory; stops once opencode sent its title and main requests (or on Ctrl-C)"
+    );
+    let captures = crate::calibrate::capture(listener, shutdown_signal())
+        .await
+        .map_err(|e| e.to_string())?;
+    println!("calibrate: captured {} request(s)", captures.len());
+    let host = crate::harness::opencode::tools::HostInfo::from_env(&process_env);
+    let outcome =
+        crate::calibrate::write(&args.out, &captures, &host).map_err(|e| e.to_string())?;
+    for path in &outcome.written {
+        println!("wrote {}", path.display());
+    }
+    for note in &outcome.notes {
+        println!("note: {note}");
+    }
+    println!("\ndifferences from the built-in prompts:");
+    for line in &outcome.differences {
+        println!("  {line}");
+    }
+    if outcome.rewrite.is_empty() {
+        println!(
+            "\nrewrite check: the captured request, rewritten with these prompts, is what opencode sent"
+        );
+    } else {
+        println!(
+            "\nrewrite check: the captured request, rewritten with these prompts, differs at:"
+        );
+        for line in &outcome.rewrite {
+            println!("  {line}");
+        }
+    }
+    println!(
+        "\nuse them: harness-proxy serve --prompts-dir {}",
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {

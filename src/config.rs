@@ -201,16 +201,41 @@ pub enum ExtraTools {
     Append,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum InstructionsMode {
+    /// `Instructions from: <path>` blocks after `</env>`, the client's system prompt last.
+    Carry,
+    /// The reference: the client's instructions are not sent.
+    Drop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IdentityPreset {
+    /// `You are powered by the model named {{model}}. The exact model ID is {{provider}}/{{model}}`.
+    Model,
+    /// The reference's `deepseek-chat` / `deepseek/{{model}}`, whatever the model.
+    Reference,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct OpencodeConfig {
-    /// Identity-line model name template; `{model}` is the request's model.
-    pub model_name: String,
-    /// Identity-line model id template; `{model}` is the request's model, `{provider}` the next key.
-    pub model_id: String,
-    /// Value of `{provider}` in the identity templates.
-    pub provider: String,
+    /// The identity line: `model` names the request's model (as real opencode does),
+    /// `reference` prints the reference's fixed `deepseek-chat` text.
+    pub identity: IdentityPreset,
+    /// Overrides the preset's model-name template; `{{model}}` is the request's model.
+    pub model_name: Option<String>,
+    /// Overrides the preset's model-id template; `{{model}}`, `{{provider}}` (the next key).
+    pub model_id: Option<String>,
+    /// Value of `{{provider}}`; when absent, derived from `upstream.base_url`'s host
+    /// (`openai-compatible` for an unknown host; `deepseek` with the reference preset).
+    pub provider: Option<String>,
     pub history: HistoryMode,
+    /// The client's project instructions (AGENTS.md, CLAUDE.md, its own system prompt):
+    /// `carry` puts them into the system prompt as opencode does, `drop` is the reference.
+    pub instructions: InstructionsMode,
     pub tools: ToolsPolicy,
     pub extra_tools: ExtraTools,
     pub cwd: Option<String>,
@@ -227,10 +252,12 @@ pub struct OpencodeConfig {
 impl Default for OpencodeConfig {
     fn default() -> Self {
         Self {
-            model_name: "deepseek-chat".to_owned(),
-            model_id: "deepseek/{model}".to_owned(),
-            provider: "deepseek".to_owned(),
+            identity: IdentityPreset::Model,
+            model_name: None,
+            model_id: None,
+            provider: None,
             history: HistoryMode::Keep,
+            instructions: InstructionsMode::Carry,
             tools: ToolsPolicy::Intersect,
             extra_tools: ExtraTools::Drop,
             cwd: None,

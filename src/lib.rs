@@ -16,10 +16,12 @@
 //! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
 //! - `titles`: title sanitizing (and, with the title service, first-turn titles).
 //! - `state`: `AppState`, everything handlers share.
+//! - `calibrate`: the `calibrate opencode` capture endpoint and the prompt files it writes.
 //! - `inspect`: the console's in-memory ring of recent requests (client and upstream bodies).
 
 pub mod api;
 pub mod auth;
+pub mod calibrate;
 pub mod cli;
 pub mod config;
 pub mod error;

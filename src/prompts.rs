@@ -69,9 +69,9 @@ pub struct Prompts {
     pub search_agent: String,
     /// Title system prompt, sent whole (final newline included).
     pub title: String,
-    /// Skills block with a `{cwd}` placeholder.
+    /// Skills block with a `{{cwd}}` placeholder.
     pub skills: String,
-    /// The ten tool definitions in file order; bash keeps its `{os}`-style placeholders.
+    /// The ten tool definitions in file order; bash keeps its `{{os}}`-style placeholders.
     pub tools: Vec<ToolText>,
     /// Default collaboration instructions, rendered.
     pub collaboration_default: String,
@@ -191,7 +191,7 @@ mod tests {
         );
         assert!(prompts.title.starts_with("You are a title generator."));
         assert!(prompts.title.ends_with("</examples>\n"));
-        assert!(prompts.skills.contains("{cwd}"));
+        assert!(prompts.skills.contains("{{cwd}}"));
     }
 
     /// The seed documents' texts ship verbatim: their hashes as the spec lists them.

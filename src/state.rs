@@ -155,6 +155,7 @@ pub fn build_registry(
         HostInfo::from_env(env),
         profiles,
         collaboration,
+        &config.upstream.base_url,
     )?;
     let registry = Registry::build(opencode);
     if registry.get(&config.default_harness).is_none() {

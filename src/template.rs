@@ -190,6 +190,97 @@ impl Template {
     }
 }
 
+/// A template bound at start-up: every placeholder is either filled with a value known then or
+/// left as a numbered hole, filled per request by [`Pattern::fill`], which cannot fail. This keeps
+/// "requests never render templates" true for texts that need a per-request value (the model).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pattern {
+    pieces: Vec<Piece>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Piece {
+    Text(String),
+    /// Index into the `holes` given to [`Template::bind`].
+    Hole(usize),
+}
+
+impl Template {
+    /// Fills the placeholders named in `values` now and keeps those named in `holes` for later.
+    /// Unlike [`Template::render`], a value or hole the template does not use is not an error:
+    /// one set of values serves several templates (the identity line's two halves).
+    ///
+    /// # Errors
+    /// [`TemplateError::DuplicateValue`] when a name is given twice, [`TemplateError::MissingValue`]
+    /// for a placeholder that is neither a value nor a hole.
+    pub fn bind(&self, values: &[(&str, &str)], holes: &[&str]) -> Result<Pattern, TemplateError> {
+        let names = values
+            .iter()
+            .map(|(name, _)| *name)
+            .chain(holes.iter().copied());
+        for (index, name) in names.clone().enumerate() {
+            if names.clone().take(index).any(|earlier| earlier == name) {
+                return Err(TemplateError::DuplicateValue {
+                    name: name.to_owned(),
+                });
+            }
+        }
+        let mut pieces: Vec<Piece> = Vec::with_capacity(self.segments.len());
+        let push_text = |pieces: &mut Vec<Piece>, text: &str| {
+            if let Some(Piece::Text(last)) = pieces.last_mut() {
+                last.push_str(text);
+            } else {
+                pieces.push(Piece::Text(text.to_owned()));
+            }
+        };
+        for segment in &self.segments {
+            match segment {
+                Segment::Literal(text) => push_text(&mut pieces, text),
+                Segment::Placeholder(name) => {
+                    if let Some((_, value)) = values.iter().find(|(known, _)| known == name) {
+                        push_text(&mut pieces, value);
+                    } else if let Some(hole) = holes.iter().position(|hole| hole == name) {
+                        pieces.push(Piece::Hole(hole));
+                    } else {
+                        return Err(TemplateError::MissingValue { name: name.clone() });
+                    }
+                }
+            }
+        }
+        Ok(Pattern { pieces })
+    }
+}
+
+impl Pattern {
+    /// The text with hole `i` replaced by `holes[i]` (an absent value leaves the hole empty).
+    #[must_use]
+    pub fn fill(&self, holes: &[&str]) -> String {
+        let mut text = String::new();
+        for piece in &self.pieces {
+            match piece {
+                Piece::Text(literal) => text.push_str(literal),
+                Piece::Hole(index) => text.push_str(holes.get(*index).copied().unwrap_or_default()),
+            }
+        }
+        text
+    }
+
+    /// Whether anything is left to fill.
+    pub fn has_holes(&self) -> bool {
+        self.pieces
+            .iter()
+            .any(|piece| matches!(piece, Piece::Hole(_)))
+    }
+
+    /// The literal runs, for checks on what the template says outside its placeholders.
+    pub fn texts(&self) -> impl Iterator<Item = &str> {
+        self.pieces.iter().filter_map(|piece| match piece {
+            Piece::Text(text) => Some(text.as_str()),
+            Piece::Hole(_) => None,
+        })
+    }
+}
+
 /// Reads the placeholder whose `{{` starts at byte `start` of `source`; returns its trimmed name and the
 /// byte offset just past its closing `}}`.
 fn parse_placeholder(source: &str, start: usize) -> Result<(&str, usize), TemplateError> {
@@ -493,6 +584,42 @@ In Default mode, strongly prefer making reasonable assumptions and executing the
             render("{{x}}", &[]),
             Err(TemplateError::MissingValue {
                 name: "x".to_owned()
+            })
+        );
+    }
+
+    #[test]
+    fn bind_fills_values_now_and_holes_later() {
+        let template = Template::parse("{{ provider }}/{{model}} ({{model}})").expect("parses");
+        let pattern = template
+            .bind(&[("provider", "openrouter")], &["model"])
+            .expect("binds");
+        assert_eq!(pattern.fill(&["qwen3"]), "openrouter/qwen3 (qwen3)");
+        assert_eq!(
+            pattern.texts().collect::<Vec<_>>(),
+            ["openrouter/", " (", ")"]
+        );
+        // Values and holes a template does not use are fine.
+        let literal = Template::parse("deepseek-chat").expect("parses");
+        let pattern = literal
+            .bind(&[("provider", "x")], &["model"])
+            .expect("binds");
+        assert_eq!(pattern.fill(&["m"]), "deepseek-chat");
+    }
+
+    #[test]
+    fn bind_reports_unknown_and_repeated_names() {
+        let template = Template::parse("{{ vendor }}/{{model}}").expect("parses");
+        assert_eq!(
+            template.bind(&[("provider", "x")], &["model"]),
+            Err(TemplateError::MissingValue {
+                name: "vendor".into()
+            })
+        );
+        assert_eq!(
+            template.bind(&[("model", "x")], &["model"]),
+            Err(TemplateError::DuplicateValue {
+                name: "model".into()
             })
         );
     }

@@ -31,7 +31,11 @@ use crate::routes::proxy::{
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::titles::TitleJob;
-use crate::titles::identity::{Caller, conversation_id_with_key};
+use crate::titles::anchors::fresh_id;
+use crate::titles::answer_tap::{Anchor, AnswerTap};
+use crate::titles::identity::{
+    BadConversationId, Caller, client_conversation_id, conversation_id_with_key,
+};
 use crate::titles::observe::Observed;
 use crate::upstream::{BodyStream, Outbound, UpstreamError, UpstreamResponse};
 
@@ -228,14 +232,20 @@ async fn serve(
             .then(|| ConversationFacts::peek(&body))
             .flatten()
     });
-    let first_user_text = facts.as_ref().map_or("", |f| f.first_user_text.as_str());
     let body_key = inbound.as_ref().and_then(|i| i.conversation_key.as_deref());
-    let conversation = conversation_id_with_key(headers, body_key, &caller.owner, first_user_text)
-        .map_err(|bad| ProxyError::InvalidRequest {
-            message: bad.to_string(),
-            param: Some(bad.header),
-            code: "invalid_conversation_id",
-        })?;
+    let (conversation, started) = identify(
+        state,
+        headers,
+        body_key,
+        &caller.owner,
+        facts.as_ref(),
+        rewritten,
+    )
+    .map_err(|bad| ProxyError::InvalidRequest {
+        message: bad.to_string(),
+        param: Some(bad.header),
+        code: "invalid_conversation_id",
+    })?;
     exchange.conversation_id = Some(conversation.clone());
     let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
     if rewritten {
@@ -261,7 +271,11 @@ async fn serve(
         title_url = Some(format!("/titles/{conversation}"));
         observed_title = Some(live);
     }
-    if let Some(facts) = facts.as_ref().filter(|f| titled && f.initial_turn)
+    // A conversation started without a client id is titled on its first turn even when the
+    // client wrote example exchanges before it (aider's few-shot): from what this turn asks.
+    if let Some(facts) = facts
+        .as_ref()
+        .filter(|f| titled && !f.title_request && (f.initial_turn || started))
         && let Some(live) = state
             .titles
             .claim(
@@ -275,7 +289,11 @@ async fn serve(
     {
         title_url = Some(format!("/titles/{conversation}"));
         let job = TitleJob {
-            first_user_text: facts.first_user_text.clone(),
+            first_user_text: if facts.initial_turn {
+                facts.first_user_text.clone()
+            } else {
+                facts.last_user_text.clone()
+            },
             headers: {
                 let mut title_headers =
                     upstream_headers(headers, &state.harness_header, true, &id.0);
@@ -359,6 +377,20 @@ async fn serve(
         &mut upstream.body,
         Box::pin(futures_util::stream::empty()),
     ));
+    if started
+        && upstream.status.is_success()
+        && let Some(facts) = facts.as_ref()
+    {
+        let sse = is_event_stream(&upstream.headers);
+        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
+        let anchor = Anchor {
+            anchors: state.titles.anchors().clone(),
+            owner: caller.owner.clone(),
+            conversation: conversation.clone(),
+            user_text: facts.last_user_text.clone(),
+        };
+        upstream.body = Box::pin(AnswerTap::new(body, anchor, sse));
+    }
     if let Some(live) = observed_title {
         let refused = (!upstream.status.is_success())
             .then(|| format!("upstream answered {}", upstream.status.as_u16()));
@@ -408,6 +440,38 @@ async fn serve(
         response.headers_mut().insert("x-title-url", url);
     }
     Ok(response)
+}
+
+/// Which conversation this turn belongs to, and whether it starts one. A client id wins; a
+/// rewritten request without one continues the conversation whose first answered exchange its
+/// history holds (`titles::anchors`), else starts a new one; passthrough, which never reads the
+/// answer, keeps the id derived from the first user text.
+fn identify(
+    state: &AppState,
+    headers: &HeaderMap,
+    body_key: Option<&str>,
+    owner: &str,
+    facts: Option<&ConversationFacts>,
+    rewritten: bool,
+) -> Result<(String, bool), BadConversationId> {
+    if let Some(id) = client_conversation_id(headers, body_key)? {
+        return Ok((id, false));
+    }
+    Ok(match facts {
+        Some(facts) if rewritten && !facts.title_request => {
+            match state.titles.anchors().find(owner, &facts.exchanges) {
+                Some(id) => (id, false),
+                None => (fresh_id(), true),
+            }
+        }
+        _ => {
+            let first_user_text = facts.map_or("", |f| f.first_user_text.as_str());
+            (
+                conversation_id_with_key(headers, body_key, owner, first_user_text)?,
+                false,
+            )
+        }
+    })
 }
 
 /// Bodies from this size are rewritten on the blocking pool, one per core at a time: parsing and

@@ -112,6 +112,21 @@ pub fn conversation_id_with_key(
     owner: &str,
     first_user_text: &str,
 ) -> Result<String, BadConversationId> {
+    Ok(
+        client_conversation_id(headers, body_key)?.unwrap_or_else(|| {
+            format!(
+                "conv_{}",
+                hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
+            )
+        }),
+    )
+}
+
+/// The id the client gave (a header, else the body's key), `None` when it gave none.
+pub fn client_conversation_id(
+    headers: &HeaderMap,
+    body_key: Option<&str>,
+) -> Result<Option<String>, BadConversationId> {
     for header in ID_HEADERS {
         let Some(value) = headers.get(header) else {
             continue;
@@ -121,22 +136,21 @@ pub fn conversation_id_with_key(
             continue;
         }
         return if is_safe_segment(value) {
-            Ok(value.to_owned())
+            Ok(Some(value.to_owned()))
         } else {
             Err(BadConversationId { header })
         };
     }
-    if let Some(key) = body_key.map(str::trim).filter(|k| !k.is_empty()) {
-        return Ok(if is_safe_segment(key) {
-            key.to_owned()
-        } else {
-            format!("conv_{}", hash_hex(&[b"key\0", key.as_bytes()], 16))
-        });
-    }
-    Ok(format!(
-        "conv_{}",
-        hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
-    ))
+    Ok(body_key
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map(|key| {
+            if is_safe_segment(key) {
+                key.to_owned()
+            } else {
+                format!("conv_{}", hash_hex(&[b"key\0", key.as_bytes()], 16))
+            }
+        }))
 }
 
 #[cfg(test)]

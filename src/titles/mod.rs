@@ -1,9 +1,12 @@
 //! Conversation titles (PRODUCT §4): which turn gets one (`identity`, `service`), the title request
 //! (`request`) and its answer (`answer`), the sanitizer (`sanitize`), records (`store`), titles in
 //! progress (`live` here, `follow` elsewhere, `bus` between processes), outcomes waiting for the
-//! store (`outbox`) and the service's life around requests (`upkeep`).
+//! store (`outbox`) and the service's life around requests (`upkeep`); conversations of clients
+//! that send no id (`anchors`, fed by `answer_tap`).
 
+pub mod anchors;
 mod answer;
+pub mod answer_tap;
 pub mod bus;
 pub mod follow;
 pub mod identity;

@@ -18,6 +18,7 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::anchors::Anchors;
 use super::answer::{error_message, read_limited, stream_text};
 use super::bus::{Bus, Notice};
 use super::live::{LiveHub, LiveTitle, Outcome};
@@ -47,6 +48,8 @@ pub struct TitleService {
     pub(super) tracker: TaskTracker,
     /// Cancelled when the shutdown grace runs out: running titles record that they were cut short.
     pub(super) cancel: CancellationToken,
+    /// Which conversation an id-less client's turn continues (this process's answers).
+    anchors: Arc<Anchors>,
 }
 
 /// Everything a title task needs from the request that started it.
@@ -88,7 +91,12 @@ impl TitleService {
             upstream,
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            anchors: Arc::new(Anchors::default()),
         })
+    }
+
+    pub fn anchors(&self) -> &Arc<Anchors> {
+        &self.anchors
     }
 
     pub fn order(&self) -> TitleOrder {

@@ -84,6 +84,7 @@ fn opencode_harness() -> Opencode {
         host,
         Profiles::load(&[]).unwrap(),
         collaboration,
+        "https://api.openai.com/v1",
     )
     .unwrap()
 }

@@ -20,9 +20,12 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
 
-/// The golden world: 2025-11-29 12:00 UTC on linux, temp dir /tmp, no $SHELL.
-fn harness(overrides: &Value) -> Opencode {
-    let mut base = serde_json::json!({"timezone": "UTC", "platform": "linux"});
+/// The golden world: 2025-11-29 12:00 UTC on linux, temp dir /tmp, no $SHELL, an upstream on a
+/// host no provider owns (a case may name another with `"upstream"`). The cases were written for
+/// the reference identity line and the reference's dropped instructions, so both are pinned
+/// unless a case's config says otherwise.
+fn harness(overrides: &Value, upstream: Option<&str>) -> Opencode {
+    let mut base = serde_json::json!({"timezone": "UTC", "platform": "linux", "identity": "reference", "instructions": "drop"});
     if let (Some(base), Some(over)) = (base.as_object_mut(), overrides.as_object()) {
         base.extend(over.clone());
     }
@@ -35,7 +38,15 @@ fn harness(overrides: &Value) -> Opencode {
         shell: None,
         temp_dir: "/tmp".into(),
     };
-    Opencode::new(&config, &prompts, host, profiles, collaboration).expect("harness builds")
+    Opencode::new(
+        &config,
+        &prompts,
+        host,
+        profiles,
+        collaboration,
+        upstream.unwrap_or("http://127.0.0.1:8000/v1"),
+    )
+    .expect("harness builds")
 }
 
 fn headers(case: &Value) -> HeaderMap {
@@ -60,7 +71,7 @@ fn pretty(value: &Value) -> String {
 
 /// Runs one case; returns a description of every mismatch.
 fn run_case(case: &Value) -> Vec<String> {
-    let harness = harness(&case["config"]);
+    let harness = harness(&case["config"], case["upstream"].as_str());
     let body = serde_json::to_vec(&case["request"]).expect("request");
     let request = parse_request(&body).expect("golden request parses");
     let now = chrono::Utc

@@ -5,7 +5,9 @@
 mod support;
 
 mod bridge;
+mod calibrate;
 mod caller_auth;
+mod conversations;
 mod deploy;
 mod docs;
 mod errors;

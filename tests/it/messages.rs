@@ -448,3 +448,59 @@ async fn passthrough_forwards_messages_byte_for_byte_with_the_query() {
     assert_eq!(sent[0].body, body.as_bytes());
     assert_eq!(sent[0].header("x-api-key"), Some("sk-claude"));
 }
+
+#[tokio::test]
+async fn claude_code_s_own_title_request_is_forwarded_translated_and_teed_into_the_title() {
+    let upstream = FakeUpstream::start(|_: &Recorded, _| {
+        Reply::sse(&[
+            &text_chunk("{\"title\":\"Create the greeting file\"}"),
+            &finish_chunk("stop"),
+            DONE,
+        ])
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    // agents-wire.md: interactive Claude Code asks for a session title with `tools: []` and an
+    // `output_config.format` JSON schema `{title}`.
+    let body = json!({
+        "model": "mock-model",
+        "max_tokens": 512,
+        "stream": false,
+        "system": [{"type": "text", "text": "Generate a concise title for this coding session."}],
+        "messages": [{"role": "user", "content": "Create the file made_by_claude.txt"}],
+        "tools": [],
+        "metadata": {"user_id": format!("{{\"device_id\":\"dev\",\"account_uuid\":\"\",\"session_id\":\"{SESSION}\"}}")},
+        "output_config": {"format": {"type": "json_schema", "schema": {
+            "type": "object", "properties": {"title": {"type": "string"}},
+            "required": ["title"], "additionalProperties": false}}}
+    });
+    let response = post_messages(&app, "/v1/messages?beta=true", &body).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["x-title-url"],
+        format!("/titles/{SESSION}")
+    );
+    let message: Value = response.json().await.unwrap();
+    assert_eq!(
+        message["content"][0]["text"],
+        "{\"title\":\"Create the greeting file\"}"
+    );
+    // One upstream request, the client's own (its prompt kept, not opencode's form).
+    let requests = upstream.requests();
+    assert_eq!(requests.len(), 1);
+    assert_eq!(
+        requests[0].json()["messages"][0]["content"],
+        "Generate a concise title for this coding session."
+    );
+    let mut record = Value::Null;
+    for _ in 0..500 {
+        record = app
+            .get_json(&format!("/titles/{SESSION}"), "sk-claude")
+            .await;
+        if record["status"] == "done" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(record["title"], "Create the greeting file", "{record}");
+}

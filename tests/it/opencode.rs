@@ -90,7 +90,8 @@ async fn streamed_request_arrives_in_opencode_form() {
     assert!(system.starts_with("You are opencode"), "{system}");
     assert!(system.contains("\n<env>\n  Working directory: /home/user/project\n  Workspace root folder: /home/user/project\n  Is directory a git repo: yes\n  Platform: linux\n  Today's date: Sat Nov 29 2025\n</env>\n"));
     assert!(system.contains("<location>file:///home/user/project/%3Cbuilt-in%3E</location>"));
-    assert!(system.contains("You are powered by the model named deepseek-chat. The exact model ID is deepseek/mock-model\n"));
+    // The fake upstream's host (127.0.0.1) is no known provider's.
+    assert!(system.contains("You are powered by the model named mock-model. The exact model ID is openai-compatible/mock-model\n"));
     assert_eq!(
         body["messages"][1],
         json!({"role": "user", "content": "\"Run the QA pass\nthen report\""})

@@ -26,9 +26,12 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
 
+/// The cases were written for the reference identity line and dropped instructions: both pinned.
 fn harness() -> Opencode {
     let config: OpencodeConfig =
-        serde_json::from_value(json!({"timezone": "UTC", "platform": "linux"})).expect("config");
+        serde_json::from_value(json!({"timezone": "UTC", "platform": "linux",
+        "identity": "reference", "instructions": "drop"}))
+        .expect("config");
     let prompts = Prompts::load(Some(&golden_dir().join("prompts"))).expect("golden prompts");
     let collaboration = Collaboration::from_prompts(&prompts, false);
     let profiles = Profiles::load(&[]).expect("built-in profiles");
@@ -36,7 +39,15 @@ fn harness() -> Opencode {
         shell: None,
         temp_dir: "/tmp".into(),
     };
-    Opencode::new(&config, &prompts, host, profiles, collaboration).expect("harness")
+    Opencode::new(
+        &config,
+        &prompts,
+        host,
+        profiles,
+        collaboration,
+        "http://127.0.0.1:8000/v1",
+    )
+    .expect("harness")
 }
 
 fn headers(case: &Value) -> HeaderMap {

@@ -58,6 +58,21 @@ fn a_bad_template_file_stops_start_up_naming_the_file() {
 }
 
 #[test]
+fn an_identity_template_in_the_old_syntax_stops_start_up_naming_the_key() {
+    let mut cmd = binary();
+    cmd.args(["check-config"])
+        .env("HARNESS_PROXY__TITLES__STORE", "memory")
+        .env("HARNESS_PROXY__OPENCODE__MODEL_ID", "deepseek/{model}");
+    let output = run_bounded(cmd);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("`opencode.model_id`") && stderr.contains("write `{{model}}`"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn check_config_prints_the_effective_config_without_secrets() {
     let mut cmd = binary();
     cmd.arg("check-config")

@@ -48,8 +48,8 @@ pub fn convert(messages: &[Message], options: &HistoryOptions<'_>) -> Vec<OutMes
                 if is_contextual(message.text_parts()) {
                     continue;
                 }
-                c.discard();
                 let text = message.text();
+                c.discard();
                 let content = if options.quote_user {
                     quote_prompt(&text)
                 } else {

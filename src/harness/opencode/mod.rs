@@ -11,6 +11,8 @@ pub mod contextual;
 pub mod env;
 pub mod flavour;
 pub mod history;
+pub mod identity;
+pub mod instructions;
 pub mod quote;
 pub mod system;
 pub mod tools;
@@ -30,7 +32,7 @@ use self::tools::{Catalog, HostInfo, SelectRules};
 use super::collaboration::{Collaboration, Mode};
 use super::{ConversationFacts, Harness, HarnessError, HarnessRequest, Prepared};
 use crate::api::chat::{ChatRequest, Role};
-use crate::config::OpencodeConfig;
+use crate::config::{InstructionsMode, OpencodeConfig};
 use crate::prompts::Prompts;
 use crate::response::{CallMapper, Reshape, ResponsePlan};
 
@@ -42,13 +44,14 @@ const MAX_TOKENS: u32 = 32_000;
 
 pub struct Opencode {
     config: OpencodeConfig,
+    identity: identity::Identity,
     timezone: Option<chrono_tz::Tz>,
     system_prefix: system::EscapedPrefix,
     search_prefix: system::EscapedPrefix,
     search_prompt: String,
     /// First line of the configured title prompt, to recognise title requests.
     title_opening: String,
-    skills: String,
+    skills: crate::template::Pattern,
     catalog: Catalog,
     profiles: Profiles,
     collaboration: Collaboration,
@@ -58,10 +61,10 @@ pub struct Opencode {
 pub enum SetupError {
     #[error(transparent)]
     Tools(#[from] tools::CatalogError),
-    #[error(
-        "config key `opencode.{key}`: unknown placeholder in `{value}`; only {{model}} and {{provider}} are known"
-    )]
-    Identity { key: &'static str, value: String },
+    #[error(transparent)]
+    Identity(#[from] identity::IdentityError),
+    #[error("opencode/skills.md: {0}")]
+    Skills(String),
 }
 
 /// The upstream request for one client request, plus what the route needs to know about it.
@@ -82,25 +85,16 @@ impl Opencode {
         host: HostInfo,
         profiles: Profiles,
         collaboration: Collaboration,
+        upstream_base_url: &str,
     ) -> Result<Self, SetupError> {
-        for (key, value) in [
-            ("model_name", &config.model_name),
-            ("model_id", &config.model_id),
-        ] {
-            let stripped = value.replace("{model}", "").replace("{provider}", "");
-            if stripped.contains('{') || stripped.contains('}') {
-                return Err(SetupError::Identity {
-                    key,
-                    value: value.clone(),
-                });
-            }
-        }
+        let identity = identity::Identity::new(config, upstream_base_url)?;
         let platform = config
             .platform
             .clone()
             .unwrap_or_else(|| env::process_platform().to_owned());
         Ok(Self {
             config: config.clone(),
+            identity,
             timezone: config.timezone.as_deref().and_then(|tz| tz.parse().ok()),
             system_prefix: system::EscapedPrefix::new(&prompts.system),
             search_prefix: system::EscapedPrefix::new(&prompts.search_agent),
@@ -112,7 +106,7 @@ impl Opencode {
                 .unwrap_or(TITLE_PROMPT_OPENING)
                 .trim()
                 .to_owned(),
-            skills: prompts.skills.clone(),
+            skills: system::bind_skills(&prompts.skills).map_err(SetupError::Skills)?,
             catalog: Catalog::new(&prompts.tools, &platform, host)?,
             profiles,
             collaboration,
@@ -122,7 +116,7 @@ impl Opencode {
     /// A client's own title request (its system prompt is the title prompt): facts naming the
     /// text being titled, its last user message.
     pub fn title_request(&self, request: &ChatRequest) -> Option<ConversationFacts> {
-        let is_title = is_codex_title_request(request)
+        let is_title = is_schema_title_request(request)
             || request.messages.iter().any(|m| {
                 m.role == Role::System && {
                     let text = m.text();
@@ -141,6 +135,8 @@ impl Opencode {
                 .map(|m| m.text().into_owned())
                 .unwrap_or_default(),
             title_request: true,
+            last_user_text: String::new(),
+            exchanges: Vec::new(),
         })
     }
 
@@ -197,14 +193,23 @@ impl Opencode {
         } else {
             String::new()
         };
-        let model_name = system::render_identity(
-            &self.config.model_name,
-            &request.model,
-            &self.config.provider,
-        );
-        let model_id =
-            system::render_identity(&self.config.model_id, &request.model, &self.config.provider);
-        let system = prefix.with_suffix(&system::suffix(&model_name, &model_id, &env, &skills));
+        let (model_name, model_id) = self.identity.render(&request.model);
+        let carry = self.config.instructions == InstructionsMode::Carry;
+        let (blocks, tail) = if carry {
+            // A known agent's own system prompt is its persona, which opencode's replaces (as
+            // the reference does); a plain client's is what its user asked for.
+            instructions::collect(
+                &client_messages,
+                &[&self.search_prompt, flavour::TASK_AGENT_MARKER],
+                profile.is_identity(),
+            )
+            .render()
+        } else {
+            (String::new(), String::new())
+        };
+        let mut suffix = system::suffix(&model_name, &model_id, &env, &blocks, &skills);
+        suffix.push_str(&tail);
+        let system = prefix.with_suffix(&suffix);
 
         let mut messages = Vec::with_capacity(client_messages.len() + 1);
         messages.push(OutMessage::Raw {
@@ -276,16 +281,27 @@ impl Opencode {
     }
 }
 
-/// Codex's own title request (agents-wire.md: `tools: []`, a JSON-schema answer format named
-/// `codex_output_schema`), as the Responses front translates it.
-fn is_codex_title_request(request: &ChatRequest) -> bool {
-    request.tools.as_ref().is_none_or(Vec::is_empty)
-        && request
-            .extra
-            .get("response_format")
-            .and_then(|f| f.pointer("/json_schema/name"))
-            .and_then(serde_json::Value::as_str)
-            == Some(CODEX_TITLE_SCHEMA)
+/// A client's own title request asking for a JSON answer, as the fronts translate it: no tools
+/// and a JSON-schema answer format that is Codex's (`codex_output_schema`, agents-wire.md) or
+/// holds one property, `title` (Claude Code's `output_config.format` `{title}`).
+fn is_schema_title_request(request: &ChatRequest) -> bool {
+    if !request.tools.as_ref().is_none_or(Vec::is_empty) {
+        return false;
+    }
+    let Some(schema) = request
+        .extra
+        .get("response_format")
+        .and_then(|f| f.get("json_schema"))
+    else {
+        return false;
+    };
+    let named_codex =
+        schema.get("name").and_then(serde_json::Value::as_str) == Some(CODEX_TITLE_SCHEMA);
+    let only_a_title = schema
+        .pointer("/schema/properties")
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|p| p.len() == 1 && p.contains_key("title"));
+    named_codex || only_a_title
 }
 
 const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";

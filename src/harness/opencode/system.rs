@@ -1,42 +1,56 @@
 //! The one system message (§1.2): prefix, identity line, `<env>` block, skills block — exact newlines.
 
 use super::env::EnvValues;
+use crate::template::{Pattern, Template};
 
-/// Renders the identity templates: `{model}` is the request's model, `{provider}` the configured one.
-pub fn render_identity(template: &str, model: &str, provider: &str) -> String {
-    template
-        .replace("{model}", model)
-        .replace("{provider}", provider)
+/// The skills file bound at start-up: `{{cwd}}` is the one placeholder, filled per request.
+pub fn bind_skills(text: &str) -> Result<Pattern, String> {
+    let pattern = Template::parse(text)
+        .and_then(|t| t.bind(&[], &["cwd"]))
+        .map_err(|e| format!("{e}; the skills file knows `{{{{cwd}}}}`"))?;
+    if pattern.texts().any(|t| t.contains("{cwd}")) {
+        return Err("`{cwd}` is not a placeholder; write `{{cwd}}`".to_owned());
+    }
+    Ok(pattern)
 }
 
-/// The skills block: a newline, then the file text with `{cwd}` substituted, trailing space trimmed.
-pub fn skills_block(skills_template: &str, cwd: &str) -> String {
-    let mut block = String::with_capacity(skills_template.len() + cwd.len() + 1);
+/// The skills block: a newline, then the file text with the cwd filled in, trailing space trimmed.
+pub fn skills_block(skills: &Pattern, cwd: &str) -> String {
+    let text = skills.fill(&[cwd]);
+    let mut block = String::with_capacity(text.len() + 1);
     block.push('\n');
-    block.push_str(skills_template.replace("{cwd}", cwd).trim_end());
+    block.push_str(text.trim_end());
     block
 }
 
-/// Assembles the system content. `skills` is empty for the search agent.
+/// Assembles the system content. `skills` is empty for the search agent; `instructions` is
+/// empty unless project instructions are carried (each block starting with a newline).
 pub fn system_prompt(
     prefix: &str,
     model_name: &str,
     model_id: &str,
     env: &EnvValues,
+    instructions: &str,
     skills: &str,
 ) -> String {
     let mut text = prefix.trim_end().to_owned();
-    text.push_str(&suffix(model_name, model_id, env, skills));
+    text.push_str(&suffix(model_name, model_id, env, instructions, skills));
     text
 }
 
-/// Everything after the prefix: identity line, `<env>` block, skills block.
-pub fn suffix(model_name: &str, model_id: &str, env: &EnvValues, skills: &str) -> String {
+/// Everything after the prefix: identity line, `<env>` block, carried instructions, skills block.
+pub fn suffix(
+    model_name: &str,
+    model_id: &str,
+    env: &EnvValues,
+    instructions: &str,
+    skills: &str,
+) -> String {
     format!(
         "\n\nYou are powered by the model named {model_name}. The exact model ID is {model_id}\n\
          Here is some useful information about the environment you are running in:\n<env>\n  \
          Working directory: {cwd}\n  Workspace root folder: {root}\n  Is directory a git repo: {git}\n  \
-         Platform: {platform}\n  Today's date: {today}\n</env>{skills}",
+         Platform: {platform}\n  Today's date: {today}\n</env>{instructions}{skills}",
         cwd = env.cwd,
         root = env.workspace_root,
         git = env.git,
@@ -92,7 +106,8 @@ mod tests {
     #[test]
     fn layout_matches_the_reference_format_string() {
         let skills = skills_block(
-            "Skills intro.\n<location>file://{cwd}/%3Cbuilt-in%3E</location>\n",
+            &bind_skills("Skills intro.\n<location>file://{{cwd}}/%3Cbuilt-in%3E</location>\n")
+                .expect("valid"),
             "/home/user/project",
         );
         let text = system_prompt(
@@ -100,6 +115,7 @@ mod tests {
             "deepseek-chat",
             "deepseek/mock-model",
             &env(),
+            "",
             &skills,
         );
         assert_eq!(
@@ -113,30 +129,24 @@ mod tests {
     }
 
     #[test]
+    fn the_old_skills_placeholder_is_refused() {
+        let err = bind_skills("at {cwd}").expect_err("old syntax");
+        assert!(err.contains("write `{{cwd}}`"), "{err}");
+        assert!(bind_skills("at {{ dir }}").is_err());
+    }
+
+    #[test]
     fn search_agent_has_no_skills_and_no_trailing_newline() {
-        let text = system_prompt("P", "n", "i", &env(), "");
+        let text = system_prompt("P", "n", "i", &env(), "", "");
         assert!(text.ends_with("Today's date: Sat Nov 29 2025\n</env>"));
     }
 
     #[test]
     fn escaped_prefix_equals_escaping_the_whole_text() {
         let prefix = "Line \"one\"\n\ttab \u{1F600} </tag>\n\n";
-        let skills = skills_block("S {cwd}\n", "/w");
-        let whole = system_prompt(prefix, "n", "i", &env(), &skills);
-        let raw = EscapedPrefix::new(prefix).with_suffix(&suffix("n", "i", &env(), &skills));
+        let skills = skills_block(&bind_skills("S {{ cwd }}\n").expect("valid"), "/w");
+        let whole = system_prompt(prefix, "n", "i", &env(), "\nI", &skills);
+        let raw = EscapedPrefix::new(prefix).with_suffix(&suffix("n", "i", &env(), "\nI", &skills));
         assert_eq!(raw.get(), serde_json::Value::String(whole).to_string());
-    }
-
-    #[test]
-    fn identity_templates() {
-        assert_eq!(
-            render_identity("deepseek/{model}", "m1", "deepseek"),
-            "deepseek/m1"
-        );
-        assert_eq!(
-            render_identity("{provider}/{model}", "m1", "openrouter"),
-            "openrouter/m1"
-        );
-        assert_eq!(render_identity("deepseek-chat", "m1", "x"), "deepseek-chat");
     }
 }

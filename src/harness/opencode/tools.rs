@@ -2,6 +2,7 @@
 //! the tools policy, plus the client tools that have no opencode counterpart (dropped or appended).
 
 use std::borrow::Cow;
+use std::path::Path;
 
 use serde_json::value::RawValue;
 
@@ -11,6 +12,7 @@ use crate::api::chat::ToolDef;
 use crate::config::{ExtraTools, ToolsPolicy};
 use crate::harness::collaboration::REQUEST_USER_INPUT;
 use crate::prompts::ToolText;
+use crate::template::{Pattern, Template};
 
 /// Facts about the proxy's host that the bash description mentions.
 #[derive(Debug, Clone)]
@@ -34,9 +36,14 @@ struct Canonical {
     name: String,
     /// Ready to send, rendered for the default platform.
     rendered: Box<RawValue>,
-    /// With placeholders, when the definition has any (bash), for other platforms.
-    template: Option<String>,
+    /// The definition and its description bound at start-up, when the description names the
+    /// platform (bash): filled per request for another platform.
+    per_platform: Option<(serde_json::Value, Pattern)>,
 }
+
+/// Placeholders of a tool description: the ones filled per platform, then the host's.
+const PLATFORM_HOLES: [&str; 3] = ["os", "shell", "timeout_description"];
+const TEMP_DIR: &str = "temp_dir";
 
 pub struct Catalog {
     tools: Vec<Canonical>,
@@ -64,7 +71,7 @@ pub struct Selection<'a> {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("opencode/tools.json: tool `{name}` does not render to JSON: {message}")]
+#[error("opencode/tools.json: tool `{name}`: {message}")]
 pub struct CatalogError {
     name: String,
     message: String,
@@ -77,19 +84,34 @@ impl Catalog {
         host: HostInfo,
     ) -> Result<Self, CatalogError> {
         let mut tools = Vec::with_capacity(texts.len());
+        let temp_dir = Path::new(&host.temp_dir)
+            .join("opencode")
+            .display()
+            .to_string();
         for text in texts {
-            let has_placeholders = ["{os}", "{shell}", "{temp_dir}", "{timeout_description}"]
-                .iter()
-                .any(|p| text.json.contains(p));
-            let rendered = render(&text.json, default_platform, &host);
-            let rendered = RawValue::from_string(rendered).map_err(|e| CatalogError {
+            let error = |message: String| CatalogError {
                 name: text.name.clone(),
-                message: e.to_string(),
-            })?;
+                message,
+            };
+            let mut tool: serde_json::Value =
+                serde_json::from_str(&text.json).map_err(|e| error(e.to_string()))?;
+            let pattern = match tool.pointer("/function/description") {
+                Some(serde_json::Value::String(description)) => {
+                    Some(bind_description(description, &temp_dir).map_err(error)?)
+                }
+                _ => None,
+            };
+            if let Some(pattern) = &pattern
+                && let Some(slot) = tool.pointer_mut("/function/description")
+            {
+                *slot = serde_json::Value::String(fill(pattern, default_platform, &host));
+            }
+            let rendered =
+                serde_json::value::to_raw_value(&tool).map_err(|e| error(e.to_string()))?;
             tools.push(Canonical {
                 name: text.name.clone(),
                 rendered,
-                template: has_placeholders.then(|| text.json.clone()),
+                per_platform: pattern.filter(Pattern::has_holes).map(|p| (tool, p)),
             });
         }
         Ok(Self {
@@ -100,12 +122,14 @@ impl Catalog {
     }
 
     fn definition<'a>(&'a self, tool: &'a Canonical, platform: &str) -> Cow<'a, RawValue> {
-        match &tool.template {
-            Some(template) if platform != self.default_platform => {
-                match RawValue::from_string(render(template, platform, &self.host)) {
-                    Ok(raw) => Cow::Owned(raw),
-                    Err(_) => Cow::Borrowed(&tool.rendered),
+        match &tool.per_platform {
+            Some((definition, pattern)) if platform != self.default_platform => {
+                let mut definition = definition.clone();
+                if let Some(slot) = definition.pointer_mut("/function/description") {
+                    *slot = serde_json::Value::String(fill(pattern, platform, &self.host));
                 }
+                serde_json::value::to_raw_value(&definition)
+                    .map_or(Cow::Borrowed(&tool.rendered), Cow::Owned)
             }
             _ => Cow::Borrowed(&tool.rendered),
         }
@@ -181,35 +205,93 @@ fn to_raw(def: &ToolDef) -> Option<Cow<'static, RawValue>> {
     serde_json::value::to_raw_value(def).ok().map(Cow::Owned)
 }
 
-/// Fills the bash description's placeholders; values are JSON-escaped since they land in a string.
-fn render(json: &str, platform: &str, host: &HostInfo) -> String {
+/// Parses a description in the prompts' template syntax: `{{temp_dir}}` is filled now, the
+/// platform's placeholders are left for [`fill`]. The old single-brace forms are refused.
+fn bind_description(description: &str, temp_dir: &str) -> Result<Pattern, String> {
+    let pattern = Template::parse(description)
+        .and_then(|t| t.bind(&[(TEMP_DIR, temp_dir)], &PLATFORM_HOLES))
+        .map_err(|e| {
+            format!("{e}; descriptions know {{{{os}}}}, {{{{shell}}}}, {{{{temp_dir}}}} and {{{{timeout_description}}}}")
+        })?;
+    let old = ["{os}", "{shell}", "{temp_dir}", "{timeout_description}"];
+    if let Some(old) = old
+        .into_iter()
+        .find(|old| pattern.texts().any(|text| text.contains(old)))
+    {
+        let new = old.replace('{', "{{").replace('}', "}}");
+        return Err(format!("`{old}` is not a placeholder; write `{new}`"));
+    }
+    Ok(pattern)
+}
+
+/// The description for `platform`: its name, the shell opencode names there, its timeout text.
+fn fill(pattern: &Pattern, platform: &str, host: &HostInfo) -> String {
     let linux = platform == "linux";
     let shell = if linux {
         "bash".to_owned()
     } else {
         host.shell
             .as_deref()
-            .and_then(|s| std::path::Path::new(s).file_name())
+            .and_then(|s| Path::new(s).file_name())
             .map_or_else(|| "zsh".to_owned(), |n| n.to_string_lossy().into_owned())
     };
-    let temp_dir = std::path::Path::new(&host.temp_dir)
-        .join("opencode")
-        .display()
-        .to_string();
     let timeout = if linux {
         "120000ms"
     } else {
         "120000ms (2 minutes)"
     };
-    let escape = |s: &str| {
-        let quoted = serde_json::to_string(s).unwrap_or_default();
-        quoted
-            .get(1..quoted.len().saturating_sub(1))
-            .unwrap_or_default()
-            .to_owned()
-    };
-    json.replace("{os}", &escape(platform))
-        .replace("{shell}", &escape(&shell))
-        .replace("{temp_dir}", &escape(&temp_dir))
-        .replace("{timeout_description}", timeout)
+    pattern.fill(&[platform, &shell, timeout])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn catalog(description: &str) -> Result<Catalog, CatalogError> {
+        let tool = serde_json::json!({"type": "function", "function": {"name": "bash",
+            "description": description, "parameters": {"type": "object"}}});
+        let texts = [ToolText {
+            name: "bash".into(),
+            json: tool.to_string(),
+        }];
+        let host = HostInfo {
+            shell: Some("/usr/bin/fish".into()),
+            temp_dir: "/t".into(),
+        };
+        Catalog::new(&texts, "linux", host)
+    }
+
+    #[test]
+    fn descriptions_fill_per_platform_and_refuse_the_old_syntax() {
+        let catalog =
+            catalog("{{os}} {{ shell }} {{temp_dir}} {{timeout_description}} {x}").expect("valid");
+        let tool = &catalog.tools[0];
+        let description = |raw: &RawValue| {
+            serde_json::from_str::<serde_json::Value>(raw.get()).expect("json")["function"]
+                ["description"]
+                .clone()
+        };
+        assert_eq!(
+            description(&tool.rendered),
+            "linux bash /t/opencode 120000ms {x}"
+        );
+        assert_eq!(
+            description(&catalog.definition(tool, "darwin")),
+            "darwin fish /t/opencode 120000ms (2 minutes) {x}"
+        );
+        let err = catalog_error("on {os}");
+        assert!(
+            err.contains("`bash`") && err.contains("write `{{os}}`"),
+            "{err}"
+        );
+        let err = catalog_error("on {{ arch }}");
+        assert!(err.contains("`arch`"), "{err}");
+    }
+
+    fn catalog_error(description: &str) -> String {
+        match catalog(description) {
+            Ok(_) => String::new(),
+            Err(err) => err.to_string(),
+        }
+    }
 }

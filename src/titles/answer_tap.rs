@@ -1,0 +1,196 @@
+//! Watches the upstream answer of a turn that started a conversation without a client id, and
+//! once it has ended cleanly remembers (its user text, the answer) as the conversation's anchor
+//! (`anchors`). Every item is forwarded unchanged; an answer cut short or failed is not an
+//! anchor (the client will not have it in its history as sent).
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures_util::Stream;
+
+use super::anchors::Anchors;
+use crate::api::stream::Chunk;
+use crate::harness::facts::exchange_digest;
+use crate::sse::Decoder;
+
+/// Non-streamed answers are read up to this size.
+const MAX_JSON: usize = 256 * 1024;
+
+/// Who the answer's anchor belongs to.
+pub struct Anchor {
+    pub anchors: Arc<Anchors>,
+    pub owner: String,
+    pub conversation: String,
+    /// The user text this turn asked (the one the answer follows in the next turn's history).
+    pub user_text: String,
+}
+
+pub struct AnswerTap<S> {
+    inner: S,
+    anchor: Option<Anchor>,
+    sse: bool,
+    decoder: Decoder,
+    text: String,
+    call_ids: Vec<String>,
+    json: Vec<u8>,
+    failed: bool,
+    /// A `finish_reason` arrived: the answer is whole even if nobody reads to the end.
+    complete: bool,
+}
+
+impl<S> AnswerTap<S> {
+    pub fn new(inner: S, anchor: Anchor, sse: bool) -> Self {
+        Self {
+            inner,
+            anchor: Some(anchor),
+            sse,
+            decoder: Decoder::new(),
+            text: String::new(),
+            call_ids: Vec::new(),
+            json: Vec::new(),
+            failed: false,
+            complete: false,
+        }
+    }
+
+    fn bytes(&mut self, chunk: &[u8]) {
+        if self.failed {
+            return;
+        }
+        if !self.sse {
+            if self.json.len() + chunk.len() <= MAX_JSON {
+                self.json.extend_from_slice(chunk);
+            } else {
+                self.failed = true;
+            }
+            return;
+        }
+        self.decoder.push(chunk);
+        loop {
+            match self.decoder.next_event() {
+                Ok(Some(event)) => self.event(event.data.as_deref()),
+                Ok(None) => break,
+                // An event too large for the decoder: the answer is not one to recognise.
+                Err(_) => {
+                    self.failed = true;
+                    break;
+                }
+            }
+        }
+    }
+
+    fn event(&mut self, data: Option<&[u8]>) {
+        let Some(data) = data.map(<[u8]>::trim_ascii) else {
+            return;
+        };
+        if data.is_empty() {
+            return;
+        }
+        if data == b"[DONE]" {
+            self.finish();
+            return;
+        }
+        let Ok(chunk) = serde_json::from_slice::<Chunk>(data) else {
+            return;
+        };
+        if chunk.error.is_some() {
+            self.failed = true;
+            return;
+        }
+        let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
+            return;
+        };
+        if choice.finish_reason.is_some() {
+            self.complete = true;
+        }
+        if let Some(text) = choice.delta.text() {
+            self.text.push_str(&text);
+        }
+        for call in choice.delta.tool_calls.into_iter().flatten() {
+            if let Some(id) = call.id.filter(|id| !id.is_empty()) {
+                self.call_ids.push(id);
+            }
+        }
+    }
+
+    /// The answer ended: remember it unless it failed.
+    fn finish(&mut self) {
+        let Some(anchor) = self.anchor.take() else {
+            return;
+        };
+        if self.sse
+            && let Some(event) = self.decoder.finish()
+        {
+            self.event(event.data.as_deref());
+        }
+        if !self.sse && !self.failed {
+            self.read_json();
+        }
+        // A stream that ends without a finish reason was cut: the client did not get it whole.
+        if self.failed || (self.sse && !self.complete) {
+            return;
+        }
+        let ids: Vec<&str> = self.call_ids.iter().map(String::as_str).collect();
+        if let Some(digest) = exchange_digest(&anchor.user_text, &self.text, &ids) {
+            anchor
+                .anchors
+                .remember(&anchor.owner, &digest, &anchor.conversation);
+        }
+    }
+
+    fn read_json(&mut self) {
+        let Ok(value) = serde_json::from_slice::<serde_json::Value>(&self.json) else {
+            self.failed = true;
+            return;
+        };
+        let message = value.pointer("/choices/0/message");
+        if let Some(text) = message
+            .and_then(|m| m.get("content"))
+            .and_then(|c| c.as_str())
+        {
+            self.text.push_str(text);
+        }
+        for call in message
+            .and_then(|m| m.get("tool_calls"))
+            .and_then(|c| c.as_array())
+            .into_iter()
+            .flatten()
+        {
+            if let Some(id) = call.get("id").and_then(|id| id.as_str()) {
+                self.call_ids.push(id.to_owned());
+            }
+        }
+    }
+}
+
+impl<S, E> Stream for AnswerTap<S>
+where
+    S: Stream<Item = Result<Bytes, E>> + Unpin,
+{
+    type Item = Result<Bytes, E>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let polled = Pin::new(&mut self.inner).poll_next(cx);
+        match &polled {
+            Poll::Ready(Some(Ok(chunk))) => self.bytes(chunk),
+            Poll::Ready(Some(Err(_))) => {
+                self.failed = true;
+                self.anchor = None;
+            }
+            Poll::Ready(None) => self.finish(),
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+impl<S> Drop for AnswerTap<S> {
+    fn drop(&mut self) {
+        // A reader may stop at the last event without waiting for the end of the body.
+        if self.complete {
+            self.finish();
+        }
+    }
+}

@@ -6,7 +6,7 @@
 //! call's `ToolCallStart` comes before its `ToolCallArguments`, and every started call gets one
 //! `ToolCallEnd` before `Finish`; exactly one terminal event (`Finish` or `Error`) ends the stream.
 
-use crate::api::stream::Chunk;
+use crate::api::chunk_view::{ChunkView, content_text};
 use crate::sse::Decoder;
 
 /// Why the model stopped, in Chat Completions terms (each protocol maps it to its own words).
@@ -160,7 +160,7 @@ impl ChatAnswerReader {
     }
 
     fn chunk(&mut self, data: &[u8], out: &mut Vec<AnswerEvent>) {
-        let chunk: Chunk = match serde_json::from_slice(data) {
+        let chunk: ChunkView<'_> = match serde_json::from_slice(data) {
             Ok(chunk) => chunk,
             Err(e) => {
                 return self.fail(
@@ -170,7 +170,9 @@ impl ChatAnswerReader {
                 );
             }
         };
-        if let Some(error) = chunk.error.as_ref() {
+        if let Some(error) = chunk.error {
+            let error: serde_json::Value =
+                serde_json::from_str(error.get()).unwrap_or(serde_json::Value::Null);
             let message = error
                 .get("message")
                 .and_then(serde_json::Value::as_str)
@@ -182,26 +184,28 @@ impl ChatAnswerReader {
                 .unwrap_or("upstream_error");
             return self.fail(message, code, out);
         }
-        if let Some(usage) = chunk.usage.as_ref().filter(|u| u.is_object()) {
-            self.usage = Some(Usage::from_value(usage));
+        if let Some(usage) = chunk.usage
+            && let Ok(usage) = serde_json::from_str::<serde_json::Value>(usage.get())
+            && usage.is_object()
+        {
+            self.usage = Some(Usage::from_value(&usage));
         }
         // One answer: only the first choice is rendered (clients of these protocols ask for one).
         let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
             return;
         };
         let delta = choice.delta;
-        let reasoning = delta.reasoning_content.clone().or_else(|| {
-            delta
-                .extra
-                .get("reasoning")
-                .and_then(serde_json::Value::as_str)
-                .map(str::to_owned)
-        });
-        if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
-            out.push(AnswerEvent::Reasoning(reasoning));
+        if let Some(reasoning) = delta
+            .reasoning_content
+            .or(delta.reasoning)
+            .filter(|r| !r.is_empty())
+        {
+            out.push(AnswerEvent::Reasoning(reasoning.into_owned()));
         }
-        if let Some(text) = delta.text().filter(|t| !t.is_empty()) {
-            out.push(AnswerEvent::Text(text));
+        if let Some(Ok(Some(text))) = delta.content.map(content_text)
+            && !text.is_empty()
+        {
+            out.push(AnswerEvent::Text(text.into_owned()));
         }
         for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
             let index = call
@@ -218,14 +222,17 @@ impl ChatAnswerReader {
                     id: call
                         .id
                         .filter(|id| !id.is_empty())
-                        .unwrap_or_else(|| format!("call_{index}")),
-                    name: function.name.unwrap_or_default(),
+                        .map_or_else(|| format!("call_{index}"), std::borrow::Cow::into_owned),
+                    name: function
+                        .name
+                        .map(std::borrow::Cow::into_owned)
+                        .unwrap_or_default(),
                 });
             }
             if let Some(arguments) = function.arguments.filter(|a| !a.is_empty()) {
                 out.push(AnswerEvent::ToolCallArguments {
                     index,
-                    delta: arguments,
+                    delta: arguments.into_owned(),
                 });
             }
         }

@@ -4,10 +4,10 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
-use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+use crate::api::chunk_view::{CallView, ChunkView, content_text};
 use crate::api::stream::{
     CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
 };
@@ -126,7 +126,7 @@ impl Folder {
         if data.trim_ascii().is_empty() {
             return Ok(());
         }
-        let chunk: FoldChunk<'_> =
+        let chunk: ChunkView<'_> =
             serde_json::from_slice(data).map_err(|e| FoldError::BadChunk(e.to_string()))?;
         if let Some(error) = chunk.error {
             return Err(FoldError::Upstream(to_value(error)?));
@@ -174,100 +174,13 @@ impl Folder {
     }
 }
 
-/// One streamed chunk as the folder reads it: borrowed from the event's bytes, only the fields it
-/// keeps, unknown ones skipped. (The general `api::stream::Chunk` keeps every unknown field through
-/// `#[serde(flatten)]`, which buffers and allocates each one: several times the whole fold's cost.)
-#[derive(Deserialize)]
-struct FoldChunk<'a> {
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(default)]
-    created: Option<i64>,
-    #[serde(default, borrow)]
-    model: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    system_fingerprint: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    choices: Vec<FoldChoice<'a>>,
-    #[serde(default, borrow)]
-    usage: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    error: Option<&'a RawValue>,
-}
-
-#[derive(Deserialize)]
-struct FoldChoice<'a> {
-    #[serde(default)]
-    index: u32,
-    #[serde(default, borrow)]
-    delta: FoldDelta<'a>,
-    #[serde(default, borrow)]
-    finish_reason: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize, Default)]
-struct FoldDelta<'a> {
-    #[serde(default, borrow)]
-    role: Option<Cow<'a, str>>,
-    /// A string, an array of `{text}` parts or one `{text}` object: read by `append_text`.
-    #[serde(default, borrow)]
-    content: Option<&'a RawValue>,
-    #[serde(default, borrow)]
-    reasoning_content: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    tool_calls: Option<Vec<FoldCall<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct FoldCall<'a> {
-    #[serde(default)]
-    index: Option<u32>,
-    #[serde(default, borrow)]
-    id: Option<Cow<'a, str>>,
-    #[serde(rename = "type", default, borrow)]
-    kind: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    function: Option<FoldFunction<'a>>,
-}
-
-#[derive(Deserialize, Default)]
-struct FoldFunction<'a> {
-    #[serde(default, borrow)]
-    name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    arguments: Option<Cow<'a, str>>,
-}
-
 fn to_value(raw: &RawValue) -> Result<Value, FoldError> {
     serde_json::from_str(raw.get()).map_err(|e| FoldError::BadChunk(e.to_string()))
 }
 
-/// Appends a delta's `content` text: a JSON string (read in place unless it holds escapes), or the
-/// `text` of `{text}` parts; anything else adds nothing.
+/// Appends a delta's `content` text (see `content_text`); anything else adds nothing.
 fn append_text(content: &mut Option<String>, raw: &RawValue) -> Result<(), FoldError> {
-    let json = raw.get();
-    if json.starts_with('"') {
-        let text: Cow<'_, str> = match serde_json::from_str::<&str>(json) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => Cow::Owned(
-                serde_json::from_str::<String>(json)
-                    .map_err(|e| FoldError::BadChunk(e.to_string()))?,
-            ),
-        };
-        content.get_or_insert_with(String::new).push_str(&text);
-        return Ok(());
-    }
-    let text = match to_value(raw)? {
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<String>(),
-        ),
-        Value::Object(o) => o.get("text").and_then(Value::as_str).map(str::to_owned),
-        _ => None,
-    };
-    if let Some(text) = text {
+    if let Some(text) = content_text(raw).map_err(|e| FoldError::BadChunk(e.to_string()))? {
         content.get_or_insert_with(String::new).push_str(&text);
     }
     Ok(())
@@ -275,7 +188,7 @@ fn append_text(content: &mut Option<String>, raw: &RawValue) -> Result<(), FoldE
 
 impl ChoiceAcc {
     /// A delta with a new index starts a call; one without index continues the latest (Groq).
-    fn add_call(&mut self, delta: FoldCall<'_>) {
+    fn add_call(&mut self, delta: CallView<'_>) {
         let position = match delta.index {
             Some(index) => self.calls.iter().position(|c| c.index == Some(index)),
             None => self.calls.len().checked_sub(1),

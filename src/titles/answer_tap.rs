@@ -11,7 +11,7 @@ use bytes::Bytes;
 use futures_util::Stream;
 
 use super::anchors::Anchors;
-use crate::api::stream::Chunk;
+use crate::api::chunk_view::{ChunkView, content_text};
 use crate::harness::facts::exchange_digest;
 use crate::sse::Decoder;
 
@@ -92,7 +92,7 @@ impl<S> AnswerTap<S> {
             self.finish();
             return;
         }
-        let Ok(chunk) = serde_json::from_slice::<Chunk>(data) else {
+        let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
             return;
         };
         if chunk.error.is_some() {
@@ -105,12 +105,12 @@ impl<S> AnswerTap<S> {
         if choice.finish_reason.is_some() {
             self.complete = true;
         }
-        if let Some(text) = choice.delta.text() {
+        if let Some(Ok(Some(text))) = choice.delta.content.map(content_text) {
             self.text.push_str(&text);
         }
         for call in choice.delta.tool_calls.into_iter().flatten() {
             if let Some(id) = call.id.filter(|id| !id.is_empty()) {
-                self.call_ids.push(id);
+                self.call_ids.push(id.into_owned());
             }
         }
     }

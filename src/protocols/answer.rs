@@ -374,15 +374,7 @@ mod tests {
         #[test]
         fn any_split_gives_the_same_events(cuts in proptest::collection::vec(0..TOOL_STREAM.len(), 0..8)) {
             let bytes = TOOL_STREAM.as_bytes();
-            let mut cuts = cuts;
-            cuts.sort_unstable();
-            let mut pieces = Vec::new();
-            let mut start = 0;
-            for cut in cuts {
-                pieces.push(&bytes[start..cut]);
-                start = cut;
-            }
-            pieces.push(&bytes[start..]);
+            let pieces = crate::protocols::split_at(bytes, cuts);
             prop_assert_eq!(read(&pieces), read(&[bytes]));
         }
     }

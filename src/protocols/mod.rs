@@ -84,3 +84,18 @@ pub trait Renderer: Send {
     /// was given to `event` (whose output the caller discarded).
     fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed>;
 }
+
+/// `bytes` cut at `cuts` (any order, repeats allowed): the pieces a split-invariance test feeds a
+/// reader or renderer one by one.
+#[cfg(test)]
+pub(crate) fn split_at(bytes: &[u8], mut cuts: Vec<usize>) -> Vec<&[u8]> {
+    cuts.sort_unstable();
+    let mut pieces = Vec::with_capacity(cuts.len() + 1);
+    let mut start = 0;
+    for cut in cuts {
+        pieces.push(&bytes[start..cut]);
+        start = cut;
+    }
+    pieces.push(&bytes[start..]);
+    pieces
+}

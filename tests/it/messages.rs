@@ -492,15 +492,6 @@ async fn claude_code_s_own_title_request_is_forwarded_translated_and_teed_into_t
         requests[0].json()["messages"][0]["content"],
         "Generate a concise title for this coding session."
     );
-    let mut record = Value::Null;
-    for _ in 0..500 {
-        record = app
-            .get_json(&format!("/titles/{SESSION}"), "sk-claude")
-            .await;
-        if record["status"] == "done" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let record = crate::titles::settled(&app, SESSION, "sk-claude").await;
     assert_eq!(record["title"], "Create the greeting file", "{record}");
 }

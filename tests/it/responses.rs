@@ -169,16 +169,7 @@ async fn a_codex_turn_streams_responses_events_and_is_titled() {
     assert_eq!(tools, ["bash", "edit", "write"]);
 
     // The first turn is titled under Codex's session id.
-    let mut record = Value::Null;
-    for _ in 0..500 {
-        record = app
-            .get_json(&format!("/titles/{SESSION}"), "sk-codex")
-            .await;
-        if record["status"] == "done" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let record = crate::titles::settled(&app, SESSION, "sk-codex").await;
     assert_eq!(record["title"], "Greeting", "{record}");
 }
 
@@ -490,15 +481,6 @@ async fn codex_s_own_title_request_is_forwarded_translated_and_teed_into_the_tit
         sent["response_format"]["json_schema"]["name"],
         "codex_output_schema"
     );
-    let mut record = Value::Null;
-    for _ in 0..500 {
-        record = app
-            .get_json(&format!("/titles/{SESSION}"), "sk-codex")
-            .await;
-        if record["status"] == "done" {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
+    let record = crate::titles::settled(&app, SESSION, "sk-codex").await;
     assert_eq!(record["title"], "Fix the flaky test", "{record}");
 }

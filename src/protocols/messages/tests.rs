@@ -412,15 +412,7 @@ proptest! {
     #[test]
     fn any_split_of_the_upstream_stream_renders_the_same(cuts in proptest::collection::vec(0..CHAT_STREAM.len(), 0..10)) {
         let bytes = CHAT_STREAM.as_bytes();
-        let mut cuts = cuts;
-        cuts.sort_unstable();
-        let mut pieces = Vec::new();
-        let mut start = 0;
-        for cut in cuts {
-            pieces.push(&bytes[start..cut]);
-            start = cut;
-        }
-        pieces.push(&bytes[start..]);
+        let pieces = crate::protocols::split_at(bytes, cuts);
         let whole = render_pieces(&[bytes]);
         let ends = String::from_utf8_lossy(&whole).ends_with(MESSAGE_STOP);
         prop_assert!(ends, "the whole stream ends with message_stop");

@@ -77,15 +77,7 @@ proptest! {
     #[test]
     fn any_split_of_the_upstream_bytes_renders_the_same(cuts in proptest::collection::vec(0..STREAM.len(), 0..12)) {
         let bytes = STREAM.as_bytes();
-        let mut cuts = cuts;
-        cuts.sort_unstable();
-        let mut pieces = Vec::new();
-        let mut start = 0;
-        for cut in cuts {
-            pieces.push(&bytes[start..cut]);
-            start = cut;
-        }
-        pieces.push(&bytes[start..]);
+        let pieces = crate::protocols::split_at(bytes, cuts);
         prop_assert_eq!(render(&pieces), render(&[bytes]));
     }
 }

@@ -27,7 +27,10 @@ impl HostInfo {
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
         Self {
             shell: env("SHELL"),
-            temp_dir: std::env::temp_dir().display().to_string(),
+            // As `std::env::temp_dir` on Unix, but from the injected environment.
+            temp_dir: env("TMPDIR")
+                .filter(|dir| !dir.is_empty())
+                .unwrap_or_else(|| "/tmp".to_owned()),
         }
     }
 }

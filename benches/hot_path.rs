@@ -15,7 +15,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use harness_proxy::config::Config;
 use harness_proxy::harness::HarnessRequest;
 use harness_proxy::prompts::Prompts;
-use harness_proxy::response::{Folder, Shaper};
+use harness_proxy::protocols::chat::{Folder, Shaper};
 use http::HeaderMap;
 use serde_json::json;
 

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::Semaphore;
 
+use crate::clients::profiles::{ProfileError, Profiles};
 use crate::config::Config;
 use crate::harness::Registry;
 use crate::harness::collaboration::Collaboration;
-use crate::harness::opencode::aliases::{ProfileError, Profiles};
 use crate::harness::opencode::tools::HostInfo;
 use crate::harness::opencode::{Opencode, SetupError};
 use crate::prompts::{PromptError, Prompts};

@@ -7,9 +7,9 @@ use http::{HeaderMap, HeaderValue};
 use serde_json::Value;
 
 use super::report::value_paths;
+use crate::clients::profiles::Profiles;
 use crate::config::{IdentityPreset, InstructionsMode, OpencodeConfig, ToolsPolicy};
 use crate::harness::collaboration::Collaboration;
-use crate::harness::opencode::aliases::Profiles;
 use crate::harness::opencode::tools::HostInfo;
 use crate::harness::opencode::{Opencode, parse_request};
 use crate::prompts::Prompts;

@@ -3,8 +3,8 @@
 //! gates `request_user_input` and sets Plan's reasoning effort. Templates were rendered at start-up.
 
 use crate::api::chat::{ChatRequest, Content, Message, Role};
+use crate::clients::contextual::is_contextual;
 use crate::harness::HarnessError;
-use crate::harness::opencode::contextual::is_contextual;
 
 pub const HEADER: &str = "x-collaboration-mode";
 /// The tool only Plan mode offers by default.

@@ -3,9 +3,9 @@
 //! every rule. Adding a harness = one module + one line in `Registry::build`.
 
 pub mod collaboration;
-pub mod facts;
 pub mod opencode;
 pub mod passthrough;
+pub mod plain;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -14,9 +14,9 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-pub use facts::ConversationFacts;
+pub use crate::titles::facts::ConversationFacts;
 
-use crate::response::ResponsePlan;
+use crate::protocols::chat::ResponsePlan;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
@@ -29,6 +29,16 @@ pub enum HarnessError {
         param: Option<&'static str>,
         code: &'static str,
     },
+}
+
+impl From<crate::clients::profiles::UnknownProfile> for HarnessError {
+    fn from(err: crate::clients::profiles::UnknownProfile) -> Self {
+        Self::Invalid {
+            message: err.to_string(),
+            param: None,
+            code: "unknown_client_profile",
+        }
+    }
 }
 
 /// What a harness sees of one request.

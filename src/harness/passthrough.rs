@@ -1,7 +1,7 @@
 //! `passthrough`: the request body and the response go through byte for byte.
 
 use super::{Harness, HarnessError, HarnessRequest, Prepared};
-use crate::response::ResponsePlan;
+use crate::protocols::chat::ResponsePlan;
 
 pub struct Passthrough;
 

@@ -7,13 +7,14 @@
 //! answer. Adapters are pure and synchronous: no I/O, no axum. Adding a protocol = one module
 //! here, one route, one `ClientProtocol` variant.
 
-pub mod answer;
+pub mod chat;
 pub mod messages;
 pub mod responses;
 
 use bytes::Bytes;
 
-pub use answer::{AnswerEvent, ChatAnswerReader, FinishReason, Usage};
+pub use crate::conversation::answer::{AnswerEvent, FinishReason, Usage};
+pub use chat::answer::ChatAnswerReader;
 
 /// The protocol a client spoke.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,22 +46,13 @@ impl ClientProtocol {
 
 /// What an inbound adapter made of one client request.
 pub struct Inbound {
-    /// The request as a Chat Completions body, tools still in the client's own dialect (the
-    /// harness maps them through the client profile).
-    pub chat_body: Bytes,
-    /// The client asked for a stream.
-    pub client_stream: bool,
+    /// The request in the protocol-neutral model: what the harness rebuilds and titles read.
+    pub conversation: crate::conversation::Conversation,
     /// Renders the answer in the client's protocol.
     pub renderer: Box<dyn Renderer>,
     /// Client tools that have no Chat Completions form (hosted tools), reported in
     /// `x-harness-dropped-tools`.
     pub dropped_tools: Vec<String>,
-    /// The client-dialect profile this protocol implies (e.g. `codex-responses`), used when the
-    /// client named none with `x-harness-client`.
-    pub client_profile: Option<&'static str>,
-    /// A conversation id the body carries (Responses `prompt_cache_key`), used when no header
-    /// names the conversation.
-    pub conversation_key: Option<String>,
 }
 
 /// Why a whole (non-streamed) answer could not be rendered.

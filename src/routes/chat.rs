@@ -19,9 +19,9 @@ use crate::api::error::sse_error_event;
 use crate::config::TitleOrder;
 use crate::error::ProxyError;
 use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
+use crate::protocols::chat::calls::{translate_completion, translate_completion_json};
+use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::protocols::{ClientProtocol, Inbound, Renderer};
-use crate::response::calls::{translate_completion, translate_completion_json};
-use crate::response::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::routes::extract::PathParam;
 use crate::routes::meter::Meter;
 use crate::routes::proxy::{
@@ -201,7 +201,7 @@ async fn serve(
     let profiled_headers;
     let (body, harness_headers) = match &inbound {
         Some(inbound) => {
-            let headers = match inbound.client_profile {
+            let headers = match inbound.conversation.client.profile {
                 Some(profile) if !headers.contains_key("x-harness-client") => {
                     let mut with_profile = headers.clone();
                     with_profile.insert("x-harness-client", HeaderValue::from_static(profile));
@@ -210,7 +210,12 @@ async fn serve(
                 }
                 _ => headers,
             };
-            (inbound.chat_body.clone(), headers)
+            // Bridge while the harnesses still read Chat Completions bytes: the conversation as a
+            // plain chat request, always streamed (the renderer needs the events either way).
+            let chat = crate::harness::plain::chat_request(&inbound.conversation, true);
+            let bytes =
+                serde_json::to_vec(&chat).map_err(|e| ProxyError::Internal(e.to_string()))?;
+            (Bytes::from(bytes), headers)
         }
         None => (body, headers),
     };
@@ -232,7 +237,9 @@ async fn serve(
             .then(|| ConversationFacts::peek(&body))
             .flatten()
     });
-    let body_key = inbound.as_ref().and_then(|i| i.conversation_key.as_deref());
+    let body_key = inbound
+        .as_ref()
+        .and_then(|i| i.conversation.client.conversation_key.as_deref());
     let (conversation, started) = identify(
         state,
         headers,
@@ -406,7 +413,7 @@ async fn serve(
     }
     let (render, dropped) = match inbound {
         Some(inbound) => (
-            Some((inbound.renderer, inbound.client_stream)),
+            Some((inbound.renderer, inbound.conversation.options.stream)),
             inbound.dropped_tools,
         ),
         None => (None, Vec::new()),
@@ -615,7 +622,7 @@ async fn shape(
         } else {
             // The upstream ignored `stream: true`; turn its one JSON answer into events.
             let json = translate_json(collect(body).await?, calls.as_deref());
-            Body::from(crate::response::synthetic::completion_to_sse(
+            Body::from(crate::protocols::chat::synthetic::completion_to_sse(
                 &json,
                 include_usage,
             ))

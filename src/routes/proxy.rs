@@ -155,7 +155,7 @@ pub struct AnswerFinished(
 impl AnswerFinished {
     pub fn note(&self, bytes: &[u8]) {
         use std::sync::atomic::Ordering;
-        if !self.0.load(Ordering::Relaxed) && crate::response::ends_answer(bytes) {
+        if !self.0.load(Ordering::Relaxed) && crate::protocols::chat::ends_answer(bytes) {
             self.0.store(true, Ordering::Relaxed);
         }
     }
@@ -324,7 +324,7 @@ impl Stream for PassthroughBody {
                 }
                 Poll::Ready(None) => {
                     let ended = self.finished.as_ref().is_some_and(AnswerFinished::is_set)
-                        || crate::response::ends_answer(&self.partial);
+                        || crate::protocols::chat::ends_answer(&self.partial);
                     if self.must_end && !ended {
                         let event =
                             self.error_event(&UpstreamError::Interrupted(UNFINISHED.to_owned()));

@@ -13,9 +13,9 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
 use crate::error::ProxyError;
+use crate::protocols::chat::synthetic::completion_to_sse;
+use crate::protocols::chat::{ResponsePlan, Shaper};
 use crate::protocols::{AnswerEvent, ChatAnswerReader, Renderer};
-use crate::response::synthetic::completion_to_sse;
-use crate::response::{ResponsePlan, Shaper};
 use crate::routes::chat::{ShapedBody, build, collect, translate_json};
 use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
 use crate::upstream::{UpstreamError, UpstreamResponse};

@@ -12,8 +12,8 @@ use futures_util::Stream;
 
 use super::anchors::Anchors;
 use crate::api::chunk_view::{ChunkView, content_text};
-use crate::harness::facts::exchange_digest;
 use crate::sse::Decoder;
+use crate::titles::facts::exchange_digest;
 
 /// Non-streamed answers are read up to this size.
 const MAX_JSON: usize = 256 * 1024;

@@ -8,6 +8,7 @@ pub mod anchors;
 mod answer;
 pub mod answer_tap;
 pub mod bus;
+pub mod facts;
 pub mod follow;
 pub mod identity;
 pub mod live;

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::harness::opencode::quote::quote_prompt;
+use crate::clients::quote::quote_prompt;
 
 /// The fixed instruction line sent before the user's text.
 pub const TITLE_USER_LINE: &str = "Generate a title for this conversation:\n";

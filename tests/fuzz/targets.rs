@@ -2,11 +2,11 @@
 //! events however its input is split; the opencode rewrite never panics and answers valid JSON or
 //! an error; tool-argument reserialisation keeps JSON valid; the title sanitizer keeps its clamp.
 
+use harness_proxy::clients::args::reserialize_arguments;
+use harness_proxy::clients::profiles::Profiles;
 use harness_proxy::config::OpencodeConfig;
 use harness_proxy::harness::collaboration::Collaboration;
 use harness_proxy::harness::opencode::Opencode;
-use harness_proxy::harness::opencode::aliases::Profiles;
-use harness_proxy::harness::opencode::args::reserialize_arguments;
 use harness_proxy::harness::opencode::tools::HostInfo;
 use harness_proxy::harness::{Harness, HarnessRequest};
 use harness_proxy::prompts::Prompts;

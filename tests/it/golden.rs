@@ -7,9 +7,9 @@
 use std::path::{Path, PathBuf};
 
 use chrono::TimeZone;
+use harness_proxy::clients::profiles::Profiles;
 use harness_proxy::config::OpencodeConfig;
 use harness_proxy::harness::collaboration::Collaboration;
-use harness_proxy::harness::opencode::aliases::Profiles;
 use harness_proxy::harness::opencode::tools::HostInfo;
 use harness_proxy::harness::opencode::{Opencode, parse_request};
 use harness_proxy::prompts::Prompts;

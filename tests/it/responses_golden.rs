@@ -11,11 +11,11 @@
 use std::path::{Path, PathBuf};
 
 use chrono::TimeZone;
+use harness_proxy::clients::profiles::Profiles;
 use harness_proxy::config::OpencodeConfig;
 use harness_proxy::harness::collaboration::Collaboration;
-use harness_proxy::harness::opencode::aliases::Profiles;
+use harness_proxy::harness::opencode::Opencode;
 use harness_proxy::harness::opencode::tools::HostInfo;
-use harness_proxy::harness::opencode::{Opencode, parse_request};
 use harness_proxy::prompts::Prompts;
 use harness_proxy::protocols::ChatAnswerReader;
 use harness_proxy::protocols::responses::{Stamp, parse_with};
@@ -102,7 +102,10 @@ fn run_request_case(case: &Value) -> Vec<String> {
         return vec!["expected an error".into()];
     }
     let mut failures = Vec::new();
-    let chat: Value = serde_json::from_slice(&inbound.chat_body).expect("chat body is JSON");
+    // The conversation as the upstream Chat Completions request it stands for (always streamed:
+    // the renderer needs the events whatever the client asked).
+    let chat_request = harness_proxy::harness::plain::chat_request(&inbound.conversation, true);
+    let chat: Value = serde_json::to_value(&chat_request).expect("chat request is JSON");
     let mut check = |what: &str, want: &Value, got: &Value| {
         if want != got {
             failures.push(format!(
@@ -119,16 +122,28 @@ fn run_request_case(case: &Value) -> Vec<String> {
         check("chat messages", want, &chat["messages"]);
     }
     if let Some(want) = expect.get("client_stream") {
-        check("client_stream", want, &json!(inbound.client_stream));
+        check(
+            "client_stream",
+            want,
+            &json!(inbound.conversation.options.stream),
+        );
     }
     if let Some(want) = expect.get("dropped_tools") {
         check("dropped tools", want, &json!(inbound.dropped_tools));
     }
     if let Some(want) = expect.get("client_profile") {
-        check("client profile", want, &json!(inbound.client_profile));
+        check(
+            "client profile",
+            want,
+            &json!(inbound.conversation.client.profile),
+        );
     }
     if let Some(want) = expect.get("conversation_key") {
-        check("conversation key", want, &json!(inbound.conversation_key));
+        check(
+            "conversation key",
+            want,
+            &json!(inbound.conversation.client.conversation_key),
+        );
     }
     let wants_upstream = [
         "upstream_messages",
@@ -139,10 +154,10 @@ fn run_request_case(case: &Value) -> Vec<String> {
     .any(|k| expect.get(*k).is_some());
     if wants_upstream {
         let mut harness_headers = headers;
-        if let Some(profile) = inbound.client_profile {
+        if let Some(profile) = inbound.conversation.client.profile {
             harness_headers.insert("x-harness-client", HeaderValue::from_static(profile));
         }
-        let request = parse_request(&inbound.chat_body).expect("chat body parses as chat");
+        let request = chat_request;
         let now = chrono::Utc
             .with_ymd_and_hms(2025, 11, 29, 12, 0, 0)
             .single()

@@ -4,12 +4,12 @@
 
 use std::collections::HashMap;
 
-use super::aliases::Profile;
-use super::args::reserialize_arguments;
 use super::body::{OutCall, OutFunction, OutMessage};
-use super::contextual::is_contextual;
-use super::quote::quote_prompt;
 use crate::api::chat::{Content, Message, Role};
+use crate::clients::args::reserialize_arguments;
+use crate::clients::contextual::is_contextual;
+use crate::clients::profiles::Profile;
+use crate::clients::quote::quote_prompt;
 use crate::config::HistoryMode;
 
 const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";

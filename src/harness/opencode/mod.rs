@@ -2,18 +2,12 @@
 //! message (prefix + identity + `<env>` + skills), converted history, quoted user text, opencode's
 //! tools, and the fixed body parameters. Pure: headers, body and the clock in; bytes out.
 
-pub mod aliases;
-pub mod args;
 pub mod body;
-pub mod claude_code;
-pub mod codex_responses;
-pub mod contextual;
 pub mod env;
 pub mod flavour;
 pub mod history;
 pub mod identity;
 pub mod instructions;
-pub mod quote;
 pub mod system;
 pub mod tools;
 
@@ -23,18 +17,18 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 
 use std::sync::Arc;
 
-use self::aliases::{Profiles, RequestCalls};
 use self::body::{OutMessage, StreamOptions, UpstreamBody};
-use self::contextual::is_contextual;
 use self::flavour::Flavour;
 use self::history::HistoryOptions;
 use self::tools::{Catalog, HostInfo, SelectRules};
 use super::collaboration::{Collaboration, Mode};
 use super::{ConversationFacts, Harness, HarnessError, HarnessRequest, Prepared};
 use crate::api::chat::{ChatRequest, Role};
+use crate::clients::contextual::is_contextual;
+use crate::clients::profiles::{Profiles, RequestCalls};
 use crate::config::{InstructionsMode, OpencodeConfig};
 use crate::prompts::Prompts;
-use crate::response::{CallMapper, Reshape, ResponsePlan};
+use crate::protocols::chat::{CallMapper, Reshape, ResponsePlan};
 
 /// How opencode's title prompt opens (whatever prompt this proxy itself is configured with).
 const TITLE_PROMPT_OPENING: &str = "You are a title generator.";

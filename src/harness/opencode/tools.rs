@@ -6,9 +6,9 @@ use std::path::Path;
 
 use serde_json::value::RawValue;
 
-use super::aliases::Profile;
 use super::flavour::Flavour;
 use crate::api::chat::ToolDef;
+use crate::clients::profiles::Profile;
 use crate::config::{ExtraTools, ToolsPolicy};
 use crate::harness::collaboration::REQUEST_USER_INPUT;
 use crate::prompts::ToolText;

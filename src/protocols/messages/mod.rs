@@ -28,16 +28,15 @@ pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> 
     );
     let converted = request.into_chat();
     let client_stream = converted.chat.wants_stream();
-    let chat_body =
-        serde_json::to_vec(&converted.chat).map_err(|e| ProxyError::Internal(e.to_string()))?;
+    let mut conversation = crate::protocols::chat::request::to_conversation(converted.chat);
+    conversation.options.stream = client_stream;
+    conversation.options.include_usage = true;
+    // The route turns `metadata.user_id`'s session into the session header before parsing.
+    conversation.client.profile = Some(CLIENT_PROFILE);
     Ok(Inbound {
-        chat_body: Bytes::from(chat_body),
-        client_stream,
+        conversation,
         renderer: Box::new(renderer),
         dropped_tools: converted.dropped_tools,
-        client_profile: Some(CLIENT_PROFILE),
-        // The route turns `metadata.user_id`'s session into the session header before parsing.
-        conversation_key: None,
     })
 }
 

@@ -12,9 +12,10 @@ use crate::protocols::{AnswerEvent, ChatAnswerReader, FinishReason, Renderer, Us
 fn chat_of(request: &Value) -> (Value, Vec<String>) {
     let inbound = super::parse(&Bytes::from(request.to_string()), &HeaderMap::new())
         .expect("a Messages request parses");
-    assert_eq!(inbound.client_profile, Some("claude-code"));
+    assert_eq!(inbound.conversation.client.profile, Some("claude-code"));
+    let chat = crate::harness::plain::chat_request(&inbound.conversation, false);
     (
-        serde_json::from_slice(&inbound.chat_body).expect("chat body is JSON"),
+        serde_json::to_value(&chat).expect("chat request is JSON"),
         inbound.dropped_tools,
     )
 }

@@ -106,7 +106,6 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
         user: None,
         extra: extra_fields(&request),
     };
-    let chat_body = serde_json::to_vec(&chat).map_err(|e| ProxyError::Internal(e.to_string()))?;
     let renderer = ResponseRenderer::new(
         stamp,
         request.model,
@@ -115,13 +114,15 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
             namespaced: tools.namespaced,
         },
     );
+    let mut conversation = crate::protocols::chat::request::to_conversation(chat);
+    conversation.options.stream = request.stream.unwrap_or(false);
+    conversation.client.profile = is_codex(headers).then_some(CODEX_PROFILE);
+    conversation.client.conversation_key =
+        request.prompt_cache_key.filter(|k| !k.trim().is_empty());
     Ok(Inbound {
-        chat_body: Bytes::from(chat_body),
-        client_stream: request.stream.unwrap_or(false),
+        conversation,
         renderer: Box::new(renderer),
         dropped_tools: tools.dropped,
-        client_profile: is_codex(headers).then_some(CODEX_PROFILE),
-        conversation_key: request.prompt_cache_key.filter(|k| !k.trim().is_empty()),
     })
 }
 

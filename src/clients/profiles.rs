@@ -10,8 +10,15 @@ use serde_json::{Map, Value, json};
 
 use super::claude_code;
 use super::codex_responses;
-use crate::harness::HarnessError;
-use crate::response::{CallMapper, CallRoute};
+use crate::conversation::mapping::{CallMapper, CallRoute};
+
+/// `x-harness-client` named no known profile.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown client profile `{name}` in x-harness-client; known profiles: {known}")]
+pub struct UnknownProfile {
+    pub name: String,
+    pub known: String,
+}
 
 /// How one aliased tool's arguments are translated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -476,7 +483,7 @@ impl Profiles {
     }
 
     /// Header `x-harness-client`, else the User-Agent prefix, else the identity profile.
-    pub fn detect(&self, headers: &HeaderMap) -> Result<Arc<Profile>, HarnessError> {
+    pub fn detect(&self, headers: &HeaderMap) -> Result<Arc<Profile>, UnknownProfile> {
         if let Some(name) = headers
             .get("x-harness-client")
             .and_then(|v| v.to_str().ok())
@@ -487,13 +494,9 @@ impl Profiles {
                 .iter()
                 .find(|p| p.name == name)
                 .cloned()
-                .ok_or_else(|| HarnessError::Invalid {
-                    message: format!(
-                        "unknown client profile `{name}` in x-harness-client; known profiles: {}",
-                        self.names()
-                    ),
-                    param: None,
-                    code: "unknown_client_profile",
+                .ok_or_else(|| UnknownProfile {
+                    name: name.to_owned(),
+                    known: self.names(),
                 });
         }
         let agent = headers

@@ -6,12 +6,14 @@
 //!   translated).
 //! - `Folder`: the client asked for one JSON answer; the upstream stream is folded into it.
 
+pub mod answer;
 pub mod calls;
 pub mod fold;
+pub mod request;
 pub mod shaper;
 pub mod synthetic;
 
-pub use calls::{CallMapper, CallRoute};
+pub use crate::conversation::mapping::{CallMapper, CallRoute, Reshape, ResponsePlan};
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 
@@ -34,20 +36,3 @@ static FINISH_MARKERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]>
             memchr::memmem::Finder::new(b"[DONE]"),
         ]
     });
-
-/// How the route must treat a successful upstream response.
-pub enum ResponsePlan {
-    /// Bytes go to the client untouched.
-    Passthrough,
-    /// The upstream was asked to stream; the client gets what it asked for.
-    Reshape(Reshape),
-}
-
-pub struct Reshape {
-    /// The client asked for SSE (`stream: true`).
-    pub client_stream: bool,
-    /// The client asked for the usage chunk (`stream_options.include_usage`).
-    pub include_usage: bool,
-    /// Translates tool calls into the client's dialect; `None` leaves them as they are.
-    pub calls: Option<std::sync::Arc<dyn CallMapper>>,
-}

@@ -10,26 +10,8 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use crate::api::stream::{Chunk, Completion, ToolCallDelta};
+use crate::conversation::mapping::{CallMapper, CallRoute};
 use crate::sse::data_event;
-
-/// How a call the upstream made reaches the client.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CallRoute {
-    /// An alias of one of the client's tools: name and arguments are translated.
-    Translate,
-    /// One of the client's own tools: passed through.
-    Native,
-    /// Neither: passed through unchanged, and counted.
-    Unmapped,
-}
-
-pub trait CallMapper: Send + Sync {
-    fn route(&self, name: &str) -> CallRoute;
-    /// The client's (name, arguments) for a complete call; `None` if the arguments do not translate.
-    fn to_client(&self, name: &str, arguments: &str) -> Option<(String, String)>;
-    /// Profile name, for metrics.
-    fn profile(&self) -> &str;
-}
 
 fn count_unmapped(mapper: &dyn CallMapper, name: &str) {
     metrics::counter!("harness_proxy_unmapped_tool_calls_total", "profile" => mapper.profile().to_owned(), "tool" => name.to_owned())
@@ -313,8 +295,8 @@ fn delta_is_empty(delta: &crate::api::stream::Delta) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::harness::opencode::aliases::{Profile, RequestCalls};
-    use crate::response::Shaper;
+    use crate::clients::profiles::{Profile, RequestCalls};
+    use crate::protocols::chat::Shaper;
 
     fn codex(client_tools: &[&str]) -> Arc<dyn CallMapper> {
         Arc::new(RequestCalls {

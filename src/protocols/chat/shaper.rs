@@ -4,8 +4,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::calls::{CallMapper, StreamCalls};
+use super::calls::StreamCalls;
 use crate::api::stream::Chunk;
+use crate::conversation::mapping::CallMapper;
 use crate::sse::{Decoder, Event, EventTooLarge};
 
 pub struct Shaper {

@@ -5,8 +5,8 @@ use std::borrow::Cow;
 use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use super::opencode::contextual::is_contextual;
 use crate::api::chat::{ChatRequest, Role};
+use crate::clients::contextual::is_contextual;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversationFacts {

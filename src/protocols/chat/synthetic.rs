@@ -78,7 +78,7 @@ pub fn completion_to_sse(body: &[u8], include_usage: bool) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::response::Folder;
+    use crate::protocols::chat::Folder;
 
     #[test]
     fn folding_the_synthetic_stream_gives_the_completion_back() {

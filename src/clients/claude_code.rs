@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::aliases::{Alias, Converter, Profile};
+use super::profiles::{Alias, Converter, Profile};
 
 impl Profile {
     pub fn claude_code() -> Self {

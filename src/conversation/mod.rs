@@ -1,0 +1,292 @@
+//! The protocol-neutral conversation: what every client protocol's request is parsed into once, and
+//! what every later stage (harnesses, titles, routing) reads. Ordered items — system / developer /
+//! user messages, assistant text, reasoning (opaque, carried), tool calls (function or freeform,
+//! with their call id), tool results — plus tool definitions, sampling options and what the client
+//! told about itself. `answer` holds the other direction: the answer as a stream of events.
+//!
+//! Pure data: no I/O, no clock, no axum, no wire format. Each protocol adapter
+//! (`protocols::{chat, responses, messages}`) builds it; a harness turns it into the upstream Chat
+//! Completions body; `mapping` says how the upstream's answer is mapped back.
+
+pub mod answer;
+pub mod mapping;
+
+use serde_json::{Map, Value};
+
+/// One client request, whatever protocol it came in.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Conversation {
+    pub model: String,
+    /// System prompt(s), then the history, oldest first, as the client sent them.
+    pub items: Vec<Item>,
+    /// The tools the client offers, in its own dialect (a client profile maps them).
+    pub tools: Vec<ToolDefinition>,
+    pub options: Options,
+    pub client: ClientInfo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    System,
+    Developer,
+    User,
+    Assistant,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// A system, developer or user message, or assistant text.
+    Message(Message),
+    /// Reasoning the client echoes back (Responses `reasoning`, Anthropic `thinking`): carried,
+    /// never sent upstream as text.
+    Reasoning(Reasoning),
+    /// A call the assistant made; the calls right after an assistant message belong to its turn.
+    ToolCall(ToolCall),
+    ToolResult(ToolResult),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub role: Role,
+    pub content: Content,
+}
+
+impl Message {
+    pub fn text(role: Role, text: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: Content::Text(text.into()),
+        }
+    }
+}
+
+/// A message's content: one string, or typed parts (as the client sent it: a one-string content and
+/// a one-part content are different requests on the wire, and a plain rendering keeps the form).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    Text(String),
+    Parts(Vec<Part>),
+}
+
+impl Default for Content {
+    fn default() -> Self {
+        Self::Text(String::new())
+    }
+}
+
+impl Content {
+    /// Every text part concatenated without separator, images dropped (opencode-wire §1.3).
+    /// Borrowed when the content is one string, so reading it copies nothing.
+    pub fn text(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Text(text) => std::borrow::Cow::Borrowed(text),
+            Self::Parts(parts) => match parts.as_slice() {
+                [Part::Text(only)] => std::borrow::Cow::Borrowed(only),
+                _ => std::borrow::Cow::Owned(parts.iter().filter_map(Part::as_text).collect()),
+            },
+        }
+    }
+
+    /// The text parts one by one (contextual recognisers look at each part).
+    pub fn text_parts(&self) -> Vec<&str> {
+        match self {
+            Self::Text(text) => vec![text.as_str()],
+            Self::Parts(parts) => parts.iter().filter_map(Part::as_text).collect(),
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        match self {
+            Self::Text(text) => text.is_empty(),
+            Self::Parts(parts) => parts.is_empty(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Part {
+    Text(String),
+    Image(Image),
+    /// A part this model has no slot for (audio, file, refusal…), kept as the client sent it.
+    Other(Value),
+}
+
+impl Part {
+    pub fn as_text(&self) -> Option<&str> {
+        match self {
+            Self::Text(text) => Some(text),
+            Self::Image(_) | Self::Other(_) => None,
+        }
+    }
+}
+
+/// An image: a URL, or a `data:` URL for inline bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub url: String,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Reasoning {
+    /// Readable reasoning text or summary, if the client sent any.
+    pub text: String,
+    /// The item as the client sent it (signatures, encrypted content), for a protocol that needs
+    /// it back.
+    pub opaque: Option<Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// The call id; `None` when the client sent none (the harness makes one up).
+    pub id: Option<String>,
+    /// The tool's name in the client's dialect.
+    pub name: String,
+    pub input: CallInput,
+}
+
+/// What a call carries: JSON arguments (function tools) or free text (freeform tools such as
+/// Codex's `apply_patch`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CallInput {
+    /// A JSON text, as the client sent it (not necessarily valid).
+    Arguments(String),
+    Freeform(String),
+}
+
+impl CallInput {
+    /// As function arguments: a freeform input is the object `{"input": text}` (how freeform tools
+    /// are offered to a Chat Completions upstream).
+    pub fn as_arguments(&self) -> std::borrow::Cow<'_, str> {
+        match self {
+            Self::Arguments(args) => std::borrow::Cow::Borrowed(args),
+            Self::Freeform(input) => {
+                std::borrow::Cow::Owned(serde_json::json!({ "input": input }).to_string())
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    /// The id of the call this answers.
+    pub call_id: Option<String>,
+    pub content: Content,
+    /// The client marked the result as a failure (Anthropic `is_error`).
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    /// The result's text: the string, or its non-blank text parts joined by `\n`.
+    pub fn text(&self) -> String {
+        match &self.content {
+            Content::Text(text) => text.clone(),
+            Content::Parts(parts) => parts
+                .iter()
+                .filter_map(Part::as_text)
+                .filter(|t| !t.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+}
+
+/// A tool the client offers.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolDefinition {
+    Function(FunctionTool),
+    /// A tool taking free text (Responses `custom`), with its grammar or format if any.
+    Freeform(FreeformTool),
+    /// Anything else (hosted tools, unknown kinds), kept opaque; no harness sends these upstream.
+    Other {
+        name: Option<String>,
+        raw: Value,
+    },
+}
+
+impl ToolDefinition {
+    pub fn name(&self) -> Option<&str> {
+        match self {
+            Self::Function(f) => Some(&f.name),
+            Self::Freeform(f) => Some(&f.name),
+            Self::Other { name, .. } => name.as_deref(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FunctionTool {
+    pub name: String,
+    pub description: Option<String>,
+    /// JSON schema of the arguments.
+    pub parameters: Option<Value>,
+    pub strict: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct FreeformTool {
+    pub name: String,
+    pub description: Option<String>,
+    pub format: Option<Value>,
+}
+
+/// How the client wants the answer produced.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Options {
+    /// The client asked for a stream.
+    pub stream: bool,
+    /// The client asked for the usage of a stream (Chat Completions `stream_options`; the other
+    /// protocols always get usage).
+    pub include_usage: bool,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_output_tokens: Option<u64>,
+    pub reasoning_effort: Option<String>,
+    pub tool_choice: Option<ToolChoice>,
+    pub parallel_tool_calls: Option<bool>,
+    pub stop: Vec<String>,
+    pub response_format: Option<ResponseFormat>,
+    /// Chat Completions fields with no slot here, kept so a plain rendering loses nothing.
+    pub extra: Map<String, Value>,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolChoice {
+    Auto,
+    None,
+    Required,
+    /// One named tool.
+    Tool(String),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum ResponseFormat {
+    Text,
+    JsonObject,
+    JsonSchema {
+        name: String,
+        schema: Option<Value>,
+        strict: Option<bool>,
+    },
+}
+
+/// What the client told about itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientInfo {
+    /// The client-dialect profile the protocol implies (`codex-responses`, `claude-code`), used
+    /// when the client named none with `x-harness-client`.
+    pub profile: Option<&'static str>,
+    /// A conversation id the body carries (Responses `prompt_cache_key`, Anthropic
+    /// `metadata.user_id`'s session), used when no header names the conversation.
+    pub conversation_key: Option<String>,
+}
+
+impl Conversation {
+    /// The messages, in order (calls, results and reasoning skipped).
+    pub fn messages(&self) -> impl Iterator<Item = &Message> {
+        self.items.iter().filter_map(|item| match item {
+            Item::Message(message) => Some(message),
+            Item::Reasoning(_) | Item::ToolCall(_) | Item::ToolResult(_) => None,
+        })
+    }
+}

@@ -1,0 +1,224 @@
+//! The conversation as a plain Chat Completions request: nothing rewritten, only re-expressed.
+//! What a rewriting harness sends for a request it leaves alone in substance (a client's own title
+//! request arriving in another protocol), and the inverse of `protocols::chat::request`.
+//!
+//! Calls follow the assistant message before them (the model lists text and calls as items; Chat
+//! Completions puts them in one message); freeform tools become functions taking `{"input": text}`.
+
+use serde_json::{Map, Value, json};
+
+use crate::api::chat::{
+    Arguments, ChatRequest, Content, ContentPart, FunctionCall, FunctionDef, Message, Role,
+    StreamOptions, ToolCall, ToolDef,
+};
+use crate::conversation::{
+    self as model, Conversation, Item, Part, ResponseFormat, ToolChoice, ToolDefinition,
+};
+
+/// The description a freeform tool's `input` parameter gets.
+const FREEFORM_INPUT: &str = "The raw input of the tool (for apply_patch: the whole patch, *** Begin Patch … *** End Patch).";
+
+/// The conversation as a Chat Completions request. `upstream_streams`: ask for a stream with usage
+/// whatever the client asked (a renderer for another protocol needs the events either way).
+pub fn chat_request(conversation: &Conversation, upstream_streams: bool) -> ChatRequest {
+    let options = &conversation.options;
+    let mut extra = options.extra.clone();
+    if !options.stop.is_empty() {
+        extra.insert("stop".into(), json!(options.stop));
+    }
+    if let Some(format) = &options.response_format {
+        extra.insert("response_format".into(), response_format(format));
+    }
+    let user = match extra.remove("user") {
+        Some(Value::String(user)) => Some(user),
+        Some(other) => {
+            extra.insert("user".into(), other);
+            None
+        }
+        None => None,
+    };
+    let (stream, include_usage) = if upstream_streams {
+        (Some(true), true)
+    } else {
+        (Some(options.stream), options.include_usage)
+    };
+    let tools: Vec<ToolDef> = conversation.tools.iter().filter_map(tool).collect();
+    ChatRequest {
+        model: conversation.model.clone(),
+        messages: messages(&conversation.items),
+        stream,
+        stream_options: (stream == Some(true) && include_usage).then(|| StreamOptions {
+            include_usage: Some(true),
+            extra: Map::new(),
+        }),
+        tools: (!tools.is_empty()).then_some(tools),
+        tool_choice: options.tool_choice.as_ref().map(tool_choice),
+        temperature: options.temperature,
+        top_p: options.top_p,
+        max_tokens: options.max_output_tokens,
+        max_completion_tokens: None,
+        reasoning_effort: options.reasoning_effort.clone(),
+        parallel_tool_calls: options.parallel_tool_calls,
+        user,
+        extra,
+    }
+}
+
+fn messages(items: &[Item]) -> Vec<Message> {
+    let mut out: Vec<Message> = Vec::with_capacity(items.len());
+    for item in items {
+        match item {
+            Item::Message(message) => out.push(Message {
+                role: match message.role {
+                    model::Role::System => Role::System,
+                    model::Role::Developer => Role::Developer,
+                    model::Role::User => Role::User,
+                    model::Role::Assistant => Role::Assistant,
+                },
+                content: Some(content(&message.content)),
+                name: None,
+                tool_calls: None,
+                tool_call_id: None,
+                extra: Map::new(),
+            }),
+            Item::ToolCall(call) => {
+                let call = ToolCall {
+                    id: call.id.clone(),
+                    kind: Some("function".into()),
+                    function: FunctionCall {
+                        name: call.name.clone(),
+                        arguments: Arguments::Text(call.input.as_arguments().into_owned()),
+                    },
+                    extra: Map::new(),
+                };
+                match out.last_mut().filter(|m| m.role == Role::Assistant) {
+                    Some(last) => last.tool_calls.get_or_insert_with(Vec::new).push(call),
+                    None => out.push(Message {
+                        role: Role::Assistant,
+                        content: None,
+                        name: None,
+                        tool_calls: Some(vec![call]),
+                        tool_call_id: None,
+                        extra: Map::new(),
+                    }),
+                }
+            }
+            Item::ToolResult(result) => out.push(Message {
+                role: Role::Tool,
+                content: Some(content(&result.content)),
+                name: None,
+                tool_calls: None,
+                tool_call_id: result.call_id.clone(),
+                extra: Map::new(),
+            }),
+            // Reasoning the client echoes is its own; it is never sent back as text.
+            Item::Reasoning(_) => {}
+        }
+    }
+    out
+}
+
+fn content(content: &model::Content) -> Content {
+    match content {
+        model::Content::Text(text) => Content::Text(text.clone()),
+        model::Content::Parts(parts) => Content::Parts(parts.iter().map(part).collect()),
+    }
+}
+
+fn part(part: &Part) -> ContentPart {
+    match part {
+        Part::Text(text) => ContentPart {
+            kind: "text".into(),
+            text: Some(text.clone()),
+            extra: Map::new(),
+        },
+        Part::Image(image) => {
+            let mut url = json!({ "url": image.url });
+            if let Some(detail) = &image.detail {
+                url["detail"] = json!(detail);
+            }
+            let mut extra = Map::new();
+            extra.insert("image_url".into(), url);
+            ContentPart {
+                kind: "image_url".into(),
+                text: None,
+                extra,
+            }
+        }
+        Part::Other(raw) => serde_json::from_value(raw.clone()).unwrap_or(ContentPart {
+            kind: String::new(),
+            text: None,
+            extra: Map::new(),
+        }),
+    }
+}
+
+fn tool(definition: &ToolDefinition) -> Option<ToolDef> {
+    let (name, description, parameters, strict) = match definition {
+        ToolDefinition::Function(f) => (
+            &f.name,
+            f.description.clone(),
+            f.parameters.clone(),
+            f.strict,
+        ),
+        ToolDefinition::Freeform(f) => (
+            &f.name,
+            f.description.clone(),
+            Some(json!({
+                "type": "object",
+                "properties": {"input": {"type": "string", "description": FREEFORM_INPUT}},
+                "required": ["input"],
+                "additionalProperties": false
+            })),
+            None,
+        ),
+        // Hosted and unknown tools have no Chat Completions form.
+        ToolDefinition::Other { .. } => return None,
+    };
+    let mut extra = Map::new();
+    if let Some(strict) = strict {
+        extra.insert("strict".into(), json!(strict));
+    }
+    Some(ToolDef {
+        kind: "function".into(),
+        function: Some(FunctionDef {
+            name: name.clone(),
+            description,
+            parameters,
+            extra,
+        }),
+        name: None,
+        extra: Map::new(),
+    })
+}
+
+fn tool_choice(choice: &ToolChoice) -> Value {
+    match choice {
+        ToolChoice::Auto => json!("auto"),
+        ToolChoice::None => json!("none"),
+        ToolChoice::Required => json!("required"),
+        ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+    }
+}
+
+fn response_format(format: &ResponseFormat) -> Value {
+    match format {
+        ResponseFormat::Text => json!({"type": "text"}),
+        ResponseFormat::JsonObject => json!({"type": "json_object"}),
+        ResponseFormat::JsonSchema {
+            name,
+            schema,
+            strict,
+        } => {
+            let mut inner = Map::new();
+            inner.insert("name".into(), json!(name));
+            if let Some(schema) = schema {
+                inner.insert("schema".into(), schema.clone());
+            }
+            if let Some(strict) = strict {
+                inner.insert("strict".into(), json!(strict));
+            }
+            json!({"type": "json_schema", "json_schema": inner})
+        }
+    }
+}

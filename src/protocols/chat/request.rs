@@ -1,0 +1,213 @@
+//! A Chat Completions request → the conversation model. Lossless for everything a harness reads:
+//! an assistant message becomes its text followed by its calls, a `tool` message a result; fields
+//! with no slot in the model stay in `options.extra`. `function` and unknown roles are not part of
+//! any conversation a harness rebuilds and are left out.
+
+use serde_json::Value;
+
+use crate::api::chat::{ChatRequest, Content, ContentPart, Message, Role, ToolDef};
+use crate::conversation::{
+    self as model, CallInput, Conversation, FunctionTool, Image, Item, Options, Part,
+    ResponseFormat, ToolCall, ToolChoice, ToolDefinition, ToolResult,
+};
+
+/// The model of a parsed Chat Completions request.
+pub fn to_conversation(request: ChatRequest) -> Conversation {
+    let options = options(&request);
+    let ChatRequest {
+        model,
+        messages,
+        tools,
+        ..
+    } = request;
+    let mut items = Vec::with_capacity(messages.len());
+    for message in messages {
+        push_message(message, &mut items);
+    }
+    Conversation {
+        model,
+        items,
+        tools: tools.unwrap_or_default().into_iter().map(tool).collect(),
+        options,
+        client: model::ClientInfo::default(),
+    }
+}
+
+fn push_message(message: Message, items: &mut Vec<Item>) {
+    let role = match message.role {
+        Role::System => model::Role::System,
+        Role::Developer => model::Role::Developer,
+        Role::User => model::Role::User,
+        Role::Assistant => {
+            let has_calls = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+            match message.content {
+                Some(content) => items.push(Item::Message(model::Message {
+                    role: model::Role::Assistant,
+                    content: content_of(content),
+                })),
+                // An empty answer is still an answer (it ends an exchange).
+                None if !has_calls => items.push(Item::Message(model::Message::text(
+                    model::Role::Assistant,
+                    "",
+                ))),
+                None => {}
+            }
+            for call in message.tool_calls.into_iter().flatten() {
+                items.push(Item::ToolCall(ToolCall {
+                    id: call.id,
+                    name: call.function.name,
+                    input: CallInput::Arguments(call.function.arguments.as_text().into_owned()),
+                }));
+            }
+            return;
+        }
+        Role::Tool => {
+            items.push(Item::ToolResult(ToolResult {
+                call_id: message.tool_call_id,
+                content: message.content.map(content_of).unwrap_or_default(),
+                is_error: false,
+            }));
+            return;
+        }
+        Role::Function | Role::Other => return,
+    };
+    items.push(Item::Message(model::Message {
+        role,
+        content: message.content.map(content_of).unwrap_or_default(),
+    }));
+}
+
+fn content_of(content: Content) -> model::Content {
+    match content {
+        Content::Text(text) => model::Content::Text(text),
+        Content::Parts(parts) => model::Content::Parts(parts.into_iter().map(part).collect()),
+    }
+}
+
+fn part(mut part: ContentPart) -> Part {
+    if part.text().is_some() {
+        return Part::Text(part.text.take().unwrap_or_default());
+    }
+    if part.kind == "image_url" {
+        let image = part.extra.get("image_url");
+        let url = image
+            .and_then(|i| i.as_str().or_else(|| i.get("url").and_then(Value::as_str)))
+            .map(str::to_owned);
+        if let Some(url) = url {
+            let detail = image
+                .and_then(|i| i.get("detail"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            return Part::Image(Image { url, detail });
+        }
+    }
+    Part::Other(serde_json::to_value(&part).unwrap_or(Value::Null))
+}
+
+fn tool(def: ToolDef) -> ToolDefinition {
+    match def.function {
+        Some(function) if def.kind == "function" || def.kind.is_empty() => {
+            ToolDefinition::Function(FunctionTool {
+                name: function.name,
+                description: function.description,
+                parameters: function.parameters,
+                strict: function.extra.get("strict").and_then(Value::as_bool),
+            })
+        }
+        function => {
+            let name = function
+                .as_ref()
+                .map(|f| f.name.clone())
+                .or_else(|| def.name.clone());
+            let raw = serde_json::to_value(ToolDef { function, ..def }).unwrap_or(Value::Null);
+            ToolDefinition::Other { name, raw }
+        }
+    }
+}
+
+fn options(request: &ChatRequest) -> Options {
+    let mut extra = request.extra.clone();
+    let response_format = match extra.remove("response_format") {
+        Some(raw) => {
+            let parsed = response_format(&raw);
+            if parsed.is_none() {
+                // A format this model does not know stays as it was.
+                extra.insert("response_format".into(), raw);
+            }
+            parsed
+        }
+        None => None,
+    };
+    let stop = match extra.remove("stop") {
+        Some(Value::String(stop)) => vec![stop],
+        Some(Value::Array(stops)) => stops
+            .into_iter()
+            .filter_map(|s| s.as_str().map(str::to_owned))
+            .collect(),
+        Some(other) => {
+            extra.insert("stop".into(), other);
+            Vec::new()
+        }
+        None => Vec::new(),
+    };
+    let tool_choice = request.tool_choice.as_ref().and_then(|choice| {
+        let parsed = tool_choice(choice);
+        if parsed.is_none() {
+            extra.insert("tool_choice".into(), choice.clone());
+        }
+        parsed
+    });
+    if let Some(user) = &request.user {
+        extra.insert("user".into(), Value::String(user.clone()));
+    }
+    Options {
+        stream: request.wants_stream(),
+        include_usage: request.wants_usage(),
+        temperature: request.temperature,
+        top_p: request.top_p,
+        max_output_tokens: request.max_completion_tokens.or(request.max_tokens),
+        reasoning_effort: request.reasoning_effort.clone(),
+        tool_choice,
+        parallel_tool_calls: request.parallel_tool_calls,
+        stop,
+        response_format,
+        extra,
+    }
+}
+
+fn tool_choice(choice: &Value) -> Option<ToolChoice> {
+    match choice {
+        Value::String(s) => match s.as_str() {
+            "auto" => Some(ToolChoice::Auto),
+            "none" => Some(ToolChoice::None),
+            "required" => Some(ToolChoice::Required),
+            _ => None,
+        },
+        Value::Object(o) => o
+            .get("function")
+            .and_then(|f| f.get("name"))
+            .and_then(Value::as_str)
+            .map(|name| ToolChoice::Tool(name.to_owned())),
+        _ => None,
+    }
+}
+
+fn response_format(format: &Value) -> Option<ResponseFormat> {
+    match format.get("type").and_then(Value::as_str)? {
+        "text" => Some(ResponseFormat::Text),
+        "json_object" => Some(ResponseFormat::JsonObject),
+        "json_schema" => {
+            let schema = format.get("json_schema")?;
+            Some(ResponseFormat::JsonSchema {
+                name: schema
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("response")
+                    .to_owned(),
+                schema: schema.get("schema").cloned(),
+                strict: schema.get("strict").and_then(Value::as_bool),
+            })
+        }
+        _ => None,
+    }
+}

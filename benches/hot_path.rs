@@ -15,6 +15,7 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use harness_proxy::config::Config;
 use harness_proxy::harness::HarnessRequest;
 use harness_proxy::prompts::Prompts;
+use harness_proxy::protocols::chat::request::parse_conversation;
 use harness_proxy::protocols::chat::{Folder, Shaper};
 use http::HeaderMap;
 use serde_json::json;
@@ -54,8 +55,9 @@ fn rewrite(c: &mut Criterion) {
             |b, body| {
                 b.iter(|| {
                     harness
-                        .prepare(&HarnessRequest {
-                            body,
+                        .prepare(HarnessRequest {
+                            conversation: parse_conversation(body).expect("parses"),
+                            chat_body: Some(body),
                             headers: &headers,
                             now: chrono::Utc::now(),
                         })
@@ -74,7 +76,7 @@ fn rewrite(c: &mut Criterion) {
             BenchmarkId::from_parameter(format!("{turns}_turns")),
             &body,
             |b, body| {
-                b.iter(|| harness_proxy::harness::opencode::parse_request(body).expect("parses"));
+                b.iter(|| parse_conversation(body).expect("parses"));
             },
         );
     }

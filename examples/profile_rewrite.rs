@@ -30,8 +30,12 @@ fn main() {
     for _ in 0..2000 {
         std::hint::black_box(
             harness
-                .prepare(&HarnessRequest {
-                    body: &body,
+                .prepare(HarnessRequest {
+                    conversation: harness_proxy::protocols::chat::request::parse_conversation(
+                        &body,
+                    )
+                    .expect("parses"),
+                    chat_body: Some(&body),
                     headers: &headers,
                     now,
                 })

@@ -13,6 +13,7 @@ use crate::config::{self, Config, FlagOverrides};
 use crate::harness::HarnessRequest;
 use crate::prompts::Prompts;
 use crate::state::{AppState, build_registry};
+use crate::titles::facts::ConversationFacts;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -259,22 +260,34 @@ fn rewrite(common: &CommonArgs, args: &RewriteArgs) -> Result<ExitCode, String> 
         .read_to_end(&mut body)
         .map_err(|e| format!("cannot read stdin: {e}"))?;
     let body = bytes::Bytes::from(body);
-    let prepared = harness
-        .prepare(&HarnessRequest {
-            body: &body,
-            headers: &headers,
-            now: chrono::Utc::now(),
-        })
-        .map_err(|e| e.to_string())?;
+    let (upstream_body, facts) = if harness.rewrites() {
+        let conversation = crate::protocols::chat::request::parse_conversation(&body)
+            .map_err(|e| e.to_string())?;
+        let facts = if harness.is_client_title_request(&conversation) {
+            ConversationFacts::of_title_request(&conversation)
+        } else {
+            ConversationFacts::from_conversation(&conversation)
+        };
+        let prepared = harness
+            .prepare(HarnessRequest {
+                conversation,
+                chat_body: Some(&body),
+                headers: &headers,
+                now: chrono::Utc::now(),
+            })
+            .map_err(|e| e.to_string())?;
+        (prepared.upstream_body, Some(facts))
+    } else {
+        let facts = crate::protocols::chat::peek::Peek::parse(&body)
+            .map(|peek| ConversationFacts::from_views(peek.model(), peek.views()));
+        (body, facts)
+    };
     let out = if args.title {
-        let facts = prepared
-            .facts
-            .or_else(|| crate::harness::ConversationFacts::peek(&body))
-            .ok_or("the request is not a chat completions request")?;
+        let facts = facts.ok_or("the request is not a chat completions request")?;
         let model = config.titles.model.as_deref().unwrap_or(&facts.model);
         crate::titles::request::title_body(model, &prompts.title, &facts.first_user_text)
     } else {
-        prepared.upstream_body.unwrap_or(body).to_vec()
+        upstream_body.to_vec()
     };
     let mut text = String::from_utf8_lossy(&out).into_owned();
     text.push('\n');

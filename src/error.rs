@@ -58,7 +58,6 @@ pub enum ProxyError {
 impl From<HarnessError> for ProxyError {
     fn from(err: HarnessError) -> Self {
         match err {
-            HarnessError::InvalidJson(message) => Self::InvalidJson(message),
             HarnessError::Invalid {
                 message,
                 param,

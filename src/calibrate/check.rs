@@ -10,9 +10,10 @@ use super::report::value_paths;
 use crate::clients::profiles::Profiles;
 use crate::config::{IdentityPreset, InstructionsMode, OpencodeConfig, ToolsPolicy};
 use crate::harness::collaboration::Collaboration;
+use crate::harness::opencode::Opencode;
 use crate::harness::opencode::tools::HostInfo;
-use crate::harness::opencode::{Opencode, parse_request};
 use crate::prompts::Prompts;
+use crate::protocols::chat::request::parse_conversation;
 
 const MODEL_ID: &str = ". The exact model ID is ";
 
@@ -49,7 +50,7 @@ pub fn rewrite_differences(captured: &Value, prompts: &Prompts, host: HostInfo) 
     let Ok(bytes) = serde_json::to_vec(&client) else {
         return vec!["the captured request does not serialize".to_owned()];
     };
-    let request = match parse_request(&bytes) {
+    let request = match parse_conversation(&bytes) {
         Ok(request) => request,
         Err(err) => return vec![format!("the captured request does not parse: {err}")],
     };

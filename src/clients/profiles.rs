@@ -482,12 +482,19 @@ impl Profiles {
             .join(", ")
     }
 
-    /// Header `x-harness-client`, else the User-Agent prefix, else the identity profile.
-    pub fn detect(&self, headers: &HeaderMap) -> Result<Arc<Profile>, UnknownProfile> {
+    /// Header `x-harness-client`, else the profile the client's protocol implies (`implied`:
+    /// `codex-responses` on the Responses front), else the User-Agent prefix, else the identity
+    /// profile.
+    pub fn detect(
+        &self,
+        headers: &HeaderMap,
+        implied: Option<&str>,
+    ) -> Result<Arc<Profile>, UnknownProfile> {
         if let Some(name) = headers
             .get("x-harness-client")
             .and_then(|v| v.to_str().ok())
             .map(str::trim)
+            .or(implied)
         {
             return self
                 .profiles
@@ -689,7 +696,7 @@ mod tests {
                     v.parse().expect("value"),
                 );
             }
-            profiles.detect(&headers).map(|p| p.name.clone())
+            profiles.detect(&headers, None).map(|p| p.name.clone())
         };
         assert_eq!(
             detect(&[
@@ -740,7 +747,7 @@ mod tests {
         let profiles = Profiles::load(std::slice::from_ref(&path)).expect("loads");
         let mut headers = HeaderMap::new();
         headers.insert(header::USER_AGENT, "mine/2".parse().expect("ua"));
-        let mine = profiles.detect(&headers).expect("detected");
+        let mine = profiles.detect(&headers, None).expect("detected");
         assert_eq!(
             mine.call_to_opencode("run", r#"{"cmd":"ls","cwd":"/"}"#),
             ("bash".into(), r#"{"command":"ls","workdir":"/"}"#.into())

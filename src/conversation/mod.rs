@@ -10,6 +10,7 @@
 
 pub mod answer;
 pub mod mapping;
+pub mod view;
 
 use serde_json::{Map, Value};
 
@@ -221,6 +222,11 @@ pub struct FunctionTool {
     /// JSON schema of the arguments.
     pub parameters: Option<Value>,
     pub strict: Option<bool>,
+    /// Fields of the client's definition with no slot here, kept so a tool offered back upstream
+    /// is the client's own.
+    pub extra: Map<String, Value>,
+    /// Keys a Chat Completions client put beside `function` (a top-level `name`, …), likewise.
+    pub outer: Map<String, Value>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

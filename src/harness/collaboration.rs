@@ -2,8 +2,8 @@
 //! mode's instructions reach the model as a `<collaboration_mode>` developer message, and the mode
 //! gates `request_user_input` and sets Plan's reasoning effort. Templates were rendered at start-up.
 
-use crate::api::chat::{ChatRequest, Content, Message, Role};
 use crate::clients::contextual::is_contextual;
+use crate::conversation::{Conversation, Item, Message, Role};
 use crate::harness::HarnessError;
 
 pub const HEADER: &str = "x-collaboration-mode";
@@ -85,30 +85,26 @@ impl Collaboration {
 
     /// Adds the mode's developer message before the latest user turn, unless the history already
     /// holds exactly that block; Plan sets `reasoning_effort: "medium"` when the client set none.
-    pub fn apply(&self, mode: Mode, request: &mut ChatRequest) {
+    pub fn apply(&self, mode: Mode, conversation: &mut Conversation) {
         let block = self.block(mode);
-        let present = request
-            .messages
-            .iter()
-            .any(|m| m.role == Role::Developer && *m.text() == *block);
+        let present = conversation
+            .messages()
+            .any(|m| m.role == Role::Developer && *m.content.text() == *block);
         if !present {
-            let developer = Message {
-                role: Role::Developer,
-                content: Some(Content::Text(block)),
-                name: None,
-                tool_calls: None,
-                tool_call_id: None,
-                extra: serde_json::Map::new(),
-            };
-            let at = request
-                .messages
+            let at = conversation
+                .items
                 .iter()
-                .rposition(|m| m.role == Role::User && !is_contextual(m.text_parts()))
-                .unwrap_or(request.messages.len());
-            request.messages.insert(at, developer);
+                .rposition(|item| {
+                    matches!(item, Item::Message(m)
+                        if m.role == Role::User && !is_contextual(m.content.text_parts()))
+                })
+                .unwrap_or(conversation.items.len());
+            conversation
+                .items
+                .insert(at, Item::Message(Message::text(Role::Developer, block)));
         }
-        if mode == Mode::Plan && request.reasoning_effort.is_none() {
-            request.reasoning_effort = Some("medium".to_owned());
+        if mode == Mode::Plan && conversation.options.reasoning_effort.is_none() {
+            conversation.options.reasoning_effort = Some("medium".to_owned());
         }
     }
 }
@@ -126,8 +122,9 @@ mod tests {
         }
     }
 
-    fn request(value: serde_json::Value) -> ChatRequest {
-        serde_json::from_value(value).expect("request")
+    fn request(value: &serde_json::Value) -> Conversation {
+        crate::protocols::chat::request::parse_conversation(value.to_string().as_bytes())
+            .expect("request")
     }
 
     #[test]
@@ -164,7 +161,7 @@ mod tests {
 
     #[test]
     fn the_block_goes_before_the_latest_user_message_once() {
-        let mut r = request(json!({"model": "m", "messages": [
+        let mut r = request(&json!({"model": "m", "messages": [
             {"role": "system", "content": "s"},
             {"role": "user", "content": "first"},
             {"role": "assistant", "content": "ok"},
@@ -172,7 +169,7 @@ mod tests {
             {"role": "user", "content": "<environment_context><cwd>/w</cwd></environment_context>"}
         ]}));
         collaboration().apply(Mode::Plan, &mut r);
-        let roles: Vec<Role> = r.messages.iter().map(|m| m.role).collect();
+        let roles: Vec<Role> = r.messages().map(|m| m.role).collect();
         assert_eq!(
             roles,
             [
@@ -185,13 +182,16 @@ mod tests {
             ]
         );
         assert_eq!(
-            r.messages[3].text(),
-            "<collaboration_mode>make a plan</collaboration_mode>"
+            r.messages()
+                .nth(3)
+                .map(|m| m.content.text().into_owned())
+                .as_deref(),
+            Some("<collaboration_mode>make a plan</collaboration_mode>")
         );
-        assert_eq!(r.reasoning_effort.as_deref(), Some("medium"));
+        assert_eq!(r.options.reasoning_effort.as_deref(), Some("medium"));
         collaboration().apply(Mode::Plan, &mut r);
         assert_eq!(
-            r.messages.len(),
+            r.messages().count(),
             6,
             "no duplicate when the exact block is present"
         );
@@ -200,13 +200,13 @@ mod tests {
     #[test]
     fn plan_keeps_the_clients_effort_and_default_leaves_it() {
         let mut r = request(
-            json!({"model": "m", "reasoning_effort": "high", "messages": [{"role": "user", "content": "x"}]}),
+            &json!({"model": "m", "reasoning_effort": "high", "messages": [{"role": "user", "content": "x"}]}),
         );
         collaboration().apply(Mode::Plan, &mut r);
-        assert_eq!(r.reasoning_effort.as_deref(), Some("high"));
-        let mut r = request(json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}));
+        assert_eq!(r.options.reasoning_effort.as_deref(), Some("high"));
+        let mut r = request(&json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}));
         collaboration().apply(Mode::Default, &mut r);
-        assert_eq!(r.reasoning_effort, None);
+        assert_eq!(r.options.reasoning_effort, None);
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Harnesses: turn an incoming Chat Completions request into the upstream request, and say how the
-//! response must be reshaped. Pure and synchronous: no I/O, no async, no axum, so golden tests cover
-//! every rule. Adding a harness = one module + one line in `Registry::build`.
+//! Harnesses: turn a client's conversation (the protocol-neutral model, whatever protocol it came
+//! in) into the upstream Chat Completions request, and say how the answer must be mapped back.
+//! Pure and synchronous: no I/O, no async, no axum, so golden tests cover every rule. Adding a
+//! harness = one module + one line in `Registry::build`.
 
 pub mod collaboration;
 pub mod opencode;
@@ -14,15 +15,12 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-pub use crate::titles::facts::ConversationFacts;
-
-use crate::protocols::chat::ResponsePlan;
+use crate::conversation::Conversation;
+use crate::conversation::mapping::ResponsePlan;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
-    /// The body is not JSON or not a Chat Completions request; the message says where.
-    #[error("{0}")]
-    InvalidJson(String),
+    /// The request cannot be rebuilt as asked (an unknown client profile or collaboration mode).
     #[error("{message}")]
     Invalid {
         message: String,
@@ -43,7 +41,13 @@ impl From<crate::clients::profiles::UnknownProfile> for HarnessError {
 
 /// What a harness sees of one request.
 pub struct HarnessRequest<'a> {
-    pub body: &'a Bytes,
+    /// The client's request in the model. Owned: a harness frees the history once converted, so
+    /// a large request is not held twice while its upstream body is written.
+    pub conversation: Conversation,
+    /// The client's own body when it already is a Chat Completions request: what a harness that
+    /// leaves the request alone forwards, byte for byte.
+    pub chat_body: Option<&'a Bytes>,
+    /// The proxy's own request headers (`x-harness-client`, `x-collaboration-mode`, `<env>` hints).
     pub headers: &'a HeaderMap,
     /// The request's arrival time (the `<env>` date derives from it).
     pub now: DateTime<Utc>,
@@ -51,23 +55,50 @@ pub struct HarnessRequest<'a> {
 
 /// What a harness decided for one request.
 pub struct Prepared {
-    /// The body to send upstream; `None` forwards the client's bytes untouched.
-    pub upstream_body: Option<Bytes>,
+    /// The Chat Completions body to send upstream.
+    pub upstream_body: Bytes,
+    /// Whether the harness rebuilt the request (`false`: the client's request goes as it was).
+    pub rewritten: bool,
     pub response: ResponsePlan,
     /// Extra headers for the client's response (e.g. `x-harness-dropped-tools`).
     pub response_headers: Vec<(HeaderName, HeaderValue)>,
-    /// What the title service needs; `None` when the harness did not parse the body.
-    pub facts: Option<ConversationFacts>,
+}
+
+impl Prepared {
+    /// The client's request as it was: its own Chat Completions bytes, else the conversation as a
+    /// plain Chat Completions request (always streamed: the renderer of another protocol reads
+    /// the events), its answer forwarded untouched.
+    pub fn unchanged(request: &HarnessRequest<'_>) -> Self {
+        let upstream_body = match request.chat_body {
+            Some(bytes) => bytes.clone(),
+            None => {
+                let chat = plain::chat_request(&request.conversation, true);
+                // Serializing owned strings and JSON values cannot fail.
+                Bytes::from(serde_json::to_vec(&chat).unwrap_or_default())
+            }
+        };
+        Self {
+            upstream_body,
+            rewritten: false,
+            response: ResponsePlan::Passthrough,
+            response_headers: Vec::new(),
+        }
+    }
 }
 
 pub trait Harness: Send + Sync {
     fn name(&self) -> &'static str;
     /// Whether this harness rebuilds requests. One that does not (`passthrough`) gets the client's
-    /// bytes in whatever protocol it spoke, sent to the upstream path of that protocol.
+    /// bytes in whatever protocol it spoke, sent to the upstream path of that protocol, unparsed.
     fn rewrites(&self) -> bool {
         true
     }
-    fn prepare(&self, request: &HarnessRequest<'_>) -> Result<Prepared, HarnessError>;
+    /// Whether this is the client's own title request (opencode sends one per new session): the
+    /// harness forwards it as it is and the title service observes its answer.
+    fn is_client_title_request(&self, _conversation: &Conversation) -> bool {
+        false
+    }
+    fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError>;
 }
 
 /// The harnesses this process serves, built once at start-up.

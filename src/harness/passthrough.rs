@@ -1,7 +1,6 @@
 //! `passthrough`: the request body and the response go through byte for byte.
 
 use super::{Harness, HarnessError, HarnessRequest, Prepared};
-use crate::protocols::chat::ResponsePlan;
 
 pub struct Passthrough;
 
@@ -14,12 +13,9 @@ impl Harness for Passthrough {
         false
     }
 
-    fn prepare(&self, _request: &HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
-        Ok(Prepared {
-            upstream_body: None,
-            response: ResponsePlan::Passthrough,
-            response_headers: Vec::new(),
-            facts: None,
-        })
+    /// Not called by the proxy (a harness that does not rewrite gets no parsed request); given a
+    /// conversation anyway, it sends the request as it was.
+    fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
+        Ok(Prepared::unchanged(&request))
     }
 }

@@ -153,13 +153,16 @@ fn part(part: &Part) -> ContentPart {
     }
 }
 
-fn tool(definition: &ToolDefinition) -> Option<ToolDef> {
-    let (name, description, parameters, strict) = match definition {
+/// A tool definition in Chat Completions form; `None` for hosted and unknown tools.
+pub fn tool(definition: &ToolDefinition) -> Option<ToolDef> {
+    let (name, description, parameters, strict, mut extra, mut outer) = match definition {
         ToolDefinition::Function(f) => (
             &f.name,
             f.description.clone(),
             f.parameters.clone(),
             f.strict,
+            f.extra.clone(),
+            f.outer.clone(),
         ),
         ToolDefinition::Freeform(f) => (
             &f.name,
@@ -171,11 +174,12 @@ fn tool(definition: &ToolDefinition) -> Option<ToolDef> {
                 "additionalProperties": false
             })),
             None,
+            Map::new(),
+            Map::new(),
         ),
         // Hosted and unknown tools have no Chat Completions form.
         ToolDefinition::Other { .. } => return None,
     };
-    let mut extra = Map::new();
     if let Some(strict) = strict {
         extra.insert("strict".into(), json!(strict));
     }
@@ -187,8 +191,11 @@ fn tool(definition: &ToolDefinition) -> Option<ToolDef> {
             parameters,
             extra,
         }),
-        name: None,
-        extra: Map::new(),
+        name: match outer.remove("name") {
+            Some(Value::String(name)) => Some(name),
+            _ => None,
+        },
+        extra: outer,
     })
 }
 

@@ -48,8 +48,9 @@ impl ClientProtocol {
 pub struct Inbound {
     /// The request in the protocol-neutral model: what the harness rebuilds and titles read.
     pub conversation: crate::conversation::Conversation,
-    /// Renders the answer in the client's protocol.
-    pub renderer: Box<dyn Renderer>,
+    /// Renders the answer in the client's protocol; `None` for Chat Completions clients, whom the
+    /// chat answer side (`protocols::chat`: raw events forwarded, folded JSON) serves.
+    pub renderer: Option<Box<dyn Renderer>>,
     /// Client tools that have no Chat Completions form (hosted tools), reported in
     /// `x-harness-dropped-tools`.
     pub dropped_tools: Vec<String>,

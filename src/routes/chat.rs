@@ -18,8 +18,9 @@ use std::time::Duration;
 use crate::api::error::sse_error_event;
 use crate::config::TitleOrder;
 use crate::error::ProxyError;
-use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
+use crate::harness::{HarnessRequest, Prepared};
 use crate::protocols::chat::calls::{translate_completion, translate_completion_json};
+use crate::protocols::chat::peek::Peek;
 use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::protocols::{ClientProtocol, Inbound, Renderer};
 use crate::routes::extract::PathParam;
@@ -33,6 +34,7 @@ use crate::state::AppState;
 use crate::titles::TitleJob;
 use crate::titles::anchors::fresh_id;
 use crate::titles::answer_tap::{Anchor, AnswerTap};
+use crate::titles::facts::ConversationFacts;
 use crate::titles::identity::{
     BadConversationId, Caller, client_conversation_id, conversation_id_with_key,
 };
@@ -64,17 +66,16 @@ pub async fn path_route(
 #[derive(Clone, Copy)]
 pub struct Front {
     pub protocol: ClientProtocol,
-    /// `None` for Chat Completions itself.
-    pub parse: Option<ParseFn>,
+    pub parse: ParseFn,
 }
 
-/// An inbound adapter's entry point: the client's body and headers → a Chat Completions request.
+/// An inbound adapter's entry point: the client's body and headers → the conversation model.
 pub type ParseFn = fn(&Bytes, &HeaderMap) -> Result<Inbound, ProxyError>;
 
 impl Front {
     pub const CHAT: Self = Self {
         protocol: ClientProtocol::Chat,
-        parse: None,
+        parse: crate::protocols::chat::request::parse,
     };
 }
 
@@ -193,53 +194,34 @@ async fn serve(
     meter.waited(reading.elapsed());
     let body = body?;
     let client_body = body.clone();
-    // A rewriting harness gets every protocol as Chat Completions; passthrough gets the bytes.
-    let inbound = match front.parse {
-        Some(parse) if harness.rewrites() => Some(parse(&body, headers)?),
-        _ => None,
-    };
-    let profiled_headers;
-    let (body, harness_headers) = match &inbound {
-        Some(inbound) => {
-            let headers = match inbound.conversation.client.profile {
-                Some(profile) if !headers.contains_key("x-harness-client") => {
-                    let mut with_profile = headers.clone();
-                    with_profile.insert("x-harness-client", HeaderValue::from_static(profile));
-                    profiled_headers = with_profile;
-                    &profiled_headers
-                }
-                _ => headers,
-            };
-            // Bridge while the harnesses still read Chat Completions bytes: the conversation as a
-            // plain chat request, always streamed (the renderer needs the events either way).
-            let chat = crate::harness::plain::chat_request(&inbound.conversation, true);
-            let bytes =
-                serde_json::to_vec(&chat).map_err(|e| ProxyError::Internal(e.to_string()))?;
-            (Bytes::from(bytes), headers)
-        }
-        None => (body, headers),
-    };
-    let prepared = prepare(state, harness, &body, harness_headers).await?;
-    let Prepared {
-        upstream_body,
-        response: plan,
-        response_headers,
-        facts,
-    } = prepared;
-    let rewritten = upstream_body.is_some();
-
-    let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
+    // A rewriting harness gets the client's request in the model, whatever its protocol;
+    // passthrough gets the bytes, unparsed.
     let titled = state.titles.applies_to(harness.name());
-    // Passthrough does not parse; peek only when an id must be derived or a title may be due
-    // (and only Chat Completions bodies: other protocols passed through are not read).
-    let facts = facts.or_else(|| {
-        (front.protocol == ClientProtocol::Chat && (titled || !has_conversation_header(headers)))
-            .then(|| ConversationFacts::peek(&body))
-            .flatten()
-    });
-    let body_key = inbound
-        .as_ref()
-        .and_then(|i| i.conversation.client.conversation_key.as_deref());
+    let processed = if harness.rewrites() {
+        process(state, harness, front, &body, headers).await?
+    } else {
+        Processed::passthrough(&body, headers, front.protocol, titled)
+    };
+    let Processed {
+        prepared:
+            Prepared {
+                upstream_body,
+                rewritten,
+                response: plan,
+                response_headers,
+            },
+        facts,
+        renderer,
+        client_stream,
+        dropped_tools: dropped,
+        conversation_key,
+    } = processed;
+    let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
+    let body_key = conversation_key.as_deref();
+    // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
+    // A translated request's query belongs to the client's protocol (Claude Code's `?beta=true`),
+    // not to Chat Completions: it is not forwarded.
+    let translated = harness.rewrites() && front.protocol != ClientProtocol::Chat;
     let (conversation, started) = identify(
         state,
         headers,
@@ -307,7 +289,7 @@ async fn serve(
                 add_thread_headers(&mut title_headers, &conversation);
                 title_headers
             },
-            client_authorization: client_authorization(headers, inbound.is_some()),
+            client_authorization: client_authorization(headers, translated),
         };
         match state.titles.order() {
             TitleOrder::Parallel => {
@@ -328,10 +310,6 @@ async fn serve(
         .await;
     }
 
-    // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
-    // A translated request's query belongs to the client's protocol (Claude Code's `?beta=true`),
-    // not to Chat Completions: it is not forwarded.
-    let translated = inbound.is_some();
     let upstream_path = if translated {
         ClientProtocol::Chat.upstream_path()
     } else {
@@ -345,7 +323,7 @@ async fn serve(
         method: Method::POST,
         path,
         headers: forwarded,
-        body: upstream_body.unwrap_or(body),
+        body: upstream_body,
         client_authorization: client_authorization(headers, translated),
         dispatched: None,
     };
@@ -411,13 +389,7 @@ async fn serve(
             refused,
         ));
     }
-    let (render, dropped) = match inbound {
-        Some(inbound) => (
-            Some((inbound.renderer, inbound.conversation.options.stream)),
-            inbound.dropped_tools,
-        ),
-        None => (None, Vec::new()),
-    };
+    let render = renderer.map(|renderer| (renderer, client_stream));
     let max_event = state.config.limits.max_sse_event_bytes;
     let mut response = respond(upstream, plan, render, max_event, front.protocol).await?;
     for (name, value) in response_headers {
@@ -481,35 +453,109 @@ fn identify(
     })
 }
 
-/// Bodies from this size are rewritten on the blocking pool, one per core at a time: parsing and
-/// rebuilding a large body takes long enough to stall every connection served by the same worker
-/// thread, and each rewrite in progress holds about two more copies of its body.
+/// Bodies from this size are parsed and rewritten on the blocking pool, one per core at a time:
+/// parsing and rebuilding a large body takes long enough to stall every connection served by the
+/// same worker thread, and each rewrite in progress holds about two more copies of its body.
 const BLOCKING_PREPARE_BYTES: usize = 256 * 1024;
 
-async fn prepare(
+/// What the pipeline made of the client's request before it goes upstream.
+struct Processed {
+    prepared: Prepared,
+    /// What the title service needs; `None` when nothing read the body.
+    facts: Option<ConversationFacts>,
+    /// The client's protocol renderer; `None` for Chat Completions clients.
+    renderer: Option<Box<dyn Renderer>>,
+    client_stream: bool,
+    dropped_tools: Vec<String>,
+    /// A conversation id the body carries.
+    conversation_key: Option<String>,
+}
+
+impl Processed {
+    /// A harness that does not rewrite: the client's bytes go as they are. Only a Chat Completions
+    /// body is peeked at, and only when an id must be derived or a title may be due.
+    fn passthrough(
+        body: &Bytes,
+        headers: &HeaderMap,
+        protocol: ClientProtocol,
+        titled: bool,
+    ) -> Self {
+        let facts = (protocol == ClientProtocol::Chat
+            && (titled || !has_conversation_header(headers)))
+        .then(|| Peek::parse(body))
+        .flatten()
+        .map(|peek| ConversationFacts::from_views(peek.model(), peek.views()));
+        Self {
+            prepared: Prepared {
+                upstream_body: body.clone(),
+                rewritten: false,
+                response: ResponsePlan::Passthrough,
+                response_headers: Vec::new(),
+            },
+            facts,
+            renderer: None,
+            client_stream: false,
+            dropped_tools: Vec::new(),
+            conversation_key: None,
+        }
+    }
+}
+
+/// Parses the client's protocol into the model, reads the title facts from it, and lets the
+/// harness rebuild it (large bodies on the blocking pool).
+async fn process(
     state: &AppState,
     harness: &std::sync::Arc<dyn crate::harness::Harness>,
+    front: Front,
     body: &Bytes,
     headers: &HeaderMap,
-) -> Result<Prepared, ProxyError> {
+) -> Result<Processed, ProxyError> {
     let now = chrono::Utc::now();
     if body.len() < BLOCKING_PREPARE_BYTES {
-        return Ok(harness.prepare(&HarnessRequest { body, headers, now })?);
+        return process_now(harness.as_ref(), front, body, headers, now);
     }
     let Ok(_turn) = state.large_rewrites.acquire().await else {
         return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
     };
     let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
-    let prepared = tokio::task::spawn_blocking(move || {
-        harness.prepare(&HarnessRequest {
-            body: &body,
-            headers: &headers,
-            now,
-        })
+    tokio::task::spawn_blocking(move || process_now(harness.as_ref(), front, &body, &headers, now))
+        .await
+        .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
+}
+
+fn process_now(
+    harness: &dyn crate::harness::Harness,
+    front: Front,
+    body: &Bytes,
+    headers: &HeaderMap,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Processed, ProxyError> {
+    let Inbound {
+        conversation,
+        renderer,
+        dropped_tools,
+    } = (front.parse)(body, headers)?;
+    let facts = if harness.is_client_title_request(&conversation) {
+        ConversationFacts::of_title_request(&conversation)
+    } else {
+        ConversationFacts::from_conversation(&conversation)
+    };
+    let conversation_key = conversation.client.conversation_key.clone();
+    let client_stream = conversation.options.stream;
+    let prepared = harness.prepare(HarnessRequest {
+        conversation,
+        chat_body: (front.protocol == ClientProtocol::Chat).then_some(body),
+        headers,
+        now,
+    })?;
+    Ok(Processed {
+        prepared,
+        facts: Some(facts),
+        renderer,
+        client_stream,
+        dropped_tools,
+        conversation_key,
     })
-    .await
-    .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?;
-    Ok(prepared?)
 }
 
 /// Counts each tool named in `x-harness-dropped-tools` (the harness's and the protocol's drops).

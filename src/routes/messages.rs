@@ -21,7 +21,7 @@ use crate::state::AppState;
 
 const FRONT: Front = Front {
     protocol: ClientProtocol::Messages,
-    parse: Some(messages::parse),
+    parse: messages::parse,
 };
 
 /// Claude Code's session header; the conversation id of its requests.

@@ -16,7 +16,7 @@ use crate::state::AppState;
 
 const FRONT: Front = Front {
     protocol: ClientProtocol::Responses,
-    parse: Some(protocols::responses::parse),
+    parse: protocols::responses::parse,
 };
 
 pub async fn default_route(

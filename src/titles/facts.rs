@@ -1,12 +1,10 @@
 //! What the title service needs to know about a request, whatever the harness.
 
-use std::borrow::Cow;
-
-use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
-use crate::api::chat::{ChatRequest, Role};
 use crate::clients::contextual::is_contextual;
+use crate::conversation::view::{MessageView, ViewRole};
+use crate::conversation::{Conversation, Role};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConversationFacts {
@@ -71,59 +69,32 @@ fn exchange_of(
     Some(hasher.finalize().into())
 }
 
-/// One message as the facts see it, whichever parser read it.
-struct View<'a> {
-    role: &'a str,
-    parts: Vec<&'a str>,
-    call_ids: Vec<&'a str>,
-}
-
 impl ConversationFacts {
-    pub fn from_request(request: &ChatRequest) -> Self {
-        let views = request.messages.iter().map(|m| View {
-            role: match m.role {
-                Role::System => "system",
-                Role::Developer => "developer",
-                Role::User => "user",
-                Role::Assistant => "assistant",
-                Role::Tool | Role::Function | Role::Other => "other",
-            },
-            parts: m.text_parts(),
-            call_ids: m
-                .tool_calls
-                .iter()
-                .flatten()
-                .filter_map(|c| c.id.as_deref())
-                .collect(),
-        });
-        Self::from_views(request.model.clone(), views)
+    /// The facts of a parsed request.
+    pub fn from_conversation(conversation: &Conversation) -> Self {
+        Self::from_views(conversation.model.clone(), conversation.views())
     }
 
-    /// A read-only look at a body the harness forwards untouched: borrowed strings, every field
-    /// but roles, text and call ids skipped. `None` when it is not a chat request.
-    pub fn peek(body: &[u8]) -> Option<Self> {
-        let peek: Peek<'_> = serde_json::from_slice(body).ok()?;
-        let views = peek.messages.iter().map(|m| View {
-            role: match &*m.role {
-                role @ ("system" | "developer" | "user" | "assistant") => role,
-                _ => "other",
-            },
-            parts: m
-                .content
-                .as_ref()
-                .map(PeekContent::parts)
+    /// The facts of a client's own title request: the text being titled is its last user message.
+    pub fn of_title_request(conversation: &Conversation) -> Self {
+        Self {
+            model: conversation.model.clone(),
+            initial_turn: false,
+            first_user_text: conversation
+                .messages()
+                .filter(|m| m.role == Role::User)
+                .last()
+                .map(|m| m.content.text().into_owned())
                 .unwrap_or_default(),
-            call_ids: m
-                .tool_calls
-                .iter()
-                .flatten()
-                .filter_map(|c| c.id.as_deref())
-                .collect(),
-        });
-        Some(Self::from_views(peek.model.into_owned(), views))
+            title_request: true,
+            last_user_text: String::new(),
+            exchanges: Vec::new(),
+        }
     }
 
-    fn from_views<'a>(model: String, views: impl Iterator<Item = View<'a>>) -> Self {
+    /// The facts of a request seen message by message (`Conversation::views`, or a peek at bytes
+    /// forwarded untouched).
+    pub fn from_views<'a>(model: String, views: impl IntoIterator<Item = MessageView<'a>>) -> Self {
         let mut initial_turn = true;
         let mut first_user_text = None;
         let mut last_user_text = None;
@@ -132,8 +103,8 @@ impl ConversationFacts {
         let mut exchanges = Vec::new();
         for view in views {
             match view.role {
-                "system" | "developer" => {}
-                "user" => {
+                ViewRole::System | ViewRole::Developer => {}
+                ViewRole::User => {
                     if let Some(words) = user_words(&view.parts) {
                         first_user_text.get_or_insert_with(|| words.clone());
                         last_user_text = Some(words);
@@ -142,7 +113,7 @@ impl ConversationFacts {
                 }
                 role => {
                     initial_turn = false;
-                    if role == "assistant" && exchanges.len() < MAX_EXCHANGES {
+                    if role == ViewRole::Assistant && exchanges.len() < MAX_EXCHANGES {
                         let user = *user_digest.get_or_insert_with(|| {
                             text_digest(last_user_text.as_deref().unwrap_or_default())
                         });
@@ -168,119 +139,37 @@ fn user_words(parts: &[&str]) -> Option<String> {
     (!is_contextual(parts.iter().copied())).then(|| parts.concat())
 }
 
-#[derive(Deserialize)]
-struct Peek<'a> {
-    #[serde(borrow, default)]
-    model: Cow<'a, str>,
-    #[serde(borrow)]
-    messages: Vec<PeekMessage<'a>>,
-}
-
-#[derive(Deserialize)]
-struct PeekMessage<'a> {
-    #[serde(borrow)]
-    role: Cow<'a, str>,
-    #[serde(borrow, default)]
-    content: Option<PeekContent<'a>>,
-    #[serde(borrow, default)]
-    tool_calls: Option<Vec<PeekCall<'a>>>,
-}
-
-#[derive(Deserialize)]
-struct PeekCall<'a> {
-    #[serde(borrow, default)]
-    id: Option<Cow<'a, str>>,
-}
-
-#[derive(Deserialize)]
-#[serde(untagged)]
-enum PeekContent<'a> {
-    #[serde(borrow)]
-    Text(Cow<'a, str>),
-    #[serde(borrow)]
-    Parts(Vec<PeekPart<'a>>),
-}
-
-#[derive(Deserialize)]
-struct PeekPart<'a> {
-    #[serde(rename = "type", borrow, default)]
-    kind: Cow<'a, str>,
-    #[serde(borrow, default)]
-    text: Option<Cow<'a, str>>,
-}
-
-impl PeekContent<'_> {
-    /// The text parts, as `Message::text_parts` sees them.
-    fn parts(&self) -> Vec<&str> {
-        match self {
-            Self::Text(text) => vec![&**text],
-            Self::Parts(parts) => parts
-                .iter()
-                .filter(|p| matches!(&*p.kind, "text" | "input_text" | "output_text" | ""))
-                .filter_map(|p| p.text.as_deref())
-                .collect(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
-
-    /// The peek must agree with the full parse on every shape of input.
-    #[test]
-    fn peek_agrees_with_the_typed_parse() {
-        let bodies = [
-            json!({"model": "m", "messages": [{"role": "user", "content": "hi \"there\"\n"}]}),
-            json!({"model": "m", "messages": [
-                {"role": "system", "content": "s"},
-                {"role": "user", "content": "<environment_context><cwd>/w</cwd></environment_context>"},
-                {"role": "user", "content": [{"type": "text", "text": "a"}, {"type": "image_url", "image_url": {"url": "x"}}, {"type": "input_text", "text": "b"}]}
-            ]}),
-            json!({"model": "m", "messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": null, "tool_calls": []}]}),
-            json!({"model": "m", "messages": [{"role": "developer", "content": "d"}]}),
-            json!({"model": "m", "messages": [
-                {"role": "user", "content": "example"},
-                {"role": "assistant", "content": "example answer"},
-                {"role": "user", "content": [{"type": "text", "text": "real"}]},
-                {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
-                {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
-                {"role": "assistant", "content": [{"type": "text", "text": " done "}]},
-                {"role": "user", "content": "next"}
-            ]}),
-            json!({"model": "m", "messages": [
-                {"role": "user", "content": "<system-reminder>\nContents of /p/CLAUDE.md (project instructions, checked into the codebase):\n\nUse pnpm.\n</system-reminder>"},
-                {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nContents of /p/CLAUDE.md (project instructions, checked into the codebase):\n\nx\n</system-reminder>"}, {"type": "text", "text": "Go"}]}
-            ]}),
-        ];
-        for body in bodies {
-            let bytes = serde_json::to_vec(&body).expect("json");
-            let full: ChatRequest = serde_json::from_slice(&bytes).expect("parses");
-            assert_eq!(
-                ConversationFacts::peek(&bytes),
-                Some(ConversationFacts::from_request(&full)),
-                "{body}"
-            );
-        }
-        assert_eq!(ConversationFacts::peek(b"not json"), None);
-    }
+    use crate::conversation::{CallInput, Content, Item, Message, ToolCall, ToolResult};
 
     /// Each answered exchange is digested with the user text it answers: an answer with no text
     /// by its call ids; the last user text is what this turn asks.
     #[test]
     fn exchanges_and_the_last_user_text() {
-        let body = json!({"model": "m", "messages": [
-            {"role": "user", "content": "example"},
-            {"role": "assistant", "content": "example answer"},
-            {"role": "user", "content": "real"},
-            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
-            {"role": "tool", "tool_call_id": "call_1", "content": "ok"},
-            {"role": "assistant", "content": " done "},
-            {"role": "user", "content": "next"}
-        ]});
-        let full: ChatRequest = serde_json::from_value(body).expect("parses");
-        let facts = ConversationFacts::from_request(&full);
+        let conversation = Conversation {
+            model: "m".into(),
+            items: vec![
+                Item::Message(Message::text(Role::User, "example")),
+                Item::Message(Message::text(Role::Assistant, "example answer")),
+                Item::Message(Message::text(Role::User, "real")),
+                Item::ToolCall(ToolCall {
+                    id: Some("call_1".into()),
+                    name: "bash".into(),
+                    input: CallInput::Arguments("{}".into()),
+                }),
+                Item::ToolResult(ToolResult {
+                    call_id: Some("call_1".into()),
+                    content: Content::Text("ok".into()),
+                    is_error: false,
+                }),
+                Item::Message(Message::text(Role::Assistant, " done ")),
+                Item::Message(Message::text(Role::User, "next")),
+            ],
+            ..Conversation::default()
+        };
+        let facts = ConversationFacts::from_conversation(&conversation);
         assert_eq!(
             facts.exchanges,
             [

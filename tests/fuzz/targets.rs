@@ -10,6 +10,7 @@ use harness_proxy::harness::opencode::Opencode;
 use harness_proxy::harness::opencode::tools::HostInfo;
 use harness_proxy::harness::{Harness, HarnessRequest};
 use harness_proxy::prompts::Prompts;
+use harness_proxy::protocols::chat::request::parse_conversation;
 use harness_proxy::sse::{Decoder, Event};
 use harness_proxy::titles::sanitize::sanitize_title;
 use proptest::prelude::*;
@@ -111,16 +112,18 @@ pub fn opencode() {
                 }
             }
             let body = bytes::Bytes::from(body.clone());
+            let Ok(conversation) = parse_conversation(&body) else {
+                return;
+            };
             let request = HarnessRequest {
-                body: &body,
+                conversation,
+                chat_body: Some(&body),
                 headers: &map,
                 now,
             };
-            if let Ok(prepared) = harness.prepare(&request)
-                && let Some(upstream) = prepared.upstream_body
-            {
-                let parsed: serde_json::Value =
-                    serde_json::from_slice(&upstream).expect("the upstream body is JSON");
+            if let Ok(prepared) = harness.prepare(request) {
+                let parsed: serde_json::Value = serde_json::from_slice(&prepared.upstream_body)
+                    .expect("the upstream body is JSON");
                 assert!(parsed["messages"].is_array(), "{parsed}");
             }
         },

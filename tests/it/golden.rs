@@ -10,9 +10,11 @@ use chrono::TimeZone;
 use harness_proxy::clients::profiles::Profiles;
 use harness_proxy::config::OpencodeConfig;
 use harness_proxy::harness::collaboration::Collaboration;
+use harness_proxy::harness::opencode::Opencode;
 use harness_proxy::harness::opencode::tools::HostInfo;
-use harness_proxy::harness::opencode::{Opencode, parse_request};
 use harness_proxy::prompts::Prompts;
+use harness_proxy::protocols::chat::request::parse_conversation;
+use harness_proxy::titles::facts::ConversationFacts;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 
@@ -73,7 +75,8 @@ fn pretty(value: &Value) -> String {
 fn run_case(case: &Value) -> Vec<String> {
     let harness = harness(&case["config"], case["upstream"].as_str());
     let body = serde_json::to_vec(&case["request"]).expect("request");
-    let request = parse_request(&body).expect("golden request parses");
+    let request = parse_conversation(&body).expect("golden request parses");
+    let facts = ConversationFacts::from_conversation(&request);
     let now = chrono::Utc
         .with_ymd_and_hms(2025, 11, 29, 12, 0, 0)
         .single()
@@ -151,13 +154,13 @@ fn run_case(case: &Value) -> Vec<String> {
         check("dropped tools", want, &dropped);
     }
     if let Some(want) = expect.get("facts") {
-        let mut facts = Map::new();
-        facts.insert("initial_turn".into(), Value::Bool(built.facts.initial_turn));
-        facts.insert(
+        let mut got = Map::new();
+        got.insert("initial_turn".into(), Value::Bool(facts.initial_turn));
+        got.insert(
             "first_user_text".into(),
-            Value::String(built.facts.first_user_text),
+            Value::String(facts.first_user_text),
         );
-        check("facts", want, &Value::Object(facts));
+        check("facts", want, &Value::Object(got));
     }
     for (key, want) in expect.as_object().into_iter().flatten() {
         if let Some(field) = key.strip_prefix("field:") {

@@ -153,11 +153,8 @@ fn run_request_case(case: &Value) -> Vec<String> {
     .iter()
     .any(|k| expect.get(*k).is_some());
     if wants_upstream {
-        let mut harness_headers = headers;
-        if let Some(profile) = inbound.conversation.client.profile {
-            harness_headers.insert("x-harness-client", HeaderValue::from_static(profile));
-        }
-        let request = chat_request;
+        let harness_headers = headers;
+        let request = inbound.conversation;
         let now = chrono::Utc
             .with_ymd_and_hms(2025, 11, 29, 12, 0, 0)
             .single()
@@ -214,9 +211,10 @@ fn run_request_case(case: &Value) -> Vec<String> {
 /// Renders `chunks` (chat SSE events, `data:` payloads) through the request's renderer.
 fn render(case: &Value) -> Vec<(String, Value)> {
     let body = serde_json::to_vec(&case["request"]).expect("request");
-    let mut inbound = parse_with(&body, &headers(case), stamp()).expect("request parses");
+    let inbound = parse_with(&body, &headers(case), stamp()).expect("request parses");
+    let mut renderer = inbound.renderer.expect("the Responses front renders");
     let mut bytes = Vec::new();
-    inbound.renderer.start(&mut bytes);
+    renderer.start(&mut bytes);
     let mut reader = ChatAnswerReader::new();
     let mut events = Vec::new();
     for chunk in case["chat_stream"].as_array().expect("chat_stream") {
@@ -231,7 +229,7 @@ fn render(case: &Value) -> Vec<(String, Value)> {
     }
     reader.finish(&mut events);
     for event in events {
-        inbound.renderer.event(event, &mut bytes);
+        renderer.event(event, &mut bytes);
     }
     bytes
         .iter()

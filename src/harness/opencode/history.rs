@@ -5,12 +5,12 @@
 use std::collections::HashMap;
 
 use super::body::{OutCall, OutFunction, OutMessage};
-use crate::api::chat::{Content, Message, Role};
 use crate::clients::args::reserialize_arguments;
 use crate::clients::contextual::is_contextual;
 use crate::clients::profiles::Profile;
 use crate::clients::quote::quote_prompt;
 use crate::config::HistoryMode;
+use crate::conversation::{Item, Message, Role, ToolCall, ToolResult};
 
 const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";
 
@@ -31,41 +31,22 @@ struct Converter<'a> {
     call_tools: HashMap<String, String>,
 }
 
-/// Converts the client's messages (system messages are ignored here).
-pub fn convert(messages: &[Message], options: &HistoryOptions<'_>) -> Vec<OutMessage> {
+/// Converts the client's items (system messages and reasoning are ignored here).
+pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> {
     let mut c = Converter {
         options,
-        out: Vec::with_capacity(messages.len()),
+        out: Vec::with_capacity(items.len()),
         pending_calls: Vec::new(),
         awaiting: Vec::new(),
         pending_text: None,
         call_tools: HashMap::new(),
     };
-    for message in messages {
-        match message.role {
-            Role::Assistant => c.assistant(message),
-            Role::User => {
-                if is_contextual(message.text_parts()) {
-                    continue;
-                }
-                let text = message.text();
-                c.discard();
-                let content = if options.quote_user {
-                    quote_prompt(&text)
-                } else {
-                    text.into_owned()
-                };
-                c.out.push(OutMessage::user(content));
-            }
-            Role::Developer => {
-                c.discard();
-                let text = message.text();
-                if !text.is_empty() {
-                    c.out.push(OutMessage::user(text.into_owned()));
-                }
-            }
-            Role::Tool => c.tool_output(message),
-            Role::System | Role::Function | Role::Other => {}
+    for item in items {
+        match item {
+            Item::Message(message) => c.message(message),
+            Item::ToolCall(call) => c.call(call),
+            Item::ToolResult(result) => c.tool_output(result),
+            Item::Reasoning(_) => {}
         }
     }
     c.flush_calls();
@@ -80,46 +61,75 @@ impl Converter<'_> {
         self.options.mode == HistoryMode::Keep
     }
 
-    fn assistant(&mut self, message: &Message) {
-        let text = message.text();
-        if !text.is_empty() {
-            if self.keep() {
-                // Earlier text is emitted, not replaced; calls before it go first to keep order.
-                self.flush_calls();
-                if let Some(previous) = self.pending_text.take() {
-                    self.out.push(OutMessage::assistant(previous));
+    fn message(&mut self, message: &Message) {
+        match message.role {
+            Role::Assistant => self.assistant_text(message),
+            Role::User => {
+                if is_contextual(message.content.text_parts()) {
+                    return;
+                }
+                let text = message.content.text();
+                self.discard();
+                let content = if self.options.quote_user {
+                    quote_prompt(&text)
+                } else {
+                    text.into_owned()
+                };
+                self.out.push(OutMessage::user(content));
+            }
+            Role::Developer => {
+                self.discard();
+                let text = message.content.text();
+                if !text.is_empty() {
+                    self.out.push(OutMessage::user(text.into_owned()));
                 }
             }
-            self.pending_text = Some(text.into_owned());
-        }
-        for call in message.tool_calls.iter().flatten() {
-            let client_name = call.function.name.as_str();
-            let args = call.function.arguments.as_text();
-            let (name, args) = self.options.profile.call_to_opencode(client_name, &args);
-            let arguments = reserialize_arguments(&name, &args);
-            let id = call
-                .id
-                .clone()
-                .unwrap_or_else(|| format!("call_{}", name.replace('.', "_")));
-            self.call_tools.insert(id.clone(), client_name.to_owned());
-            self.pending_calls.push(OutCall {
-                kind: "function",
-                id,
-                function: OutFunction { name, arguments },
-            });
+            Role::System => {}
         }
     }
 
-    fn tool_output(&mut self, message: &Message) {
+    fn assistant_text(&mut self, message: &Message) {
+        let text = message.content.text();
+        if text.is_empty() {
+            return;
+        }
+        if self.keep() {
+            // Earlier text is emitted, not replaced; calls before it go first to keep order.
+            self.flush_calls();
+            if let Some(previous) = self.pending_text.take() {
+                self.out.push(OutMessage::assistant(previous));
+            }
+        }
+        self.pending_text = Some(text.into_owned());
+    }
+
+    fn call(&mut self, call: &ToolCall) {
+        let client_name = call.name.as_str();
+        let args = call.input.as_arguments();
+        let (name, args) = self.options.profile.call_to_opencode(client_name, &args);
+        let arguments = reserialize_arguments(&name, &args);
+        let id = call
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("call_{}", name.replace('.', "_")));
+        self.call_tools.insert(id.clone(), client_name.to_owned());
+        self.pending_calls.push(OutCall {
+            kind: "function",
+            id,
+            function: OutFunction { name, arguments },
+        });
+    }
+
+    fn tool_output(&mut self, result: &ToolResult) {
         self.flush_calls();
-        let Some(id) = message.tool_call_id.as_deref() else {
+        let Some(id) = result.call_id.as_deref() else {
             return;
         };
         let Some(pos) = self.awaiting.iter().position(|a| a == id) else {
             return;
         };
         self.awaiting.remove(pos);
-        let text = output_text(message.content.as_ref());
+        let text = result.text();
         let text = text.strip_prefix(NO_TRUNCATE_MARKER).unwrap_or(&text);
         let client_tool = self.call_tools.get(id).map_or("", String::as_str);
         let content = self.options.profile.output_to_opencode(client_tool, text);
@@ -155,19 +165,5 @@ impl Converter<'_> {
             content,
             tool_calls: calls,
         });
-    }
-}
-
-/// A tool result's text: the string, or its non-blank text parts joined by `\n`.
-fn output_text(content: Option<&Content>) -> String {
-    match content {
-        None => String::new(),
-        Some(Content::Text(text)) => text.clone(),
-        Some(Content::Parts(parts)) => parts
-            .iter()
-            .filter_map(|p| p.text())
-            .filter(|t| !t.trim().is_empty())
-            .collect::<Vec<_>>()
-            .join("\n"),
     }
 }

@@ -10,7 +10,7 @@
 //! Pure text work; which messages the history keeps is `history`'s business (Claude Code's
 //! reminders and Codex's blocks are contextual there, so they never reach the user's words).
 
-use crate::api::chat::{Message, Role};
+use crate::conversation::{Message, Role};
 
 const AGENTS_OPEN: &str = "# AGENTS.md instructions for ";
 const AGENTS_BODY_OPEN: &str = "<INSTRUCTIONS>";
@@ -63,19 +63,23 @@ impl Carried {
 /// Collects the instructions of `messages`. `flavour_markers` are system texts that select a
 /// flavour (the search-agent prompt, the task-agent marker): they are never carried; nor is any
 /// other system text unless `client_system` (a known agent's system prompt is its own persona).
-pub fn collect(messages: &[Message], flavour_markers: &[&str], client_system: bool) -> Carried {
+pub fn collect<'a>(
+    messages: impl IntoIterator<Item = &'a Message>,
+    flavour_markers: &[&str],
+    client_system: bool,
+) -> Carried {
     let keep_system = client_system;
     let mut carried = Carried::default();
     let mut system_texts: Vec<String> = Vec::new();
     for message in messages {
         match message.role {
             Role::User => {
-                for part in message.text_parts() {
+                for part in message.content.text_parts() {
                     carried.blocks.extend(from_user_part(part));
                 }
             }
             Role::System => {
-                let text = message.text();
+                let text = message.content.text();
                 let trimmed = text.trim_end();
                 if trimmed.is_empty() || flavour_markers.iter().any(|m| m.trim_end() == trimmed) {
                     continue;

@@ -22,13 +22,13 @@ use self::flavour::Flavour;
 use self::history::HistoryOptions;
 use self::tools::{Catalog, HostInfo, SelectRules};
 use super::collaboration::{Collaboration, Mode};
-use super::{ConversationFacts, Harness, HarnessError, HarnessRequest, Prepared};
-use crate::api::chat::{ChatRequest, Role};
+use super::{Harness, HarnessError, HarnessRequest, Prepared};
 use crate::clients::contextual::is_contextual;
 use crate::clients::profiles::{Profiles, RequestCalls};
 use crate::config::{InstructionsMode, OpencodeConfig};
+use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
+use crate::conversation::{Conversation, Item, ResponseFormat, Role};
 use crate::prompts::Prompts;
-use crate::protocols::chat::{CallMapper, Reshape, ResponsePlan};
 
 /// How opencode's title prompt opens (whatever prompt this proxy itself is configured with).
 const TITLE_PROMPT_OPENING: &str = "You are a title generator.";
@@ -65,7 +65,6 @@ pub enum SetupError {
 pub struct Built {
     pub body: Bytes,
     pub dropped_tools: Vec<String>,
-    pub facts: ConversationFacts,
     pub client_stream: bool,
     pub include_usage: bool,
     /// Translates upstream tool calls back into the client's dialect (non-identity profiles).
@@ -107,67 +106,59 @@ impl Opencode {
         })
     }
 
-    /// A client's own title request (its system prompt is the title prompt): facts naming the
-    /// text being titled, its last user message.
-    pub fn title_request(&self, request: &ChatRequest) -> Option<ConversationFacts> {
-        let is_title = is_schema_title_request(request)
-            || request.messages.iter().any(|m| {
+    /// A client's own title request: its system prompt is a title prompt (opencode's, or this
+    /// proxy's configured one), or it asks for a JSON title with no tools (Codex, Claude Code).
+    pub fn is_title_request(&self, conversation: &Conversation) -> bool {
+        is_schema_title_request(conversation)
+            || conversation.messages().any(|m| {
                 m.role == Role::System && {
-                    let text = m.text();
+                    let text = m.content.text();
                     let text = text.trim_start();
                     text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
                 }
-            });
-        is_title.then(|| ConversationFacts {
-            model: request.model.clone(),
-            initial_turn: false,
-            first_user_text: request
-                .messages
-                .iter()
-                .rev()
-                .find(|m| m.role == Role::User)
-                .map(|m| m.text().into_owned())
-                .unwrap_or_default(),
-            title_request: true,
-            last_user_text: String::new(),
-            exchanges: Vec::new(),
-        })
+            })
     }
 
-    /// Builds the upstream request for an already parsed client request.
+    /// Builds the upstream request for a client's conversation.
     pub fn build(
         &self,
-        mut request: ChatRequest,
+        mut conversation: Conversation,
         headers: &HeaderMap,
         now: DateTime<Utc>,
     ) -> Result<Built, HarnessError> {
-        let profile = self.profiles.detect(headers)?;
+        let profile = self.profiles.detect(headers, conversation.client.profile)?;
         let mode = Mode::from_headers(headers)?;
-        let facts = ConversationFacts::from_request(&request);
         if let Some(mode) = mode {
-            self.collaboration.apply(mode, &mut request);
+            self.collaboration.apply(mode, &mut conversation);
         }
         // Taken out so the client's history can be freed once converted, before the upstream body
         // is written: a large request then holds two copies at a time, not three.
-        let client_messages = std::mem::take(&mut request.messages);
-        let request = &request;
-        let system_texts: Vec<std::borrow::Cow<'_, str>> = client_messages
-            .iter()
-            .filter(|m| m.role == Role::System)
-            .map(crate::api::chat::Message::text)
+        let client_items = std::mem::take(&mut conversation.items);
+        let conversation = &conversation;
+        let messages_of = |role: Role| {
+            client_items.iter().filter_map(move |item| match item {
+                Item::Message(m) if m.role == role => Some(m),
+                _ => None,
+            })
+        };
+        let system_texts: Vec<std::borrow::Cow<'_, str>> = messages_of(Role::System)
+            .map(|m| m.content.text())
             .collect();
         let flavour = Flavour::detect(&system_texts, &self.search_prompt);
 
         // The client's own prompt may say where it runs: system and developer text, and the
         // contextual user messages (Codex's `<environment_context>`), never the user's own words.
-        let prompt_texts: Vec<std::borrow::Cow<'_, str>> = client_messages
+        let prompt_texts: Vec<std::borrow::Cow<'_, str>> = client_items
             .iter()
-            .filter(|m| match m.role {
-                Role::System | Role::Developer => true,
-                Role::User => is_contextual(m.text_parts()),
-                _ => false,
+            .filter_map(|item| match item {
+                Item::Message(m) => match m.role {
+                    Role::System | Role::Developer => Some(m),
+                    Role::User => is_contextual(m.content.text_parts()).then_some(m),
+                    Role::Assistant => None,
+                },
+                _ => None,
             })
-            .map(crate::api::chat::Message::text)
+            .map(|m| m.content.text())
             .collect();
         let env = env::resolve(
             env::Partial::from_headers(headers),
@@ -187,13 +178,16 @@ impl Opencode {
         } else {
             String::new()
         };
-        let (model_name, model_id) = self.identity.render(&request.model);
+        let (model_name, model_id) = self.identity.render(&conversation.model);
         let carry = self.config.instructions == InstructionsMode::Carry;
         let (blocks, tail) = if carry {
             // A known agent's own system prompt is its persona, which opencode's replaces (as
             // the reference does); a plain client's is what its user asked for.
             instructions::collect(
-                &client_messages,
+                client_items.iter().filter_map(|item| match item {
+                    Item::Message(m) => Some(m),
+                    _ => None,
+                }),
                 &[&self.search_prompt, flavour::TASK_AGENT_MARKER],
                 profile.is_identity(),
             )
@@ -205,22 +199,22 @@ impl Opencode {
         suffix.push_str(&tail);
         let system = prefix.with_suffix(&suffix);
 
-        let mut messages = Vec::with_capacity(client_messages.len() + 1);
+        let mut messages = Vec::with_capacity(client_items.len() + 1);
         messages.push(OutMessage::Raw {
             role: "system",
             content: system,
         });
         messages.extend(history::convert(
-            &client_messages,
+            &client_items,
             &HistoryOptions {
                 mode: self.config.history,
                 quote_user: flavour.quotes_user_text(),
                 profile: &profile,
             },
         ));
-        drop(client_messages);
+        drop(client_items);
 
-        let client_tools = request.tools.as_deref().unwrap_or_default();
+        let client_tools = conversation.tools.as_slice();
         // In a collaboration mode `request_user_input` follows the mode, not `extra_tools`.
         let request_user_input = mode.map(|m| self.collaboration.allows_request_user_input(m));
         let rules = SelectRules {
@@ -234,7 +228,7 @@ impl Opencode {
         let selection = self.catalog.select(client_tools, &rules);
         let has_tools = !selection.tools.is_empty();
         let body = UpstreamBody {
-            model: &request.model,
+            model: &conversation.model,
             max_tokens: MAX_TOKENS,
             stream: true,
             stream_options: StreamOptions {
@@ -244,7 +238,7 @@ impl Opencode {
             messages,
             tools: has_tools.then_some(selection.tools),
             temperature: flavour.has_temperature().then_some(1),
-            reasoning_effort: request.reasoning_effort.as_deref(),
+            reasoning_effort: conversation.options.reasoning_effort.as_deref(),
         };
         // Sized up front (1/8 for escapes and tools): a doubling buffer would hold up to twice a
         // large body, and copy it on each growth.
@@ -267,9 +261,8 @@ impl Opencode {
         Ok(Built {
             body: Bytes::from(bytes),
             dropped_tools: selection.dropped,
-            facts,
-            client_stream: request.wants_stream(),
-            include_usage: request.wants_usage(),
+            client_stream: conversation.options.stream,
+            include_usage: conversation.options.include_usage,
             calls,
         })
     }
@@ -278,78 +271,40 @@ impl Opencode {
 /// A client's own title request asking for a JSON answer, as the fronts translate it: no tools
 /// and a JSON-schema answer format that is Codex's (`codex_output_schema`, agents-wire.md) or
 /// holds one property, `title` (Claude Code's `output_config.format` `{title}`).
-fn is_schema_title_request(request: &ChatRequest) -> bool {
-    if !request.tools.as_ref().is_none_or(Vec::is_empty) {
+fn is_schema_title_request(conversation: &Conversation) -> bool {
+    if !conversation.tools.is_empty() {
         return false;
     }
-    let Some(schema) = request
-        .extra
-        .get("response_format")
-        .and_then(|f| f.get("json_schema"))
+    let Some(ResponseFormat::JsonSchema { name, schema, .. }) =
+        &conversation.options.response_format
     else {
         return false;
     };
-    let named_codex =
-        schema.get("name").and_then(serde_json::Value::as_str) == Some(CODEX_TITLE_SCHEMA);
     let only_a_title = schema
-        .pointer("/schema/properties")
+        .as_ref()
+        .and_then(|s| s.pointer("/properties"))
         .and_then(serde_json::Value::as_object)
         .is_some_and(|p| p.len() == 1 && p.contains_key("title"));
-    named_codex || only_a_title
+    name == CODEX_TITLE_SCHEMA || only_a_title
 }
 
 const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";
-
-/// Parses a Chat Completions body, saying where it is broken.
-pub fn parse_request(body: &[u8]) -> Result<ChatRequest, HarnessError> {
-    // Path tracking costs on every element, so only a failed parse is repeated with it.
-    serde_json::from_slice(body).map_err(|_| describe_parse_error(body))
-}
-
-fn describe_parse_error(body: &[u8]) -> HarnessError {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    let result: Result<ChatRequest, _> = serde_path_to_error::deserialize(&mut deserializer);
-    let Err(err) = result else {
-        let trailing = deserializer
-            .end()
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        return HarnessError::InvalidJson(format!("request body is not valid JSON: {trailing}"));
-    };
-    let path = err.path().to_string();
-    let inner = err.into_inner();
-    // serde_json reports some type mismatches as syntax (`{"role":1}` where an enum is expected
-    // says "expected value"), so only a body that is not JSON at all is `invalid_json`.
-    let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
-    if (inner.is_syntax() || inner.is_eof()) && !is_json {
-        HarnessError::InvalidJson(format!("request body is not valid JSON: {inner}"))
-    } else {
-        HarnessError::Invalid {
-            message: format!("invalid chat completions request at `{path}`: {inner}"),
-            param: None,
-            code: "invalid_request",
-        }
-    }
-}
 
 impl Harness for Opencode {
     fn name(&self) -> &'static str {
         "opencode"
     }
 
-    fn prepare(&self, request: &HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
-        let parsed = parse_request(request.body)?;
-        if let Some(facts) = self.title_request(&parsed) {
-            // Already in opencode's form: forwarded untouched, observed for the title record.
-            return Ok(Prepared {
-                upstream_body: None,
-                response: ResponsePlan::Passthrough,
-                response_headers: Vec::new(),
-                facts: Some(facts),
-            });
+    fn is_client_title_request(&self, conversation: &Conversation) -> bool {
+        self.is_title_request(conversation)
+    }
+
+    fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
+        if self.is_title_request(&request.conversation) {
+            // Already in the client's title form: forwarded as it is, observed for the record.
+            return Ok(Prepared::unchanged(&request));
         }
-        let built = self.build(parsed, request.headers, request.now)?;
+        let built = self.build(request.conversation, request.headers, request.now)?;
         let mut response_headers = Vec::new();
         if !built.dropped_tools.is_empty()
             && let Ok(value) = HeaderValue::from_str(&built.dropped_tools.join(","))
@@ -357,14 +312,14 @@ impl Harness for Opencode {
             response_headers.push((HeaderName::from_static("x-harness-dropped-tools"), value));
         }
         Ok(Prepared {
-            upstream_body: Some(built.body),
+            upstream_body: built.body,
+            rewritten: true,
             response: ResponsePlan::Reshape(Reshape {
                 client_stream: built.client_stream,
                 include_usage: built.include_usage,
                 calls: built.calls,
             }),
             response_headers,
-            facts: Some(built.facts),
         })
     }
 }

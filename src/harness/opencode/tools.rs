@@ -7,9 +7,9 @@ use std::path::Path;
 use serde_json::value::RawValue;
 
 use super::flavour::Flavour;
-use crate::api::chat::ToolDef;
 use crate::clients::profiles::Profile;
 use crate::config::{ExtraTools, ToolsPolicy};
+use crate::conversation::ToolDefinition;
 use crate::harness::collaboration::REQUEST_USER_INPUT;
 use crate::prompts::ToolText;
 use crate::template::{Pattern, Template};
@@ -144,7 +144,7 @@ impl Catalog {
 
     pub fn select<'a>(
         &'a self,
-        client_tools: &'a [ToolDef],
+        client_tools: &'a [ToolDefinition],
         rules: &SelectRules<'_>,
     ) -> Selection<'a> {
         let SelectRules {
@@ -204,8 +204,16 @@ impl Catalog {
     }
 }
 
-fn to_raw(def: &ToolDef) -> Option<Cow<'static, RawValue>> {
-    serde_json::value::to_raw_value(def).ok().map(Cow::Owned)
+/// The client's own definition, as a Chat Completions tool (hosted tools have none; an unknown
+/// kind a Chat Completions client sent goes back as it came).
+fn to_raw(def: &ToolDefinition) -> Option<Cow<'static, RawValue>> {
+    let raw = match def {
+        ToolDefinition::Other { raw, .. } => serde_json::value::to_raw_value(raw),
+        ToolDefinition::Function(_) | ToolDefinition::Freeform(_) => {
+            serde_json::value::to_raw_value(&crate::harness::plain::tool(def)?)
+        }
+    };
+    raw.ok().map(Cow::Owned)
 }
 
 /// Parses a description in the prompts' template syntax: `{{temp_dir}}` is filled now, the

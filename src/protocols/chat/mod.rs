@@ -9,6 +9,7 @@
 pub mod answer;
 pub mod calls;
 pub mod fold;
+pub mod peek;
 pub mod request;
 pub mod shaper;
 pub mod synthetic;

@@ -3,6 +3,8 @@
 //! with no slot in the model stay in `options.extra`. `function` and unknown roles are not part of
 //! any conversation a harness rebuilds and are left out.
 
+use bytes::Bytes;
+use http::HeaderMap;
 use serde_json::Value;
 
 use crate::api::chat::{ChatRequest, Content, ContentPart, Message, Role, ToolDef};
@@ -10,6 +12,56 @@ use crate::conversation::{
     self as model, CallInput, Conversation, FunctionTool, Image, Item, Options, Part,
     ResponseFormat, ToolCall, ToolChoice, ToolDefinition, ToolResult,
 };
+use crate::error::ProxyError;
+use crate::protocols::Inbound;
+
+/// The Chat Completions front's parse: the client's bytes → the model. Answers are served by the
+/// chat answer side (no renderer).
+pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> {
+    Ok(Inbound {
+        conversation: to_conversation(parse_request(body)?),
+        renderer: None,
+        dropped_tools: Vec::new(),
+    })
+}
+
+/// Parses a Chat Completions body, saying where it is broken.
+pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ProxyError> {
+    // Path tracking costs on every element, so only a failed parse is repeated with it.
+    serde_json::from_slice(body).map_err(|_| describe_parse_error(body))
+}
+
+fn describe_parse_error(body: &[u8]) -> ProxyError {
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let result: Result<ChatRequest, _> = serde_path_to_error::deserialize(&mut deserializer);
+    let Err(err) = result else {
+        let trailing = deserializer
+            .end()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        return ProxyError::InvalidJson(format!("request body is not valid JSON: {trailing}"));
+    };
+    let path = err.path().to_string();
+    let inner = err.into_inner();
+    // serde_json reports some type mismatches as syntax (`{"role":1}` where an enum is expected
+    // says "expected value"), so only a body that is not JSON at all is `invalid_json`.
+    let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
+    if (inner.is_syntax() || inner.is_eof()) && !is_json {
+        ProxyError::InvalidJson(format!("request body is not valid JSON: {inner}"))
+    } else {
+        ProxyError::InvalidRequest {
+            message: format!("invalid chat completions request at `{path}`: {inner}"),
+            param: None,
+            code: "invalid_request",
+        }
+    }
+}
+
+/// A Chat Completions body straight to the model (tools, `rewrite` and golden tests).
+pub fn parse_conversation(body: &[u8]) -> Result<Conversation, ProxyError> {
+    parse_request(body).map(to_conversation)
+}
 
 /// The model of a parsed Chat Completions request.
 pub fn to_conversation(request: ChatRequest) -> Conversation {
@@ -46,10 +98,10 @@ fn push_message(message: Message, items: &mut Vec<Item>) {
                     content: content_of(content),
                 })),
                 // An empty answer is still an answer (it ends an exchange).
-                None if !has_calls => items.push(Item::Message(model::Message::text(
-                    model::Role::Assistant,
-                    "",
-                ))),
+                None if !has_calls => items.push(Item::Message(model::Message {
+                    role: model::Role::Assistant,
+                    content: no_content(),
+                })),
                 None => {}
             }
             for call in message.tool_calls.into_iter().flatten() {
@@ -64,7 +116,7 @@ fn push_message(message: Message, items: &mut Vec<Item>) {
         Role::Tool => {
             items.push(Item::ToolResult(ToolResult {
                 call_id: message.tool_call_id,
-                content: message.content.map(content_of).unwrap_or_default(),
+                content: message.content.map_or_else(no_content, content_of),
                 is_error: false,
             }));
             return;
@@ -73,8 +125,13 @@ fn push_message(message: Message, items: &mut Vec<Item>) {
     };
     items.push(Item::Message(model::Message {
         role,
-        content: message.content.map(content_of).unwrap_or_default(),
+        content: message.content.map_or_else(no_content, content_of),
     }));
+}
+
+/// `content: null` (or absent): no parts at all, which is not the same as one empty string.
+fn no_content() -> model::Content {
+    model::Content::Parts(Vec::new())
 }
 
 fn content_of(content: Content) -> model::Content {
@@ -112,6 +169,18 @@ fn tool(def: ToolDef) -> ToolDefinition {
                 description: function.description,
                 parameters: function.parameters,
                 strict: function.extra.get("strict").and_then(Value::as_bool),
+                extra: {
+                    let mut extra = function.extra;
+                    extra.remove("strict");
+                    extra
+                },
+                outer: {
+                    let mut outer = def.extra;
+                    if let Some(name) = def.name {
+                        outer.insert("name".into(), Value::String(name));
+                    }
+                    outer
+                },
             })
         }
         function => {

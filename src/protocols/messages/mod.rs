@@ -35,7 +35,7 @@ pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> 
     conversation.client.profile = Some(CLIENT_PROFILE);
     Ok(Inbound {
         conversation,
-        renderer: Box::new(renderer),
+        renderer: Some(Box::new(renderer)),
         dropped_tools: converted.dropped_tools,
     })
 }

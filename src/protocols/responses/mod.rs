@@ -121,7 +121,7 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
         request.prompt_cache_key.filter(|k| !k.trim().is_empty());
     Ok(Inbound {
         conversation,
-        renderer: Box::new(renderer),
+        renderer: Some(Box::new(renderer)),
         dropped_tools: tools.dropped,
     })
 }

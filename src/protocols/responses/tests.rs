@@ -30,20 +30,21 @@ fn render(pieces: &[&[u8]]) -> Vec<Bytes> {
         id: "resp_p".into(),
         created_at: 1,
     };
-    let mut inbound = parse_with(REQUEST.as_bytes(), &HeaderMap::new(), stamp).expect("parses");
+    let inbound = parse_with(REQUEST.as_bytes(), &HeaderMap::new(), stamp).expect("parses");
+    let mut renderer = inbound.renderer.expect("the Responses front renders");
     let mut out = Vec::new();
-    inbound.renderer.start(&mut out);
+    renderer.start(&mut out);
     let mut reader = ChatAnswerReader::new();
     let mut events = Vec::new();
     for piece in pieces {
         reader.push(piece, &mut events);
         for event in events.drain(..) {
-            inbound.renderer.event(event, &mut out);
+            renderer.event(event, &mut out);
         }
     }
     reader.finish(&mut events);
     for event in events {
-        inbound.renderer.event(event, &mut out);
+        renderer.event(event, &mut out);
     }
     out
 }

@@ -1,8 +1,10 @@
-//! Anthropic Messages (`/v1/messages`, Claude Code's protocol): `request` turns a Messages
-//! request into a Chat Completions one, `render` turns the answer events back into Messages SSE
-//! or one `message` JSON, `error` owns Anthropic's error shape, `tokens` the `count_tokens`
-//! estimate. Pure and synchronous.
+//! Anthropic Messages (`/v1/messages`, Claude Code's protocol): `request` types the wire request,
+//! `convert` turns it into the conversation model (no Chat Completions request between), `render`
+//! turns the answer events back into Messages SSE or one `message` JSON, `error` owns Anthropic's
+//! error shape, `tokens` the `count_tokens` estimate. Pure and synchronous: no I/O, no axum, no
+//! harness or client-dialect rule.
 
+pub mod convert;
 pub mod error;
 pub mod render;
 pub mod request;
@@ -26,11 +28,8 @@ pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> 
         format!("msg_{}", uuid::Uuid::new_v4().simple()),
         request.model.clone(),
     );
-    let converted = request.into_chat();
-    let client_stream = converted.chat.wants_stream();
-    let mut conversation = crate::protocols::chat::request::to_conversation(converted.chat);
-    conversation.options.stream = client_stream;
-    conversation.options.include_usage = true;
+    let converted = request.into_conversation();
+    let mut conversation = converted.conversation;
     // The route turns `metadata.user_id`'s session into the session header before parsing.
     conversation.client.profile = Some(CLIENT_PROFILE);
     Ok(Inbound {

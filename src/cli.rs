@@ -104,6 +104,7 @@ fn load_config(common: &CommonArgs) -> Result<Config, String> {
     config::load(common.config.as_deref(), &env, &flags).map_err(|e| e.to_string())
 }
 
+/// The process environment as the library's injected env source: only `cli` and `main` read it.
 fn process_env(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
@@ -171,7 +172,8 @@ async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
     let config = load_config(common)?;
     crate::telemetry::init_logging(&config)?;
     let listen = config.listen;
-    let state = AppState::build(config, &process_env).map_err(|e| e.to_string())?;
+    let state =
+        AppState::build(config, std::sync::Arc::new(process_env)).map_err(|e| e.to_string())?;
     let listener = bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let upstream = config::redacted_url(&state.config.upstream.base_url);
     tracing::info!(listen = %listen, upstream = %upstream, default_harness = %state.config.default_harness, "harness-proxy serving");

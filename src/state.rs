@@ -16,7 +16,7 @@ use crate::harness::opencode::{Opencode, SetupError};
 use crate::prompts::{PromptError, Prompts};
 use crate::titles::TitleService;
 use crate::titles::store::{self, StoreError};
-use crate::upstream::{BuildError, Upstream};
+use crate::upstream::{BuildError, EnvSource, Upstream};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -75,13 +75,11 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Builds everything from config. `env` reads environment variables (injected for tests).
-    pub fn build(
-        config: Config,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Self, StartupError> {
+    /// Builds everything from config. `env` reads environment variables: the process env in
+    /// `cli`, a map in tests; `upstream` keeps it to re-read a rotated key.
+    pub fn build(config: Config, env: EnvSource) -> Result<Self, StartupError> {
         let prompts = Prompts::load(config.prompts_dir.as_deref())?;
-        let harnesses = build_registry(&config, &prompts, env)?;
+        let harnesses = build_registry(&config, &prompts, &*env)?;
         let upstream = Arc::new(Upstream::new(&config.upstream, env)?);
         let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(

@@ -43,8 +43,13 @@ impl TestApp {
         Self::start_with_env(config, |_| None).await
     }
 
-    pub async fn start_with_env(config: Config, env: impl Fn(&str) -> Option<String>) -> Self {
-        let state = AppState::build(config, &env).expect("app state builds");
+    /// Starts with `env` as the app's whole environment (kept: the upstream re-reads its key from
+    /// it after a 401), so no test touches the process env.
+    pub async fn start_with_env(
+        config: Config,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        let state = AppState::build(config, std::sync::Arc::new(env)).expect("app state builds");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

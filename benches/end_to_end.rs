@@ -72,7 +72,7 @@ async fn serve_proxy(upstream: SocketAddr) -> SocketAddr {
     config.titles.order = TitleOrder::Off;
     config.titles.store = harness_proxy::config::StoreUrl::Memory;
     config.log_level = "warn".into();
-    let state = AppState::build(config, &|_| None).expect("state");
+    let state = AppState::build(config, harness_proxy::state::Host::bare()).expect("state");
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");

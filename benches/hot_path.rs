@@ -41,8 +41,12 @@ fn request(turns: usize) -> Vec<u8> {
 fn rewrite(c: &mut Criterion) {
     let config = Config::default();
     let prompts = Prompts::load(None).expect("prompts");
-    let registry =
-        harness_proxy::state::build_registry(&config, &prompts, &|_| None).expect("registry");
+    let registry = harness_proxy::state::build_registry(
+        &config,
+        &prompts,
+        &harness_proxy::state::Host::bare(),
+    )
+    .expect("registry");
     let harness = registry.get("opencode").expect("opencode");
     let headers = HeaderMap::new();
     let mut group = c.benchmark_group("opencode_rewrite");

@@ -6,13 +6,14 @@ use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use chrono::Offset;
 use clap::{Args, Parser, Subcommand};
 use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::{self, Config, FlagOverrides};
 use crate::harness::HarnessRequest;
 use crate::prompts::Prompts;
-use crate::state::{AppState, build_registry};
+use crate::state::{AppState, Host, build_registry};
 use crate::titles::facts::ConversationFacts;
 
 #[derive(Debug, Parser)]
@@ -105,8 +106,13 @@ fn load_config(common: &CommonArgs) -> Result<Config, String> {
     config::load(common.config.as_deref(), &env, &flags).map_err(|e| e.to_string())
 }
 
-fn process_env(name: &str) -> Option<String> {
-    std::env::var(name).ok()
+/// The process's real surroundings, read here and injected everywhere else: its environment (read
+/// live, as the env source `upstream` keeps) and its local UTC offset, taken once at start-up.
+fn process_host() -> Host {
+    Host {
+        env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
+        utc_offset: chrono::Local::now().offset().fix(),
+    }
 }
 
 pub async fn run(cli: Cli) -> Result<ExitCode, String> {
@@ -136,7 +142,7 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
         .await
         .map_err(|e| e.to_string())?;
     println!("calibrate: captured {} request(s)", captures.len());
-    let host = crate::harness::opencode::tools::HostInfo::from_env(&process_env);
+    let host = process_host().info();
     let outcome =
         crate::calibrate::write(&args.out, &captures, &host).map_err(|e| e.to_string())?;
     for path in &outcome.written {
@@ -172,7 +178,7 @@ async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
     let config = load_config(common)?;
     crate::telemetry::init_logging(&config)?;
     let listen = config.listen;
-    let state = AppState::build(config, &process_env).map_err(|e| e.to_string())?;
+    let state = AppState::build(config, process_host()).map_err(|e| e.to_string())?;
     let listener = bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let upstream = config::redacted_url(&state.config.upstream.base_url);
     tracing::info!(listen = %listen, upstream = %upstream, default_harness = %state.config.default_harness, "harness-proxy serving");
@@ -224,7 +230,7 @@ async fn shutdown_signal() {
 fn check_config(common: &CommonArgs) -> Result<ExitCode, String> {
     let config = load_config(common)?;
     let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
-    build_registry(&config, &prompts, &process_env).map_err(|e| e.to_string())?;
+    build_registry(&config, &prompts, &process_host()).map_err(|e| e.to_string())?;
     print!("{}", config::redacted_toml(&config));
     Ok(ExitCode::SUCCESS)
 }
@@ -232,7 +238,7 @@ fn check_config(common: &CommonArgs) -> Result<ExitCode, String> {
 fn rewrite(common: &CommonArgs, args: &RewriteArgs) -> Result<ExitCode, String> {
     let config = load_config(common)?;
     let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
-    let registry = build_registry(&config, &prompts, &process_env).map_err(|e| e.to_string())?;
+    let registry = build_registry(&config, &prompts, &process_host()).map_err(|e| e.to_string())?;
     let harness = registry.get(&args.harness).ok_or_else(|| {
         format!(
             "unknown harness `{}`; known harnesses: {}",

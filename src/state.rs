@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use chrono::{FixedOffset, Offset};
 use metrics_exporter_prometheus::PrometheusHandle;
 use tokio::sync::Semaphore;
 
@@ -16,7 +17,7 @@ use crate::harness::opencode::{Opencode, SetupError};
 use crate::prompts::{PromptError, Prompts};
 use crate::titles::TitleService;
 use crate::titles::store::{self, StoreError};
-use crate::upstream::{BuildError, Upstream};
+use crate::upstream::{BuildError, EnvSource, Upstream};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartupError {
@@ -34,6 +35,32 @@ pub enum StartupError {
     DefaultHarness { name: String, known: String },
     #[error("config key `titles.harnesses`: unknown harness `{name}`; known harnesses: {known}")]
     TitleHarness { name: String, known: String },
+}
+
+/// The process's surroundings as start-up sees them: its environment variables and its local UTC
+/// offset. `cli` reads the real ones; tests, benches and tools pass their own (`Host::bare`), so
+/// nothing below `cli` reads process state and no test has to change it.
+#[derive(Clone)]
+pub struct Host {
+    /// Environment variables; kept by `upstream` to re-read a rotated key after a 401.
+    pub env: EnvSource,
+    /// The `<env>` date's zone when `opencode.timezone` is unset.
+    pub utc_offset: FixedOffset,
+}
+
+impl Host {
+    /// No variables at all, and UTC.
+    pub fn bare() -> Self {
+        Self {
+            env: Arc::new(|_| None),
+            utc_offset: chrono::Utc.fix(),
+        }
+    }
+
+    /// What the harnesses need to know of the host.
+    pub fn info(&self) -> HostInfo {
+        HostInfo::from_env(&*self.env, self.utc_offset)
+    }
 }
 
 #[derive(Clone)]
@@ -75,14 +102,11 @@ impl std::ops::Deref for AppState {
 }
 
 impl AppState {
-    /// Builds everything from config. `env` reads environment variables (injected for tests).
-    pub fn build(
-        config: Config,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Self, StartupError> {
+    /// Builds everything from config and the injected `host`.
+    pub fn build(config: Config, host: Host) -> Result<Self, StartupError> {
         let prompts = Prompts::load(config.prompts_dir.as_deref())?;
-        let harnesses = build_registry(&config, &prompts, env)?;
-        let upstream = Arc::new(Upstream::new(&config.upstream, env)?);
+        let harnesses = build_registry(&config, &prompts, &host)?;
+        let upstream = Arc::new(Upstream::new(&config.upstream, host.env)?);
         let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(
             config.titles.clone(),
@@ -144,7 +168,7 @@ impl AppState {
 pub fn build_registry(
     config: &Config,
     prompts: &Prompts,
-    env: &dyn Fn(&str) -> Option<String>,
+    host: &Host,
 ) -> Result<Registry, StartupError> {
     let profiles = Profiles::load(&config.clients.profiles)?;
     let collaboration =
@@ -152,7 +176,7 @@ pub fn build_registry(
     let opencode = Opencode::new(
         &config.opencode,
         prompts,
-        HostInfo::from_env(env),
+        host.info(),
         profiles,
         collaboration,
         &config.upstream.base_url,

@@ -4,7 +4,7 @@
 //! It returns the response head and a body stream; it never buffers a body and never parses one.
 
 use std::pin::Pin;
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -76,6 +76,11 @@ pub struct Outbound {
     pub dispatched: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
+/// The environment, injected: reads one variable. Built once at start-up (the process env in
+/// `cli`, a test's own map in tests) and kept, because a rotated `upstream.api_key_env` key is
+/// re-read from it after an upstream 401; nothing in the library reads the process env itself.
+pub type EnvSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// A secret string that never prints itself.
 #[derive(Clone)]
 pub struct Secret(String);
@@ -96,6 +101,8 @@ enum KeySource {
     },
     Env {
         var: String,
+        /// Where `var` is read again after a 401.
+        env: EnvSource,
         current: RwLock<Option<Secret>>,
     },
 }
@@ -126,10 +133,7 @@ pub enum BuildError {
 }
 
 impl Upstream {
-    pub fn new(
-        config: &UpstreamConfig,
-        env: &dyn Fn(&str) -> Option<String>,
-    ) -> Result<Self, BuildError> {
+    pub fn new(config: &UpstreamConfig, env: EnvSource) -> Result<Self, BuildError> {
         let client = reqwest::Client::builder()
             .connect_timeout(config.connect_timeout)
             .tcp_nodelay(true)
@@ -150,11 +154,10 @@ impl Upstream {
                 current: RwLock::new(key),
             }
         } else if let Some(var) = &config.api_key_env {
-            let key = env(var)
-                .filter(|k| !k.trim().is_empty())
-                .map(|k| Secret(k.trim().to_owned()));
+            let key = env_key(&env, var);
             KeySource::Env {
                 var: var.clone(),
+                env,
                 current: RwLock::new(key),
             }
         } else {
@@ -194,11 +197,8 @@ impl Upstream {
                 }
                 found
             }
-            KeySource::Env { var, current } => {
-                let fresh = std::env::var(var)
-                    .ok()
-                    .filter(|k| !k.trim().is_empty())
-                    .map(|k| Secret(k.trim().to_owned()));
+            KeySource::Env { var, env, current } => {
+                let fresh = env_key(env, var);
                 let found = fresh.is_some();
                 if let Ok(mut slot) = current.write() {
                     *slot = fresh;
@@ -306,6 +306,13 @@ impl Upstream {
             }
         }
     }
+}
+
+/// The key in env variable `var`, trimmed; an empty value is no key.
+fn env_key(env: &EnvSource, var: &str) -> Option<Secret> {
+    env(var)
+        .filter(|k| !k.trim().is_empty())
+        .map(|k| Secret(k.trim().to_owned()))
 }
 
 fn read_key_file(path: &std::path::Path) -> std::io::Result<Option<Secret>> {
@@ -579,7 +586,7 @@ mod tests {
             base_url: "http://127.0.0.1:9/tenant-a/v1".to_owned(),
             ..UpstreamConfig::default()
         };
-        let upstream = Upstream::new(&config, &|_| None).expect("builds");
+        let upstream = Upstream::new(&config, Arc::new(|_| None)).expect("builds");
         for path in [
             "/../../tenant-b/files",
             "/%2e%2e/%2e%2e/tenant-b",

@@ -215,7 +215,7 @@ impl ToolDefinition {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct FunctionTool {
     pub name: String,
     pub description: Option<String>,

@@ -1,5 +1,6 @@
 //! Thin handlers: extract → call → map. Shared plumbing for proxied requests lives in `proxy`.
 
+pub mod answer;
 pub mod chat;
 pub mod extract;
 pub mod forward;

@@ -16,7 +16,7 @@ use crate::error::ProxyError;
 use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};
 use crate::protocols::{AnswerEvent, ChatAnswerReader, Renderer};
-use crate::routes::chat::{ShapedBody, build, collect, translate_json};
+use crate::routes::answer::{ShapedBody, build, collect, translate_json};
 use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
 use crate::upstream::{UpstreamError, UpstreamResponse};
 

@@ -78,6 +78,7 @@ fn opencode_harness() -> Opencode {
     let host = HostInfo {
         shell: None,
         temp_dir: "/tmp".to_owned(),
+        utc_offset: chrono::FixedOffset::east_opt(0).unwrap(),
     };
     Opencode::new(
         &config,

@@ -97,6 +97,7 @@ async fn captured_opencode_requests_become_a_prompts_directory_that_reproduces_t
     let host = HostInfo {
         shell: None,
         temp_dir: "/scratch".into(),
+        utc_offset: chrono::FixedOffset::east_opt(0).unwrap(),
     };
     let outcome = calibrate::write(out.path(), &captures, &host).unwrap();
     let read =

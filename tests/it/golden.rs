@@ -31,14 +31,24 @@ fn harness(overrides: &Value, upstream: Option<&str>) -> Opencode {
     if let (Some(base), Some(over)) = (base.as_object_mut(), overrides.as_object()) {
         base.extend(over.clone());
     }
+    harness_on_host(base, upstream, chrono::FixedOffset::east_opt(0).unwrap())
+}
+
+/// The golden harness with the `[opencode]` table `config` as is, on a host at `utc_offset`.
+fn harness_on_host(
+    config: Value,
+    upstream: Option<&str>,
+    utc_offset: chrono::FixedOffset,
+) -> Opencode {
     let config: OpencodeConfig =
-        serde_json::from_value(base).expect("golden config is a valid [opencode] table");
+        serde_json::from_value(config).expect("golden config is a valid [opencode] table");
     let prompts = Prompts::load(Some(&golden_dir().join("prompts"))).expect("golden prompts load");
     let collaboration = Collaboration::from_prompts(&prompts, false);
     let profiles = Profiles::load(&[]).expect("built-in profiles");
     let host = HostInfo {
         shell: None,
         temp_dir: "/tmp".into(),
+        utc_offset,
     };
     Opencode::new(
         &config,
@@ -212,4 +222,37 @@ fn opencode_golden_cases() {
         files.len(),
         report.join("\n\n")
     );
+}
+
+/// Without `opencode.timezone` the date line is in the host's UTC offset, as resolved at start-up
+/// and handed to the harness: the harness never reads the process's local zone.
+#[test]
+fn without_a_configured_zone_the_date_is_in_the_hosts_offset() {
+    let config =
+        serde_json::json!({"platform": "linux", "identity": "reference", "instructions": "drop"});
+    let body = br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    // 23:30 UTC on Saturday 29 November 2025: already Sunday one hour east of UTC.
+    let now = chrono::Utc
+        .with_ymd_and_hms(2025, 11, 29, 23, 30, 0)
+        .single()
+        .expect("date");
+    let date_line = |east_hours: i32| {
+        let offset = chrono::FixedOffset::east_opt(east_hours * 3600).unwrap();
+        let harness = harness_on_host(config.clone(), None, offset);
+        let request = parse_conversation(body).expect("request parses");
+        let built = harness
+            .build(request, &HeaderMap::new(), now)
+            .expect("builds");
+        let actual: Value = serde_json::from_slice(&built.body).expect("JSON");
+        let system = actual["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default();
+        system
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("Today's date: "))
+            .map(str::to_owned)
+    };
+    assert_eq!(date_line(1).as_deref(), Some("Sun Nov 30 2025"));
+    assert_eq!(date_line(0).as_deref(), Some("Sat Nov 29 2025"));
+    assert_eq!(date_line(-5).as_deref(), Some("Sat Nov 29 2025"));
 }

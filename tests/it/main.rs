@@ -26,6 +26,7 @@ mod replicas;
 mod responses;
 mod responses_golden;
 mod retry_after;
+mod rotated_key;
 mod routing;
 mod secrets;
 mod shapes;

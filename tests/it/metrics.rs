@@ -339,7 +339,7 @@ fn title_store_errors_are_counted_by_operation() {
         runtime.block_on(async {
             let config = Config::default();
             let upstream =
-                Arc::new(Upstream::new(&config.upstream, &|_: &str| None).expect("upstream"));
+                Arc::new(Upstream::new(&config.upstream, Arc::new(|_| None)).expect("upstream"));
             let service = Arc::new(
                 TitleService::new(
                     config.titles.clone(),

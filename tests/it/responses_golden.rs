@@ -38,6 +38,7 @@ fn harness() -> Opencode {
     let host = HostInfo {
         shell: None,
         temp_dir: "/tmp".into(),
+        utc_offset: chrono::FixedOffset::east_opt(0).unwrap(),
     };
     Opencode::new(
         &config,

@@ -1,7 +1,9 @@
 //! Values of the `<env>` block. For each value the first source that has it wins: request headers,
 //! then what the client's own prompt says, then config, then the reference's rules (§1.2).
+//! Pure: the clock, the date's zone and the default platform come in as arguments; nothing here
+//! reads the process's time zone or environment.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, FixedOffset, Utc};
 use http::HeaderMap;
 
 use crate::config::OpencodeConfig;
@@ -122,7 +124,8 @@ fn yes_no(value: &str) -> String {
     }
 }
 
-/// The proxy's own platform name as the reference prints it (`macos` → `darwin`).
+/// The proxy's own platform name as the reference prints it (`macos` → `darwin`): the build's
+/// target, a constant, read once when the harness is built.
 pub fn process_platform() -> &'static str {
     match std::env::consts::OS {
         "macos" => "darwin",
@@ -130,12 +133,22 @@ pub fn process_platform() -> &'static str {
     }
 }
 
-/// The reference date format, `Sat Nov 29 2025`, in the configured zone (local when absent).
-pub fn format_today(now: DateTime<Utc>, timezone: Option<chrono_tz::Tz>) -> String {
+/// The zone of the date line: `opencode.timezone`, else the host's UTC offset as resolved once at
+/// start-up (`state::Host`), so a request never depends on the process's local time zone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DateZone {
+    Named(chrono_tz::Tz),
+    /// A fixed offset keeps the start-up offset across a daylight-saving change until restart;
+    /// `opencode.timezone` is the way to follow one.
+    Fixed(FixedOffset),
+}
+
+/// The reference date format, `Sat Nov 29 2025`, in `zone`.
+pub fn format_today(now: DateTime<Utc>, zone: DateZone) -> String {
     const FORMAT: &str = "%a %b %-d %Y";
-    match timezone {
-        Some(tz) => now.with_timezone(&tz).format(FORMAT).to_string(),
-        None => now.with_timezone(&chrono::Local).format(FORMAT).to_string(),
+    match zone {
+        DateZone::Named(tz) => now.with_timezone(&tz).format(FORMAT).to_string(),
+        DateZone::Fixed(offset) => now.with_timezone(&offset).format(FORMAT).to_string(),
     }
 }
 
@@ -153,26 +166,37 @@ pub fn reference_workspace_root(cwd: &str, platform: &str) -> String {
     cwd.to_owned()
 }
 
+/// What fills a gap no source filled, fixed when the harness is built (`process_platform`, the
+/// date's zone) plus the request's clock.
+#[derive(Debug, Clone, Copy)]
+pub struct Defaults<'a> {
+    pub now: DateTime<Utc>,
+    pub zone: DateZone,
+    pub platform: &'a str,
+}
+
 /// Layers the sources and fills the gaps with the reference's rules.
 pub fn resolve(
     headers: Partial,
     client: Partial,
     config: Partial,
-    now: DateTime<Utc>,
-    timezone: Option<chrono_tz::Tz>,
+    defaults: Defaults,
 ) -> EnvValues {
+    let Defaults {
+        now,
+        zone,
+        platform,
+    } = defaults;
     let merged = headers.or(client).or(config);
     let cwd = merged.cwd.unwrap_or_else(|| ".".to_owned());
-    let platform = merged
-        .platform
-        .unwrap_or_else(|| process_platform().to_owned());
+    let platform = merged.platform.unwrap_or_else(|| platform.to_owned());
     let workspace_root = merged
         .workspace_root
         .unwrap_or_else(|| reference_workspace_root(&cwd, &platform));
     EnvValues {
         workspace_root,
         git: merged.git.unwrap_or_else(|| "yes".to_owned()),
-        today: merged.today.unwrap_or_else(|| format_today(now, timezone)),
+        today: merged.today.unwrap_or_else(|| format_today(now, zone)),
         platform,
         cwd,
     }
@@ -189,19 +213,63 @@ mod tests {
             .expect("valid date")
     }
 
+    /// UTC and `linux`, as a harness built with them would pass.
+    fn defaults(now: DateTime<Utc>) -> Defaults<'static> {
+        Defaults {
+            now,
+            zone: DateZone::Named(chrono_tz::UTC),
+            platform: "linux",
+        }
+    }
+
+    fn east(hours: i32) -> DateZone {
+        DateZone::Fixed(FixedOffset::east_opt(hours * 3600).expect("a valid offset"))
+    }
+
+    #[test]
+    fn without_a_configured_zone_the_date_is_in_the_injected_offset() {
+        // 2025-11-29 23:30 UTC: already Sunday at UTC+1, still Saturday at UTC and UTC-5.
+        let now = Utc
+            .with_ymd_and_hms(2025, 11, 29, 23, 30, 0)
+            .single()
+            .expect("valid date");
+        assert_eq!(format_today(now, east(1)), "Sun Nov 30 2025");
+        assert_eq!(format_today(now, east(0)), "Sat Nov 29 2025");
+        assert_eq!(format_today(now, east(-5)), "Sat Nov 29 2025");
+        // Through `resolve`, when no header, client text or config pins the date.
+        let at_offset = |zone| {
+            resolve(
+                Partial::default(),
+                Partial::default(),
+                Partial::default(),
+                Defaults {
+                    now,
+                    zone,
+                    platform: "linux",
+                },
+            )
+            .today
+        };
+        assert_eq!(at_offset(east(1)), "Sun Nov 30 2025");
+        assert_eq!(at_offset(east(-5)), "Sat Nov 29 2025");
+    }
+
     #[test]
     fn date_format_is_the_reference_one() {
         assert_eq!(
-            format_today(at(2025, 11, 29, 12), Some(chrono_tz::UTC)),
+            format_today(at(2025, 11, 29, 12), DateZone::Named(chrono_tz::UTC)),
             "Sat Nov 29 2025"
         );
         assert_eq!(
-            format_today(at(2025, 12, 1, 12), Some(chrono_tz::UTC)),
+            format_today(at(2025, 12, 1, 12), DateZone::Named(chrono_tz::UTC)),
             "Mon Dec 1 2025"
         );
         // The zone decides the day: 02:00 UTC is still the previous evening in New York.
         assert_eq!(
-            format_today(at(2025, 12, 1, 2), Some(chrono_tz::America::New_York)),
+            format_today(
+                at(2025, 12, 1, 2),
+                DateZone::Named(chrono_tz::America::New_York)
+            ),
             "Sun Nov 30 2025"
         );
     }
@@ -236,8 +304,7 @@ mod tests {
             Partial::from_headers(&headers),
             client,
             config,
-            at(2025, 11, 29, 12),
-            Some(chrono_tz::UTC),
+            defaults(at(2025, 11, 29, 12)),
         );
         assert_eq!(
             env,
@@ -257,13 +324,12 @@ mod tests {
             Partial::default(),
             Partial::default(),
             Partial::default(),
-            at(2025, 11, 29, 12),
-            Some(chrono_tz::UTC),
+            defaults(at(2025, 11, 29, 12)),
         );
         assert_eq!(env.cwd, ".");
         assert_eq!(env.workspace_root, ".");
         assert_eq!(env.git, "yes");
-        assert_eq!(env.platform, process_platform());
+        assert_eq!(env.platform, "linux", "the harness's default platform");
     }
 
     #[test]
@@ -300,8 +366,7 @@ mod tests {
             Partial::from_headers(&headers),
             Partial::default(),
             Partial::default(),
-            at(2025, 1, 1, 0),
-            None,
+            defaults(at(2025, 1, 1, 0)),
         );
         assert_eq!(env.workspace_root, "/work");
         let mut headers = HeaderMap::new();
@@ -311,8 +376,7 @@ mod tests {
             Partial::from_headers(&headers),
             Partial::default(),
             Partial::default(),
-            at(2025, 1, 1, 0),
-            None,
+            defaults(at(2025, 1, 1, 0)),
         );
         assert_eq!(env.workspace_root, "/");
     }

@@ -39,7 +39,11 @@ const MAX_TOKENS: u32 = 32_000;
 pub struct Opencode {
     config: OpencodeConfig,
     identity: identity::Identity,
-    timezone: Option<chrono_tz::Tz>,
+    /// The date line's zone: `opencode.timezone`, else the host's offset from start-up.
+    zone: env::DateZone,
+    /// The platform when no header, client text or config names one: `opencode.platform`, else
+    /// the proxy's own.
+    platform: String,
     system_prefix: system::EscapedPrefix,
     search_prefix: system::EscapedPrefix,
     search_prompt: String,
@@ -85,10 +89,17 @@ impl Opencode {
             .platform
             .clone()
             .unwrap_or_else(|| env::process_platform().to_owned());
+        // `config` has checked the zone name; an unparsable one could only come from a config
+        // built in code, and falls back to the host's offset.
+        let zone = config
+            .timezone
+            .as_deref()
+            .and_then(|tz| tz.parse().ok())
+            .map_or(env::DateZone::Fixed(host.utc_offset), env::DateZone::Named);
         Ok(Self {
             config: config.clone(),
             identity,
-            timezone: config.timezone.as_deref().and_then(|tz| tz.parse().ok()),
+            zone,
             system_prefix: system::EscapedPrefix::new(&prompts.system),
             search_prefix: system::EscapedPrefix::new(&prompts.search_agent),
             search_prompt: prompts.search_agent.clone(),
@@ -101,6 +112,7 @@ impl Opencode {
                 .to_owned(),
             skills: system::bind_skills(&prompts.skills).map_err(SetupError::Skills)?,
             catalog: Catalog::new(&prompts.tools, &platform, host)?,
+            platform,
             profiles,
             collaboration,
         })
@@ -164,8 +176,11 @@ impl Opencode {
             env::Partial::from_headers(headers),
             env::Partial::from_client_texts(prompt_texts.iter().map(AsRef::as_ref)),
             env::Partial::from_config(&self.config),
-            now,
-            self.timezone,
+            env::Defaults {
+                now,
+                zone: self.zone,
+                platform: &self.platform,
+            },
         );
 
         let prefix = if flavour == Flavour::SearchAgent {

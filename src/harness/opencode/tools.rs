@@ -14,18 +14,22 @@ use crate::harness::collaboration::REQUEST_USER_INPUT;
 use crate::prompts::ToolText;
 use crate::template::{Pattern, Template};
 
-/// Facts about the proxy's host that the bash description mentions.
+/// Facts about the proxy's host that the bash description and the `<env>` date need, resolved
+/// once at start-up so the harness never reads the process's surroundings per request.
 #[derive(Debug, Clone)]
 pub struct HostInfo {
     /// `$SHELL`, used for non-Linux platforms.
     pub shell: Option<String>,
     /// The process temp dir (`$TMPDIR` or `/tmp`).
     pub temp_dir: String,
+    /// The host's UTC offset at start-up: the date line's zone when `opencode.timezone` is unset.
+    pub utc_offset: chrono::FixedOffset,
 }
 
 impl HostInfo {
-    pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Self {
+    pub fn from_env(env: &dyn Fn(&str) -> Option<String>, utc_offset: chrono::FixedOffset) -> Self {
         Self {
+            utc_offset,
             shell: env("SHELL"),
             // As `std::env::temp_dir` on Unix, but from the injected environment.
             temp_dir: env("TMPDIR")
@@ -268,6 +272,7 @@ mod tests {
         let host = HostInfo {
             shell: Some("/usr/bin/fish".into()),
             temp_dir: "/t".into(),
+            utc_offset: chrono::FixedOffset::east_opt(0).expect("UTC"),
         };
         Catalog::new(&texts, "linux", host)
     }

@@ -152,6 +152,7 @@ fn convert_tools(tools: Vec<Value>) -> (Vec<ToolDefinition>, Vec<String>) {
                     .unwrap_or_else(|| json!({"type": "object"})),
             ),
             strict: None,
+            ..FunctionTool::default()
         }));
     }
     (out, dropped)

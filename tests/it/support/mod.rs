@@ -11,7 +11,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use harness_proxy::config::Config;
-use harness_proxy::state::AppState;
+use harness_proxy::state::{AppState, Host};
 use tokio::sync::oneshot;
 
 #[allow(unused_imports)]
@@ -43,8 +43,17 @@ impl TestApp {
         Self::start_with_env(config, |_| None).await
     }
 
-    pub async fn start_with_env(config: Config, env: impl Fn(&str) -> Option<String>) -> Self {
-        let state = AppState::build(config, &env).expect("app state builds");
+    /// Starts with `env` as the app's whole environment (kept: the upstream re-reads its key from
+    /// it after a 401) and UTC as its local offset, so no test reads or touches the process's.
+    pub async fn start_with_env(
+        config: Config,
+        env: impl Fn(&str) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        let host = Host {
+            env: std::sync::Arc::new(env),
+            ..Host::bare()
+        };
+        let state = AppState::build(config, host).expect("app state builds");
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
             .expect("bind");

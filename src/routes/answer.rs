@@ -1,0 +1,259 @@
+//! The answer for a Chat Completions client: the upstream's body passed through untouched, its
+//! stream reshaped by the `Shaper` (tool calls translated into the client's dialect), folded into
+//! one JSON completion, or — when the upstream ignored `stream: true` — its JSON as synthetic SSE.
+//! Also the small response helpers `render` (other protocols' answers) shares. It never parses a
+//! passthrough stream and never collects a stream that the client receives as one.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use axum::body::Body;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::Response;
+use bytes::Bytes;
+use futures_util::{Stream, StreamExt};
+
+use crate::api::error::sse_error_event;
+use crate::error::ProxyError;
+use crate::protocols::chat::calls::{translate_completion, translate_completion_json};
+use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
+use crate::protocols::{ClientProtocol, Renderer};
+use crate::routes::proxy::{
+    AnswerFinished, PassthroughBody, UNFINISHED, client_headers, is_event_stream,
+};
+use crate::upstream::{BodyStream, UpstreamError, UpstreamResponse};
+
+/// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
+/// `max_event`: `limits.max_sse_event_bytes`, the most one upstream SSE event (or line) may hold.
+pub(crate) async fn respond(
+    upstream: UpstreamResponse,
+    plan: ResponsePlan,
+    render: Option<(Box<dyn Renderer>, bool)>,
+    max_event: usize,
+    protocol: ClientProtocol,
+) -> Result<Response, ProxyError> {
+    let finished = AnswerFinished::default();
+    let mut response = match render {
+        Some((renderer, client_stream)) => {
+            crate::routes::render::render(
+                upstream,
+                plan,
+                renderer,
+                client_stream,
+                &finished,
+                max_event,
+            )
+            .await?
+        }
+        None => shape(upstream, plan, &finished, max_event, protocol).await?,
+    };
+    response.extensions_mut().insert(finished);
+    Ok(response)
+}
+
+async fn shape(
+    upstream: UpstreamResponse,
+    plan: ResponsePlan,
+    finished: &AnswerFinished,
+    max_event: usize,
+    protocol: ClientProtocol,
+) -> Result<Response, ProxyError> {
+    let UpstreamResponse {
+        status,
+        headers,
+        body,
+    } = upstream;
+    let sse = is_event_stream(&headers);
+    let reshape = match plan {
+        ResponsePlan::Reshape(reshape) if status.is_success() => reshape,
+        ResponsePlan::Passthrough | ResponsePlan::Reshape(_) => {
+            return Ok(build(
+                status,
+                client_headers(&headers, false),
+                PassthroughBody::new(body, sse)
+                    .max_line(max_event)
+                    // Only a Chat Completions answer is known to end with a finish or `[DONE]`.
+                    .watching(
+                        finished,
+                        status.is_success() && protocol == ClientProtocol::Chat,
+                    )
+                    .into_body(),
+            ));
+        }
+    };
+    let mut out_headers = client_headers(&headers, true);
+    let Reshape {
+        client_stream,
+        include_usage,
+        calls,
+    } = reshape;
+    if client_stream {
+        out_headers.insert(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/event-stream"),
+        );
+        out_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+        let stream: Body = if sse {
+            let shaper = Shaper::new(include_usage).with_max_event(max_event);
+            let shaper = match calls {
+                Some(mapper) => shaper.with_calls(mapper),
+                None => shaper,
+            };
+            Body::from_stream(ShapedBody::new(body, shaper, finished.clone()))
+        } else {
+            // The upstream ignored `stream: true`; turn its one JSON answer into events.
+            let json = translate_json(collect(body).await?, calls.as_deref());
+            Body::from(crate::protocols::chat::synthetic::completion_to_sse(
+                &json,
+                include_usage,
+            ))
+        };
+        return Ok(build(status, out_headers, stream));
+    }
+    out_headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    if !sse {
+        let body = match calls {
+            None => PassthroughBody::new(body, false).into_body(),
+            Some(mapper) => Body::from(translate_json(collect(body).await?, Some(mapper.as_ref()))),
+        };
+        return Ok(build(status, out_headers, body));
+    }
+    let mut folded = fold(body, max_event).await?;
+    if let Some(mapper) = calls {
+        translate_completion(&mut folded, mapper.as_ref());
+    }
+    let json = serde_json::to_vec(&folded).map_err(|e| ProxyError::Internal(e.to_string()))?;
+    Ok(build(status, out_headers, Body::from(json)))
+}
+
+/// A JSON completion with its tool calls translated; bytes untouched when nothing maps.
+pub(crate) fn translate_json(json: Bytes, calls: Option<&dyn CallMapper>) -> Bytes {
+    let Some(mapper) = calls else { return json };
+    match serde_json::from_slice::<serde_json::Value>(&json) {
+        Ok(mut completion) => {
+            translate_completion_json(&mut completion, mapper);
+            serde_json::to_vec(&completion).map_or(json, Bytes::from)
+        }
+        Err(_) => json,
+    }
+}
+
+pub(crate) fn build(status: StatusCode, headers: HeaderMap, body: Body) -> Response {
+    let mut response = Response::new(body);
+    *response.status_mut() = status;
+    *response.headers_mut() = headers;
+    response
+}
+
+pub(crate) async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
+    let mut out = Vec::new();
+    while let Some(chunk) = body.next().await {
+        out.extend_from_slice(&chunk?);
+    }
+    Ok(Bytes::from(out))
+}
+
+async fn fold(
+    mut body: BodyStream,
+    max_event: usize,
+) -> Result<crate::api::stream::Completion, ProxyError> {
+    let mut folder = Folder::new().with_max_event(max_event);
+    while let Some(chunk) = body.next().await {
+        folder.push(&chunk?).map_err(fold_error)?;
+    }
+    folder.finish("").map_err(fold_error)
+}
+
+fn fold_error(err: FoldError) -> ProxyError {
+    match err {
+        FoldError::BadChunk(message) => ProxyError::Upstream(UpstreamError::Interrupted(format!(
+            "failed to parse chat completions chunk: {message}"
+        ))),
+        FoldError::TooLarge(too_large) => {
+            ProxyError::Upstream(UpstreamError::EventTooLarge(too_large.limit))
+        }
+        FoldError::Unfinished => ProxyError::Upstream(UpstreamError::Interrupted(err.to_string())),
+        FoldError::Upstream(error) => {
+            let message = error
+                .get("message")
+                .and_then(|m| m.as_str())
+                .unwrap_or("the upstream reported an error");
+            ProxyError::Upstream(UpstreamError::Interrupted(message.to_owned()))
+        }
+    }
+}
+
+/// A reshaped SSE body: upstream chunks in, shaped events out, one error event if the upstream fails.
+pub(crate) struct ShapedBody {
+    inner: BodyStream,
+    shaper: Shaper,
+    queue: VecDeque<Bytes>,
+    done: bool,
+    finished: AnswerFinished,
+}
+
+impl ShapedBody {
+    pub(crate) fn new(inner: BodyStream, shaper: Shaper, finished: AnswerFinished) -> Self {
+        Self {
+            inner,
+            shaper,
+            queue: VecDeque::new(),
+            done: false,
+            finished,
+        }
+    }
+}
+
+impl Stream for ShapedBody {
+    type Item = Result<Bytes, std::convert::Infallible>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = &mut *self;
+        loop {
+            if let Some(bytes) = this.queue.pop_front() {
+                this.finished.note(&bytes);
+                return Poll::Ready(Some(Ok(bytes)));
+            }
+            if this.done {
+                return Poll::Ready(None);
+            }
+            let mut out = Vec::new();
+            match this.inner.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(chunk))) => {
+                    if let Err(too_large) = this.shaper.push(&chunk, &mut out) {
+                        // Ending here drops the upstream request with this body.
+                        this.done = true;
+                        let err = UpstreamError::EventTooLarge(too_large.limit);
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream event too large");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
+                }
+                Poll::Ready(Some(Err(err))) => {
+                    this.done = true;
+                    metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
+                    tracing::warn!(code = err.code(), error = %err, "upstream failed mid-stream");
+                    this.finished.interrupt();
+                    out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                }
+                Poll::Ready(None) => {
+                    this.done = true;
+                    if !this.shaper.finish(&mut out) {
+                        let err = UpstreamError::Interrupted(UNFINISHED.to_owned());
+                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
+                            .increment(1);
+                        tracing::warn!(code = err.code(), error = %err, "upstream stream ended early");
+                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                    }
+                }
+                Poll::Pending => return Poll::Pending,
+            }
+            this.queue.extend(out);
+        }
+    }
+}

@@ -13,10 +13,7 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
-use std::time::Duration;
-
 use crate::api::error::sse_error_event;
-use crate::config::TitleOrder;
 use crate::error::ProxyError;
 use crate::harness::{ConversationFacts, HarnessRequest, Prepared};
 use crate::protocols::chat::calls::{translate_completion, translate_completion_json};
@@ -30,13 +27,11 @@ use crate::routes::proxy::{
 };
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
-use crate::titles::TitleJob;
 use crate::titles::anchors::fresh_id;
-use crate::titles::answer_tap::{Anchor, AnswerTap};
 use crate::titles::identity::{
     BadConversationId, Caller, client_conversation_id, conversation_id_with_key,
 };
-use crate::titles::observe::Observed;
+use crate::titles::{AfterAnswer, TurnInfo};
 use crate::upstream::{BodyStream, Outbound, UpstreamError, UpstreamResponse};
 
 pub async fn default_route(
@@ -113,7 +108,7 @@ pub async fn handle(
             protocol: Some(front.protocol.name()),
         },
         conversation_id: None,
-        deferred_title: None,
+        after_answer: None,
     };
     let incoming = Incoming {
         id: &id,
@@ -127,13 +122,9 @@ pub async fn handle(
         Ok(response) => response,
         Err(err) => err.into_response(),
     };
-    if let Some(title) = exchange.deferred_title.take() {
-        // `after` mode: the title goes out once the answer is over (or failed, or was abandoned).
-        let titles = state.titles.clone();
+    if let Some(title) = exchange.after_answer.take() {
         let body = std::mem::take(response.body_mut());
-        *response.body_mut() = on_end(body, move || {
-            titles.start(title.live, title.job);
-        });
+        *response.body_mut() = on_end(body, move || title.start());
     }
     let out = response.headers_mut();
     out.insert("x-harness", HeaderValue::from_static(harness.name()));
@@ -153,17 +144,10 @@ pub async fn handle(
 struct Exchange {
     facts: ResponseFacts,
     conversation_id: Option<String>,
-    deferred_title: Option<DeferredTitle>,
+    /// A title to start once the answer's body has ended (or failed, or was abandoned), even
+    /// when the answer is an error.
+    after_answer: Option<AfterAnswer>,
 }
-
-struct DeferredTitle {
-    live: std::sync::Arc<crate::titles::live::LiveTitle>,
-    job: TitleJob,
-}
-
-/// Longest wait for a `parallel` title request to be on its way before the main one goes: with a
-/// pooled connection it takes microseconds; a fresh TLS connection must not delay the answer long.
-const TITLE_DISPATCH_WAIT: Duration = Duration::from_millis(500);
 
 /// What the client sent, as the pipeline sees it.
 struct Incoming<'a> {
@@ -259,74 +243,25 @@ async fn serve(
         add_thread_headers(&mut forwarded, &conversation);
     }
 
-    let mut title_url = None;
-    let mut wait_for_title = None;
-    // The client's own title request titles the conversation: observed, not repeated.
-    let mut observed_title = None;
-    if let Some(facts) = facts.as_ref().filter(|f| titled && f.title_request)
-        && let Some(live) = state
-            .titles
-            .claim(
-                &caller.owner,
-                &conversation,
-                &facts.model,
-                harness.name(),
-                front.protocol.name(),
-            )
-            .await
-    {
-        title_url = Some(format!("/titles/{conversation}"));
-        observed_title = Some(live);
-    }
-    // A conversation started without a client id is titled on its first turn even when the
-    // client wrote example exchanges before it (aider's few-shot): from what this turn asks.
-    if let Some(facts) = facts
-        .as_ref()
-        .filter(|f| titled && !f.title_request && (f.initial_turn || started))
-        && let Some(live) = state
-            .titles
-            .claim(
-                &caller.owner,
-                &conversation,
-                &facts.model,
-                harness.name(),
-                front.protocol.name(),
-            )
-            .await
-    {
-        title_url = Some(format!("/titles/{conversation}"));
-        let job = TitleJob {
-            first_user_text: if facts.initial_turn {
-                facts.first_user_text.clone()
-            } else {
-                facts.last_user_text.clone()
-            },
-            headers: {
+    let mut title = state
+        .titles
+        .begin(TurnInfo {
+            owner: &caller.owner,
+            conversation: &conversation,
+            facts: facts.as_ref(),
+            started,
+            harness: harness.name(),
+            protocol: front.protocol.name(),
+            title_headers: &|| {
                 let mut title_headers =
                     upstream_headers(headers, &state.harness_header, true, &id.0);
                 add_thread_headers(&mut title_headers, &conversation);
                 title_headers
             },
             client_authorization: client_authorization(headers, inbound.is_some()),
-        };
-        match state.titles.order() {
-            TitleOrder::Parallel => {
-                let started = state.titles.start(live, job);
-                let _ = tokio::time::timeout(TITLE_DISPATCH_WAIT, started.dispatched).await;
-            }
-            TitleOrder::Before => wait_for_title = Some(state.titles.start(live, job)),
-            TitleOrder::After => exchange.deferred_title = Some(DeferredTitle { live, job }),
-            TitleOrder::Off => {}
-        }
-    }
-    if let Some(started) = wait_for_title {
-        // `before`: the reference's order. The title task is itself bounded by `titles.timeout`.
-        let _ = tokio::time::timeout(
-            state.config.titles.timeout + Duration::from_millis(100),
-            started.finished,
-        )
+        })
         .await;
-    }
+    exchange.after_answer = title.before_upstream().await;
 
     // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
     // A translated request's query belongs to the client's protocol (Claude Code's `?beta=true`),
@@ -373,9 +308,7 @@ async fn serve(
         }
         Err(err) => {
             meter.waited(sending.elapsed());
-            if let Some(live) = observed_title {
-                state.titles.record_observed(live, Err(err.to_string()));
-            }
+            title.upstream_failed(&err);
             return Err(err.into());
         }
     };
@@ -384,33 +317,7 @@ async fn serve(
         &mut upstream.body,
         Box::pin(futures_util::stream::empty()),
     ));
-    if started
-        && upstream.status.is_success()
-        && let Some(facts) = facts.as_ref()
-    {
-        let sse = is_event_stream(&upstream.headers);
-        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
-        let anchor = Anchor {
-            anchors: state.titles.anchors().clone(),
-            owner: caller.owner.clone(),
-            conversation: conversation.clone(),
-            user_text: facts.last_user_text.clone(),
-        };
-        upstream.body = Box::pin(AnswerTap::new(body, anchor, sse));
-    }
-    if let Some(live) = observed_title {
-        let refused = (!upstream.status.is_success())
-            .then(|| format!("upstream answered {}", upstream.status.as_u16()));
-        let sse = is_event_stream(&upstream.headers);
-        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
-        upstream.body = Box::pin(Observed::new(
-            body,
-            state.titles.clone(),
-            live,
-            sse,
-            refused,
-        ));
-    }
+    title.watch_answer(&mut upstream);
     let (render, dropped) = match inbound {
         Some(inbound) => (
             Some((inbound.renderer, inbound.conversation.options.stream)),
@@ -443,7 +350,7 @@ async fn serve(
         }
     }
     count_dropped_tools(harness.name(), response.headers());
-    if let Some(url) = title_url.and_then(|u| HeaderValue::from_str(&u).ok()) {
+    if let Some(url) = title.url().and_then(|u| HeaderValue::from_str(u).ok()) {
         response.headers_mut().insert("x-title-url", url);
     }
     Ok(response)

@@ -8,9 +8,6 @@ use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
-use std::time::Duration;
-
-use crate::config::TitleOrder;
 use crate::error::ProxyError;
 use crate::harness::{HarnessRequest, Prepared};
 use crate::protocols::chat::ResponsePlan;
@@ -20,18 +17,16 @@ use crate::routes::answer::respond;
 use crate::routes::extract::PathParam;
 use crate::routes::meter::Meter;
 use crate::routes::proxy::{
-    add_thread_headers, client_authorization, is_event_stream, on_end, read_body, upstream_headers,
+    add_thread_headers, client_authorization, on_end, read_body, upstream_headers,
 };
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
-use crate::titles::TitleJob;
 use crate::titles::anchors::fresh_id;
-use crate::titles::answer_tap::{Anchor, AnswerTap};
 use crate::titles::facts::ConversationFacts;
 use crate::titles::identity::{
     BadConversationId, Caller, client_conversation_id, conversation_id_with_key,
 };
-use crate::titles::observe::Observed;
+use crate::titles::{AfterAnswer, TurnInfo};
 use crate::upstream::Outbound;
 
 pub async fn default_route(
@@ -107,7 +102,7 @@ pub async fn handle(
             protocol: Some(front.protocol.name()),
         },
         conversation_id: None,
-        deferred_title: None,
+        after_answer: None,
     };
     let incoming = Incoming {
         id: &id,
@@ -121,13 +116,9 @@ pub async fn handle(
         Ok(response) => response,
         Err(err) => err.into_response(),
     };
-    if let Some(title) = exchange.deferred_title.take() {
-        // `after` mode: the title goes out once the answer is over (or failed, or was abandoned).
-        let titles = state.titles.clone();
+    if let Some(title) = exchange.after_answer.take() {
         let body = std::mem::take(response.body_mut());
-        *response.body_mut() = on_end(body, move || {
-            titles.start(title.live, title.job);
-        });
+        *response.body_mut() = on_end(body, move || title.start());
     }
     let out = response.headers_mut();
     out.insert("x-harness", HeaderValue::from_static(harness.name()));
@@ -147,17 +138,10 @@ pub async fn handle(
 struct Exchange {
     facts: ResponseFacts,
     conversation_id: Option<String>,
-    deferred_title: Option<DeferredTitle>,
+    /// A title to start once the answer's body has ended (or failed, or was abandoned), even
+    /// when the answer is an error.
+    after_answer: Option<AfterAnswer>,
 }
-
-struct DeferredTitle {
-    live: std::sync::Arc<crate::titles::live::LiveTitle>,
-    job: TitleJob,
-}
-
-/// Longest wait for a `parallel` title request to be on its way before the main one goes: with a
-/// pooled connection it takes microseconds; a fresh TLS connection must not delay the answer long.
-const TITLE_DISPATCH_WAIT: Duration = Duration::from_millis(500);
 
 /// What the client sent, as the pipeline sees it.
 struct Incoming<'a> {
@@ -234,74 +218,25 @@ async fn serve(
         add_thread_headers(&mut forwarded, &conversation);
     }
 
-    let mut title_url = None;
-    let mut wait_for_title = None;
-    // The client's own title request titles the conversation: observed, not repeated.
-    let mut observed_title = None;
-    if let Some(facts) = facts.as_ref().filter(|f| titled && f.title_request)
-        && let Some(live) = state
-            .titles
-            .claim(
-                &caller.owner,
-                &conversation,
-                &facts.model,
-                harness.name(),
-                front.protocol.name(),
-            )
-            .await
-    {
-        title_url = Some(format!("/titles/{conversation}"));
-        observed_title = Some(live);
-    }
-    // A conversation started without a client id is titled on its first turn even when the
-    // client wrote example exchanges before it (aider's few-shot): from what this turn asks.
-    if let Some(facts) = facts
-        .as_ref()
-        .filter(|f| titled && !f.title_request && (f.initial_turn || started))
-        && let Some(live) = state
-            .titles
-            .claim(
-                &caller.owner,
-                &conversation,
-                &facts.model,
-                harness.name(),
-                front.protocol.name(),
-            )
-            .await
-    {
-        title_url = Some(format!("/titles/{conversation}"));
-        let job = TitleJob {
-            first_user_text: if facts.initial_turn {
-                facts.first_user_text.clone()
-            } else {
-                facts.last_user_text.clone()
-            },
-            headers: {
+    let mut title = state
+        .titles
+        .begin(TurnInfo {
+            owner: &caller.owner,
+            conversation: &conversation,
+            facts: facts.as_ref(),
+            started,
+            harness: harness.name(),
+            protocol: front.protocol.name(),
+            title_headers: &|| {
                 let mut title_headers =
                     upstream_headers(headers, &state.harness_header, true, &id.0);
                 add_thread_headers(&mut title_headers, &conversation);
                 title_headers
             },
             client_authorization: client_authorization(headers, translated),
-        };
-        match state.titles.order() {
-            TitleOrder::Parallel => {
-                let started = state.titles.start(live, job);
-                let _ = tokio::time::timeout(TITLE_DISPATCH_WAIT, started.dispatched).await;
-            }
-            TitleOrder::Before => wait_for_title = Some(state.titles.start(live, job)),
-            TitleOrder::After => exchange.deferred_title = Some(DeferredTitle { live, job }),
-            TitleOrder::Off => {}
-        }
-    }
-    if let Some(started) = wait_for_title {
-        // `before`: the reference's order. The title task is itself bounded by `titles.timeout`.
-        let _ = tokio::time::timeout(
-            state.config.titles.timeout + Duration::from_millis(100),
-            started.finished,
-        )
+        })
         .await;
-    }
+    exchange.after_answer = title.before_upstream().await;
 
     let upstream_path = if translated {
         ClientProtocol::Chat.upstream_path()
@@ -344,9 +279,7 @@ async fn serve(
         }
         Err(err) => {
             meter.waited(sending.elapsed());
-            if let Some(live) = observed_title {
-                state.titles.record_observed(live, Err(err.to_string()));
-            }
+            title.upstream_failed(&err);
             return Err(err.into());
         }
     };
@@ -355,33 +288,7 @@ async fn serve(
         &mut upstream.body,
         Box::pin(futures_util::stream::empty()),
     ));
-    if started
-        && upstream.status.is_success()
-        && let Some(facts) = facts.as_ref()
-    {
-        let sse = is_event_stream(&upstream.headers);
-        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
-        let anchor = Anchor {
-            anchors: state.titles.anchors().clone(),
-            owner: caller.owner.clone(),
-            conversation: conversation.clone(),
-            user_text: facts.last_user_text.clone(),
-        };
-        upstream.body = Box::pin(AnswerTap::new(body, anchor, sse));
-    }
-    if let Some(live) = observed_title {
-        let refused = (!upstream.status.is_success())
-            .then(|| format!("upstream answered {}", upstream.status.as_u16()));
-        let sse = is_event_stream(&upstream.headers);
-        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
-        upstream.body = Box::pin(Observed::new(
-            body,
-            state.titles.clone(),
-            live,
-            sse,
-            refused,
-        ));
-    }
+    title.watch_answer(&mut upstream);
     let render = renderer.map(|renderer| (renderer, client_stream));
     let max_event = state.config.limits.max_sse_event_bytes;
     let mut response = respond(upstream, plan, render, max_event, front.protocol).await?;
@@ -408,7 +315,7 @@ async fn serve(
         }
     }
     count_dropped_tools(harness.name(), response.headers());
-    if let Some(url) = title_url.and_then(|u| HeaderValue::from_str(&u).ok()) {
+    if let Some(url) = title.url().and_then(|u| HeaderValue::from_str(u).ok()) {
         response.headers_mut().insert("x-title-url", url);
     }
     Ok(response)

@@ -1,4 +1,5 @@
-//! Conversation titles (PRODUCT §4): which turn gets one (`identity`, `service`), the title request
+//! Conversation titles (PRODUCT §4): which turn gets one (`identity`, `service`) and when,
+//! relative to its answer (`turn`: a chat turn's claims and the order policy), the title request
 //! (`request`) and its answer (`answer`), the sanitizer (`sanitize`), records (`store`), titles in
 //! progress (`live` here, `follow` elsewhere, `bus` between processes), outcomes waiting for the
 //! store (`outbox`) and the service's life around requests (`upkeep`); conversations of clients
@@ -18,6 +19,8 @@ pub mod request;
 pub mod sanitize;
 pub mod service;
 pub mod store;
+pub mod turn;
 pub mod upkeep;
 
 pub use service::{Started, TitleJob, TitleService};
+pub use turn::{AfterAnswer, TitleTurn, TurnInfo};

@@ -3,7 +3,8 @@
 //! the outcome to the store. A title never breaks the user's answer: every failure is recorded.
 //!
 //! Which process titles a conversation is decided by the store's atomic claim, so replicas that
-//! share a store title each conversation once. Start-up, leases and periodic work: `upkeep`.
+//! share a store title each conversation once. A chat turn's claims and when its title goes
+//! (`titles.order`): `turn`. Start-up, leases and periodic work: `upkeep`.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -97,10 +98,6 @@ impl TitleService {
 
     pub fn anchors(&self) -> &Arc<Anchors> {
         &self.anchors
-    }
-
-    pub fn order(&self) -> TitleOrder {
-        self.config.order
     }
 
     pub fn instance(&self) -> &str {

@@ -170,7 +170,16 @@ pub fn build_registry(
     prompts: &Prompts,
     host: &Host,
 ) -> Result<Registry, StartupError> {
-    let profiles = Profiles::load(&config.clients.profiles)?;
+    let mut profile_files = Vec::with_capacity(config.clients.profiles.len());
+    for path in &config.clients.profiles {
+        let shown = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| ProfileError::File {
+            path: shown.clone(),
+            message: e.to_string(),
+        })?;
+        profile_files.push((shown, text));
+    }
+    let profiles = Profiles::load(&profile_files)?;
     let collaboration =
         Collaboration::from_prompts(prompts, config.collaboration.default_request_user_input);
     let opencode = Opencode::new(

@@ -439,21 +439,18 @@ pub enum ProfileError {
 }
 
 impl Profiles {
-    /// The built-in profiles plus one per file (a file may replace a built-in of the same name).
-    pub fn load(files: &[std::path::PathBuf]) -> Result<Self, ProfileError> {
+    /// The built-in profiles plus one per profile file, given as (path shown in errors, text); a
+    /// file may replace a built-in of the same name. Reading the files is the caller's (start-up).
+    pub fn load(files: &[(String, String)]) -> Result<Self, ProfileError> {
         let mut profiles = vec![
             Arc::new(Profile::identity()),
             Arc::new(Profile::codex()),
             Arc::new(Profile::codex_responses()),
             Arc::new(Profile::claude_code()),
         ];
-        for path in files {
-            let shown = path.display().to_string();
-            let text = std::fs::read_to_string(path).map_err(|e| ProfileError::File {
-                path: shown.clone(),
-                message: e.to_string(),
-            })?;
-            let profile: Profile = toml::from_str(&text).map_err(|e| ProfileError::File {
+        for (shown, text) in files {
+            let shown = shown.clone();
+            let profile: Profile = toml::from_str(text).map_err(|e| ProfileError::File {
                 path: shown.clone(),
                 message: e.to_string(),
             })?;
@@ -737,14 +734,11 @@ mod tests {
 
     #[test]
     fn profiles_load_from_files() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("mine.toml");
-        std::fs::write(
-            &path,
+        let file = |text: &str| vec![("mine.toml".to_owned(), text.to_owned())];
+        let profiles = Profiles::load(&file(
             "name = \"mine\"\nuser_agents = [\"mine/\"]\n[[alias]]\nclient = \"run\"\nopencode = \"bash\"\nconverter = \"fields\"\nfields = { cmd = \"command\", cwd = \"workdir\" }\n",
-        )
-        .expect("write");
-        let profiles = Profiles::load(std::slice::from_ref(&path)).expect("loads");
+        ))
+        .expect("loads");
         let mut headers = HeaderMap::new();
         headers.insert(header::USER_AGENT, "mine/2".parse().expect("ua"));
         let mine = profiles.detect(&headers, None).expect("detected");
@@ -757,8 +751,9 @@ mod tests {
             Some(("run".into(), r#"{"cmd":"ls","description":"d"}"#.into()))
         );
 
-        std::fs::write(&path, "name = \"bad\"\n[[alias]]\nclient = \"x\"\nopencode = \"bash\"\nconverter = \"teleport\"\n").expect("write");
-        let err = Profiles::load(std::slice::from_ref(&path))
+        let err = Profiles::load(&file(
+            "name = \"bad\"\n[[alias]]\nclient = \"x\"\nopencode = \"bash\"\nconverter = \"teleport\"\n",
+        ))
             .err()
             .expect("bad converter")
             .to_string();

@@ -12,6 +12,8 @@
 //!
 //! Pure: no clock, no I/O. `parse` takes the response id and time from the caller's `Stamp`.
 
+#[cfg(test)]
+mod conversation_tests;
 mod input;
 mod item;
 pub mod render;

@@ -1,7 +1,9 @@
 //! The OpenAI Responses request as clients send it (Codex CLI 0.95+ and the SDKs): every field
-//! this front reads is typed; everything else lands in `extra` and is ignored.
+//! this front reads is typed; everything else lands in `extra` (or, inside an item, is skipped) and
+//! is ignored. A `reasoning` item is kept whole, as JSON: it is the client's and is carried, never
+//! read. Wire shapes only: what they mean is `input`'s, `tools`' and `mod`'s business.
 
-use serde::Deserialize;
+use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
 #[derive(Debug, Deserialize)]
@@ -44,11 +46,34 @@ pub struct ResponsesRequest {
 #[serde(untagged)]
 pub enum Input {
     Text(String),
-    Items(Vec<Item>),
+    Items(Vec<InputItem>),
 }
 
-/// One input item. The item kinds share few fields, so one struct with optional fields reads
-/// every kind; `kind` is absent on the short `{role, content}` message form.
+/// One input item: a `reasoning` item as the client sent it (id, summary, encrypted content: the
+/// conversation carries it opaque), or any other kind, read through `Item`.
+#[derive(Debug)]
+pub enum InputItem {
+    Reasoning(Value),
+    Other(Item),
+}
+
+impl<'de> Deserialize<'de> for InputItem {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        // Read as JSON first so a reasoning item needs no second parse to be kept whole; any other
+        // item is read out of that value into `Item` (its strings moved, not copied again).
+        let value = Value::deserialize(deserializer)?;
+        if value.get("type").and_then(Value::as_str) == Some("reasoning") {
+            return Ok(Self::Reasoning(value));
+        }
+        Item::deserialize(value)
+            .map(Self::Other)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// One input item other than reasoning. The item kinds share few fields, so one struct with optional
+/// fields reads every kind; `kind` is absent on the short `{role, content}` message form. Fields no
+/// kind needs here (`id`, `status`, …) are skipped.
 #[derive(Debug, Default, Deserialize)]
 pub struct Item {
     #[serde(rename = "type", default)]
@@ -70,8 +95,6 @@ pub struct Item {
     /// `function_call_output` / `custom_tool_call_output`.
     #[serde(default)]
     pub output: Option<MessageContent>,
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
 }
 
 /// Message content or a tool output: a string or a list of typed parts.
@@ -109,6 +132,9 @@ pub struct ToolSpec {
     pub parameters: Option<Value>,
     #[serde(default)]
     pub strict: Option<bool>,
+    /// `custom`: the input's grammar or format, if any.
+    #[serde(default)]
+    pub format: Option<Value>,
     /// `namespace`: its functions.
     #[serde(default)]
     pub tools: Vec<ToolSpec>,

@@ -1,112 +1,96 @@
-//! Responses tool definitions → Chat Completions functions, and `tool_choice` likewise.
-//! A custom (freeform) tool such as Codex's `apply_patch` becomes a function taking
-//! `{"input": string}` so a chat upstream can call it; namespaces are flattened; hosted tools have
-//! no chat form and are dropped (reported by name).
+//! Responses tool definitions → the conversation's tools, and `tool_choice` likewise. Functions keep
+//! their kind, custom (freeform) tools such as Codex's `apply_patch` stay freeform (how they are
+//! offered upstream is the harness's business); namespaces are flattened, their functions keeping
+//! their own names, and the renderer is told which namespace each came from; hosted tools
+//! (`web_search`, …) are not part of the model: dropped, reported by name.
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
+use super::render::ToolKinds;
 use super::request::ToolSpec;
-use crate::api::chat::{FunctionDef, ToolDef};
+use crate::conversation::{FreeformTool, FunctionTool, ToolChoice, ToolDefinition};
 
 /// What the tool list became.
 #[derive(Debug, Default)]
-pub struct Converted {
-    pub functions: Vec<ToolDef>,
-    /// Names of custom tools: their calls are rendered as `custom_tool_call`.
-    pub custom: Vec<String>,
-    /// Flattened namespace functions: (function name, namespace).
-    pub namespaced: Vec<(String, String)>,
-    /// Hosted tools (`web_search`, …), by type.
+pub struct Tools {
+    pub definitions: Vec<ToolDefinition>,
+    /// Custom and namespaced tools by name, for rendering calls to them.
+    pub kinds: ToolKinds,
+    /// Hosted tools by name (or type when unnamed).
     pub dropped: Vec<String>,
 }
 
-/// The schema every custom tool gets as a chat function.
-fn custom_parameters() -> Value {
-    json!({
-        "type": "object",
-        "properties": {"input": {"type": "string", "description": "The raw input of the tool (for apply_patch: the whole patch, *** Begin Patch … *** End Patch)."}},
-        "required": ["input"],
-        "additionalProperties": false
-    })
-}
-
-pub fn convert(specs: &[ToolSpec]) -> Converted {
-    let mut out = Converted::default();
+pub fn convert(specs: Vec<ToolSpec>) -> Tools {
+    let mut out = Tools::default();
     for spec in specs {
         add(spec, None, &mut out);
     }
     out
 }
 
-fn add(spec: &ToolSpec, namespace: Option<&str>, out: &mut Converted) {
-    let named = spec.name.as_deref().filter(|n| !n.is_empty());
-    match (spec.kind.as_str(), named) {
-        ("function", Some(name)) => {
-            out.functions.push(function(
-                name,
-                spec.description.clone(),
-                spec.parameters
-                    .clone()
-                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-                spec.strict,
-            ));
+fn add(spec: ToolSpec, namespace: Option<&str>, out: &mut Tools) {
+    let ToolSpec {
+        kind,
+        name,
+        description,
+        parameters,
+        strict,
+        format,
+        tools,
+    } = spec;
+    let Some(name) = name.filter(|n| !n.is_empty()) else {
+        out.dropped.push(kind);
+        return;
+    };
+    match kind.as_str() {
+        "function" => {
             if let Some(namespace) = namespace {
-                out.namespaced.push((name.to_owned(), namespace.to_owned()));
+                out.kinds
+                    .namespaced
+                    .push((name.clone(), namespace.to_owned()));
             }
-        }
-        ("custom", Some(name)) => {
-            out.functions.push(function(
+            out.definitions.push(ToolDefinition::Function(FunctionTool {
                 name,
-                spec.description.clone(),
-                custom_parameters(),
-                None,
-            ));
-            out.custom.push(name.to_owned());
+                description,
+                // A function without a schema takes no arguments.
+                parameters: Some(
+                    parameters.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
+                ),
+                strict,
+            }));
         }
-        ("namespace", Some(name)) => {
-            for inner in &spec.tools {
-                add(inner, Some(name), out);
+        "custom" => {
+            out.kinds.custom.push(name.clone());
+            out.definitions.push(ToolDefinition::Freeform(FreeformTool {
+                name,
+                description,
+                format,
+            }));
+        }
+        "namespace" => {
+            for inner in tools {
+                add(inner, Some(&name), out);
             }
         }
-        (kind, name) => out.dropped.push(name.unwrap_or(kind).to_owned()),
+        _ => out.dropped.push(name),
     }
 }
 
-fn function(
-    name: &str,
-    description: Option<String>,
-    parameters: Value,
-    strict: Option<bool>,
-) -> ToolDef {
-    let mut extra = Map::new();
-    if let Some(strict) = strict {
-        extra.insert("strict".into(), json!(strict));
-    }
-    ToolDef {
-        kind: "function".into(),
-        function: Some(FunctionDef {
-            name: name.to_owned(),
-            description,
-            parameters: Some(parameters),
-            extra,
-        }),
-        name: None,
-        extra: Map::new(),
-    }
-}
-
-/// `"auto"`/`"none"`/`"required"` as they are; `{type:function|custom, name}` → the chat form;
-/// anything else (hosted tools, `allowed_tools`) → `None` (the upstream's default).
-pub fn tool_choice(choice: &Value) -> Option<Value> {
+/// `"auto"`/`"none"`/`"required"` as they are; `{type: function|custom, name}` → that tool; anything
+/// else (hosted tools, `allowed_tools`) → `None`: the upstream's default, as a Chat Completions
+/// upstream has no form for it.
+pub fn tool_choice(choice: &Value) -> Option<ToolChoice> {
     match choice {
-        Value::String(mode) if matches!(mode.as_str(), "auto" | "none" | "required") => {
-            Some(choice.clone())
-        }
+        Value::String(mode) => match mode.as_str() {
+            "auto" => Some(ToolChoice::Auto),
+            "none" => Some(ToolChoice::None),
+            "required" => Some(ToolChoice::Required),
+            _ => None,
+        },
         Value::Object(object) => {
             let kind = object.get("type").and_then(Value::as_str)?;
             let name = object.get("name").and_then(Value::as_str)?;
-            matches!(kind, "function" | "custom")
-                .then(|| json!({"type": "function", "function": {"name": name}}))
+            matches!(kind, "function" | "custom").then(|| ToolChoice::Tool(name.to_owned()))
         }
         _ => None,
     }

@@ -1,0 +1,157 @@
+//! `instructions` + `input` → the conversation's items, in the client's order.
+//!
+//! `instructions`, or else a leading developer message (Codex's base prompt: Codex sends no
+//! `instructions`), is the system message; other messages keep their role. `function_call` and
+//! `custom_tool_call` are calls (arguments JSON, or freeform input), their outputs are results,
+//! `reasoning` is carried opaque (never read, never sent upstream as text). Hosted-tool calls and
+//! item references have no place in the model and are left out. Knows nothing of Chat Completions.
+
+use serde_json::Value;
+
+use super::request::{Input, InputItem, MessageContent};
+use crate::conversation::{
+    CallInput, Content, Image, Item, Message, Part, Reasoning, Role, ToolCall, ToolResult,
+};
+
+/// The conversation's items.
+pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
+    let mut out = Vec::new();
+    let system_given = match instructions.filter(|i| !i.is_empty()) {
+        Some(instructions) => {
+            out.push(Item::Message(Message::text(Role::System, instructions)));
+            true
+        }
+        None => false,
+    };
+    let items = match input {
+        None => return out,
+        Some(Input::Text(text)) => {
+            out.push(Item::Message(Message::text(Role::User, text)));
+            return out;
+        }
+        Some(Input::Items(items)) => items,
+    };
+    out.reserve(items.len());
+    // An assistant message without content, until we know whether calls follow it: then it is only
+    // the opening of their turn (no message of its own), else an empty answer.
+    let mut contentless_answer: Option<usize> = None;
+    for (position, item) in items.into_iter().enumerate() {
+        let item = match item {
+            InputItem::Reasoning(raw) => {
+                out.push(Item::Reasoning(reasoning(raw)));
+                continue;
+            }
+            InputItem::Other(item) => item,
+        };
+        let kind = item.kind.as_deref().unwrap_or("message");
+        let call = match kind {
+            "message" => {
+                let mut role = match item.role.as_deref() {
+                    Some("system") => Role::System,
+                    Some("developer") => Role::Developer,
+                    Some("assistant") => Role::Assistant,
+                    _ => Role::User,
+                };
+                // Codex's base prompt is the first developer message, the counterpart of the
+                // chat-era system message.
+                if role == Role::Developer && position == 0 && !system_given {
+                    role = Role::System;
+                }
+                contentless_answer =
+                    (role == Role::Assistant && item.content.is_none()).then_some(out.len());
+                out.push(Item::Message(Message {
+                    role,
+                    content: item.content.map(content).unwrap_or_default(),
+                }));
+                continue;
+            }
+            "function_call" => CallInput::Arguments(item.arguments.unwrap_or_else(|| "{}".into())),
+            "custom_tool_call" => CallInput::Freeform(item.input.unwrap_or_default()),
+            "function_call_output" | "custom_tool_call_output" => {
+                contentless_answer = None;
+                out.push(Item::ToolResult(ToolResult {
+                    call_id: item.call_id,
+                    content: Content::Text(output_text(item.output)),
+                    is_error: false,
+                }));
+                continue;
+            }
+            // Hosted-tool calls, item references: nothing the model holds.
+            _ => continue,
+        };
+        if let Some(index) = contentless_answer.take() {
+            out.remove(index);
+        }
+        out.push(Item::ToolCall(ToolCall {
+            id: item.call_id,
+            name: item.name.unwrap_or_default(),
+            input: call,
+        }));
+    }
+    out
+}
+
+/// A reasoning item: its summary texts, one paragraph each, and the item itself.
+fn reasoning(raw: Value) -> Reasoning {
+    let text = raw
+        .get("summary")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|part| part.get("text").and_then(Value::as_str))
+        .collect::<Vec<_>>()
+        .join("\n\n");
+    Reasoning {
+        text,
+        opaque: Some(raw),
+    }
+}
+
+/// Message content: a string stays one; parts keep text and images (`refusal` and file parts have no
+/// place here), and a lone text part is one string again.
+fn content(content: MessageContent) -> Content {
+    let parts = match content {
+        MessageContent::Text(text) => return Content::Text(text),
+        MessageContent::Parts(parts) => parts,
+    };
+    let mut converted: Vec<Part> = parts
+        .into_iter()
+        .filter_map(|part| match part.kind.as_str() {
+            "input_text" | "output_text" | "text" | "summary_text" => {
+                Some(Part::Text(part.text.unwrap_or_default()))
+            }
+            "input_image" => {
+                let url = match part.image_url? {
+                    Value::String(url) => url,
+                    Value::Object(mut image) => match image.remove("url") {
+                        Some(Value::String(url)) => url,
+                        _ => return None,
+                    },
+                    _ => return None,
+                };
+                Some(Part::Image(Image {
+                    url,
+                    detail: part.detail,
+                }))
+            }
+            _ => None,
+        })
+        .collect();
+    if let [Part::Text(only)] = converted.as_mut_slice() {
+        return Content::Text(std::mem::take(only));
+    }
+    Content::Parts(converted)
+}
+
+/// A tool output's text: the string, or its text parts joined by `\n`.
+fn output_text(output: Option<MessageContent>) -> String {
+    match output {
+        None => String::new(),
+        Some(MessageContent::Text(text)) => text,
+        Some(MessageContent::Parts(parts)) => parts
+            .into_iter()
+            .filter_map(|p| p.text)
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}

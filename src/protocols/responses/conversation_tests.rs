@@ -165,12 +165,14 @@ fn tools_keep_their_kind_and_namespaced_functions_their_names() {
                 description: None,
                 parameters: Some(json!({"type": "object"})),
                 strict: Some(true),
+                ..FunctionTool::default()
             }),
             ToolDefinition::Function(FunctionTool {
                 name: "noop".into(),
                 description: None,
                 parameters: Some(json!({"type": "object", "properties": {}})),
                 strict: None,
+                ..FunctionTool::default()
             }),
         ]
     );

@@ -57,6 +57,7 @@ fn add(spec: ToolSpec, namespace: Option<&str>, out: &mut Tools) {
                     parameters.unwrap_or_else(|| json!({"type": "object", "properties": {}})),
                 ),
                 strict,
+                ..FunctionTool::default()
             }));
         }
         "custom" => {

@@ -4,12 +4,15 @@
 //! # Layout
 //! - `cli`, `config`, `telemetry`: start-up (commands, layered config, logging and metrics).
 //! - `server`: router, middleware (request id, access log, concurrency limit), graceful `run`.
-//! - `routes`: thin handlers — `chat` (the proxied call), `forward` (other `/v1/*`), `health`.
-//! - `harness`: pure, synchronous request rewriting behind the `Harness` trait (`passthrough`,
-//!   `opencode`); no I/O, no axum.
-//! - `protocols`: client protocols (Chat, Responses, Messages) → Chat Completions and the answer
-//!   events back into each protocol's stream.
-//! - `response`: pure response shaping for rewritten requests (stream filter, fold, synthetic SSE).
+//! - `routes`: thin handlers — `chat::handle` (the pipeline every protocol's route goes through),
+//!   `inbound` (client bytes → model → harness), `answer`/`render` (the answer in the client's
+//!   protocol), `forward` (other `/v1/*`), `health`, `titles`, `ui`.
+//! - `conversation`: the protocol-neutral model every stage reads, and the answer events.
+//! - `protocols`: one adapter per client protocol (Chat, Responses, Messages): request → model,
+//!   answer events → that protocol's stream or JSON; `chat` also reads the upstream's answer.
+//! - `clients`: client dialects (tool alias profiles, contextual messages, quoting).
+//! - `harness`: pure, synchronous request rebuilding behind the `Harness` trait (`passthrough`,
+//!   `opencode`): model → upstream Chat Completions body; no I/O, no axum.
 //! - `upstream`: the only HTTP client of the model server.
 //! - `auth`: credentials of a request, the admin token, inbound keys (hashed, constant time).
 //! - `sse`: split-safe SSE codec. `api`: OpenAI wire types. `error`: `ProxyError` → OpenAI error.

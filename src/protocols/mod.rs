@@ -1,11 +1,13 @@
 //! Client protocols: the dialects agents speak to the proxy (Chat Completions, Responses,
 //! Anthropic Messages). The upstream always speaks Chat Completions.
 //!
-//! An inbound adapter (one module per protocol) turns a client request into a Chat Completions
-//! request — the pivot every harness already rewrites — and gives a `Renderer` that turns the
-//! protocol-neutral answer events (`answer`) back into that protocol's stream or its one JSON
-//! answer. Adapters are pure and synchronous: no I/O, no axum. Adding a protocol = one module
-//! here, one route, one `ClientProtocol` variant.
+//! An inbound adapter (one folder per protocol) parses a client request once into the
+//! protocol-neutral `conversation::Conversation` — what every harness rebuilds and the title facts
+//! read — and gives a `Renderer` that turns the answer events (`conversation::answer`) back into
+//! that protocol's stream or its one JSON answer. `chat` is also the upstream's protocol: its
+//! answer side (shaper, fold, answer reader) serves Chat Completions clients directly. Adapters are
+//! pure and synchronous: no I/O, no axum. Adding a protocol = one folder here, one route, one
+//! `ClientProtocol` variant.
 
 pub mod chat;
 pub mod messages;

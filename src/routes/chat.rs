@@ -1,5 +1,6 @@
-//! `POST /v1/chat/completions` and `POST /harness/{name}/v1/chat/completions`: pick the harness,
-//! let it prepare the upstream request, send it, and answer in the shape the client asked for.
+//! `POST /v1/chat/completions` and `POST /harness/{name}/v1/chat/completions`, and `handle`, the
+//! pipeline every client protocol's route goes through: client protocol → conversation model →
+//! harness → upstream → answer in the client's protocol.
 
 use axum::Extension;
 use axum::body::Body;
@@ -9,11 +10,10 @@ use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
 use crate::error::ProxyError;
-use crate::harness::{HarnessRequest, Prepared};
-use crate::protocols::chat::ResponsePlan;
-use crate::protocols::chat::peek::Peek;
-use crate::protocols::{ClientProtocol, Inbound, Renderer};
+use crate::harness::Prepared;
+use crate::protocols::{ClientProtocol, Inbound};
 use crate::routes::answer::respond;
+use crate::routes::inbound::{self, Processed};
 use crate::routes::extract::PathParam;
 use crate::routes::meter::Meter;
 use crate::routes::proxy::{
@@ -68,8 +68,9 @@ impl Front {
 }
 
 /// The one pipeline every client protocol goes through: pick the harness, parse the client's
-/// protocol into a Chat Completions request, let the harness rebuild it, send it, and render the
-/// answer in the client's protocol.
+/// protocol into the conversation model and let the harness rebuild it (`routes::inbound`), let
+/// the titles service order its title around the turn, send it upstream, and answer in the
+/// client's protocol (`routes::answer`).
 pub async fn handle(
     state: AppState,
     path_harness: Option<String>,
@@ -175,7 +176,7 @@ async fn serve(
     // passthrough gets the bytes, unparsed.
     let titled = state.titles.applies_to(harness.name());
     let processed = if harness.rewrites() {
-        process(state, harness, front, &body, headers).await?
+        inbound::process(state, harness, front, &body, headers).await?
     } else {
         Processed::passthrough(&body, headers, front.protocol, titled)
     };
@@ -353,111 +354,6 @@ fn identify(
     })
 }
 
-/// Bodies from this size are parsed and rewritten on the blocking pool, one per core at a time:
-/// parsing and rebuilding a large body takes long enough to stall every connection served by the
-/// same worker thread, and each rewrite in progress holds about two more copies of its body.
-const BLOCKING_PREPARE_BYTES: usize = 256 * 1024;
-
-/// What the pipeline made of the client's request before it goes upstream.
-struct Processed {
-    prepared: Prepared,
-    /// What the title service needs; `None` when nothing read the body.
-    facts: Option<ConversationFacts>,
-    /// The client's protocol renderer; `None` for Chat Completions clients.
-    renderer: Option<Box<dyn Renderer>>,
-    client_stream: bool,
-    dropped_tools: Vec<String>,
-    /// A conversation id the body carries.
-    conversation_key: Option<String>,
-}
-
-impl Processed {
-    /// A harness that does not rewrite: the client's bytes go as they are. Only a Chat Completions
-    /// body is peeked at, and only when an id must be derived or a title may be due.
-    fn passthrough(
-        body: &Bytes,
-        headers: &HeaderMap,
-        protocol: ClientProtocol,
-        titled: bool,
-    ) -> Self {
-        let facts = (protocol == ClientProtocol::Chat
-            && (titled || !has_conversation_header(headers)))
-        .then(|| Peek::parse(body))
-        .flatten()
-        .map(|peek| ConversationFacts::from_views(peek.model(), peek.views()));
-        Self {
-            prepared: Prepared {
-                upstream_body: body.clone(),
-                rewritten: false,
-                response: ResponsePlan::Passthrough,
-                response_headers: Vec::new(),
-            },
-            facts,
-            renderer: None,
-            client_stream: false,
-            dropped_tools: Vec::new(),
-            conversation_key: None,
-        }
-    }
-}
-
-/// Parses the client's protocol into the model, reads the title facts from it, and lets the
-/// harness rebuild it (large bodies on the blocking pool).
-async fn process(
-    state: &AppState,
-    harness: &std::sync::Arc<dyn crate::harness::Harness>,
-    front: Front,
-    body: &Bytes,
-    headers: &HeaderMap,
-) -> Result<Processed, ProxyError> {
-    let now = chrono::Utc::now();
-    if body.len() < BLOCKING_PREPARE_BYTES {
-        return process_now(harness.as_ref(), front, body, headers, now);
-    }
-    let Ok(_turn) = state.large_rewrites.acquire().await else {
-        return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
-    };
-    let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
-    tokio::task::spawn_blocking(move || process_now(harness.as_ref(), front, &body, &headers, now))
-        .await
-        .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
-}
-
-fn process_now(
-    harness: &dyn crate::harness::Harness,
-    front: Front,
-    body: &Bytes,
-    headers: &HeaderMap,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Result<Processed, ProxyError> {
-    let Inbound {
-        conversation,
-        renderer,
-        dropped_tools,
-    } = (front.parse)(body, headers)?;
-    let facts = if harness.is_client_title_request(&conversation) {
-        ConversationFacts::of_title_request(&conversation)
-    } else {
-        ConversationFacts::from_conversation(&conversation)
-    };
-    let conversation_key = conversation.client.conversation_key.clone();
-    let client_stream = conversation.options.stream;
-    let prepared = harness.prepare(HarnessRequest {
-        conversation,
-        chat_body: (front.protocol == ClientProtocol::Chat).then_some(body),
-        headers,
-        now,
-    })?;
-    Ok(Processed {
-        prepared,
-        facts: Some(facts),
-        renderer,
-        client_stream,
-        dropped_tools,
-        conversation_key,
-    })
-}
-
 /// Counts each tool named in `x-harness-dropped-tools` (the harness's and the protocol's drops).
 fn count_dropped_tools(harness: &'static str, headers: &HeaderMap) {
     let Some(list) = headers
@@ -476,14 +372,3 @@ fn count_dropped_tools(harness: &'static str, headers: &HeaderMap) {
     }
 }
 
-fn has_conversation_header(headers: &HeaderMap) -> bool {
-    [
-        "x-conversation-id",
-        "x-session-id",
-        "session_id",
-        "session-id",
-        "thread-id",
-    ]
-    .iter()
-    .any(|h| headers.contains_key(*h))
-}

@@ -5,6 +5,7 @@ pub mod chat;
 pub mod extract;
 pub mod forward;
 pub mod health;
+pub mod inbound;
 pub mod messages;
 pub mod meter;
 pub mod proxy;

@@ -1,0 +1,134 @@
+//! The inbound half of the pipeline: the client's bytes → its protocol's adapter → the
+//! conversation model → the title facts read from it → the harness's upstream request. Large
+//! bodies are parsed and rebuilt on the blocking pool. A harness that does not rewrite gets the
+//! bytes unparsed (only a Chat Completions body is peeked at, for the title facts).
+
+use bytes::Bytes;
+use http::HeaderMap;
+
+use crate::error::ProxyError;
+use crate::harness::{Harness, HarnessRequest, Prepared};
+use crate::protocols::chat::ResponsePlan;
+use crate::protocols::chat::peek::Peek;
+use crate::protocols::{ClientProtocol, Inbound, Renderer};
+use crate::routes::chat::Front;
+use crate::state::AppState;
+use crate::titles::facts::ConversationFacts;
+
+/// Bodies from this size are parsed and rewritten on the blocking pool, one per core at a time:
+/// parsing and rebuilding a large body takes long enough to stall every connection served by the
+/// same worker thread, and each rewrite in progress holds about two more copies of its body.
+const BLOCKING_PREPARE_BYTES: usize = 256 * 1024;
+
+/// What the pipeline made of the client's request before it goes upstream.
+pub(crate) struct Processed {
+    pub(crate) prepared: Prepared,
+    /// What the title service needs; `None` when nothing read the body.
+    pub(crate) facts: Option<ConversationFacts>,
+    /// The client's protocol renderer; `None` for Chat Completions clients.
+    pub(crate) renderer: Option<Box<dyn Renderer>>,
+    pub(crate) client_stream: bool,
+    pub(crate) dropped_tools: Vec<String>,
+    /// A conversation id the body carries.
+    pub(crate) conversation_key: Option<String>,
+}
+
+impl Processed {
+    /// A harness that does not rewrite: the client's bytes go as they are. Only a Chat Completions
+    /// body is peeked at, and only when an id must be derived or a title may be due.
+    pub(crate) fn passthrough(
+        body: &Bytes,
+        headers: &HeaderMap,
+        protocol: ClientProtocol,
+        titled: bool,
+    ) -> Self {
+        let facts = (protocol == ClientProtocol::Chat
+            && (titled || !has_conversation_header(headers)))
+        .then(|| Peek::parse(body))
+        .flatten()
+        .map(|peek| ConversationFacts::from_views(peek.model(), peek.views()));
+        Self {
+            prepared: Prepared {
+                upstream_body: body.clone(),
+                rewritten: false,
+                response: ResponsePlan::Passthrough,
+                response_headers: Vec::new(),
+            },
+            facts,
+            renderer: None,
+            client_stream: false,
+            dropped_tools: Vec::new(),
+            conversation_key: None,
+        }
+    }
+}
+
+/// Parses the client's protocol into the model, reads the title facts from it, and lets the
+/// harness rebuild it (large bodies on the blocking pool).
+pub(crate) async fn process(
+    state: &AppState,
+    harness: &std::sync::Arc<dyn Harness>,
+    front: Front,
+    body: &Bytes,
+    headers: &HeaderMap,
+) -> Result<Processed, ProxyError> {
+    let now = chrono::Utc::now();
+    if body.len() < BLOCKING_PREPARE_BYTES {
+        return process_now(harness.as_ref(), front, body, headers, now);
+    }
+    let Ok(_turn) = state.large_rewrites.acquire().await else {
+        return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
+    };
+    let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
+    tokio::task::spawn_blocking(move || process_now(harness.as_ref(), front, &body, &headers, now))
+        .await
+        .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
+}
+
+fn process_now(
+    harness: &dyn Harness,
+    front: Front,
+    body: &Bytes,
+    headers: &HeaderMap,
+    now: chrono::DateTime<chrono::Utc>,
+) -> Result<Processed, ProxyError> {
+    let Inbound {
+        conversation,
+        renderer,
+        dropped_tools,
+    } = (front.parse)(body, headers)?;
+    let facts = if harness.is_client_title_request(&conversation) {
+        ConversationFacts::of_title_request(&conversation)
+    } else {
+        ConversationFacts::from_conversation(&conversation)
+    };
+    let conversation_key = conversation.client.conversation_key.clone();
+    let client_stream = conversation.options.stream;
+    let prepared = harness.prepare(HarnessRequest {
+        conversation,
+        chat_body: (front.protocol == ClientProtocol::Chat).then_some(body),
+        headers,
+        now,
+    })?;
+    Ok(Processed {
+        prepared,
+        facts: Some(facts),
+        renderer,
+        client_stream,
+        dropped_tools,
+        conversation_key,
+    })
+}
+
+
+fn has_conversation_header(headers: &HeaderMap) -> bool {
+    [
+        "x-conversation-id",
+        "x-session-id",
+        "session_id",
+        "session-id",
+        "thread-id",
+    ]
+    .iter()
+    .any(|h| headers.contains_key(*h))
+}

@@ -15,6 +15,10 @@ pub mod titles;
 pub mod ui;
 pub mod upstream_path;
 
+// What the server's access log reads of a proxied answer, published here so it need not reach
+// into `proxy`: whether the answer ended normally, and whether it is a stream.
+pub use proxy::{AnswerFinished, is_event_stream};
+
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's
 /// access-log middleware in request extensions.
 #[derive(Debug, Clone)]

@@ -16,8 +16,7 @@ use http_body::{Frame, SizeHint};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::error::ErrorCode;
-use crate::routes::proxy::AnswerFinished;
-use crate::routes::{RequestId, ResponseFacts};
+use crate::routes::{AnswerFinished, RequestId, ResponseFacts, is_event_stream};
 use crate::state::AppState;
 
 struct AccessLog {
@@ -102,7 +101,7 @@ pub async fn access_log(
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok());
-    let stream = crate::routes::proxy::is_event_stream(&parts.headers).then(StreamGauge::new);
+    let stream = is_event_stream(&parts.headers).then(StreamGauge::new);
     Response::from_parts(
         parts,
         Body::new(LoggedBody {

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod claude_code;
+pub mod codex;
 pub mod codex_responses;
 pub mod contextual;
 pub mod profiles;

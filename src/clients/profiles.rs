@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use http::{HeaderMap, header};
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::claude_code;
+use super::codex;
 use super::codex_responses;
 use crate::conversation::mapping::{CallMapper, CallRoute};
 
@@ -205,8 +206,8 @@ impl Profile {
                     .collect();
                 Some(rename_fields(args, &renames))
             }
-            Converter::CodexShell | Converter::CodexShellCommand => shell_to_bash(&args),
-            Converter::CodexUpdatePlan => plan_to_todos(&args),
+            Converter::CodexShell | Converter::CodexShellCommand => codex::shell_to_bash(&args),
+            Converter::CodexUpdatePlan => codex::plan_to_todos(&args),
             Converter::CodexExecCommand => codex_responses::exec_to_bash(&args),
             Converter::CodexApplyPatch => None,
             Converter::Only => Some(keep_fields(&args, &alias.renames(true))),
@@ -240,9 +241,9 @@ impl Profile {
                     .collect();
                 rename_fields(args, &renames)
             }
-            Converter::CodexShell => bash_to_shell(&args)?,
-            Converter::CodexShellCommand => bash_to_shell_command(&args)?,
-            Converter::CodexUpdatePlan => todos_to_plan(&args)?,
+            Converter::CodexShell => codex::bash_to_shell(&args)?,
+            Converter::CodexShellCommand => codex::bash_to_shell_command(&args)?,
+            Converter::CodexUpdatePlan => codex::todos_to_plan(&args)?,
             Converter::CodexExecCommand => codex_responses::bash_to_exec(&args)?,
             Converter::CodexApplyPatch => codex_responses::opencode_to_patch(opencode_tool, &args)?,
             Converter::Only => keep_fields(&args, &alias.renames(false)),
@@ -270,7 +271,7 @@ impl Profile {
             return plain_output(output);
         }
         if self.unwrap_output_json
-            && let Some(output) = codex_text_output(text)
+            && let Some(output) = codex::text_output(text)
         {
             return plain_output(output.to_owned());
         }
@@ -284,26 +285,6 @@ fn plain_output(output: String) -> String {
         "(no output)".to_owned()
     } else {
         output
-    }
-}
-
-/// Codex's text form of a command result (`shell_command`): header lines such as
-/// `Exit code: 0` and `Wall time: 0.3 seconds`, then `Output:` and the output itself.
-fn codex_text_output(text: &str) -> Option<&str> {
-    let mut rest = text.strip_prefix("Exit code: ")?;
-    loop {
-        let (line, after) = rest.split_once('\n')?;
-        if line == "Output:" {
-            return Some(after);
-        }
-        let known = ["Exit code: ", "Wall time: ", "Total output lines: "]
-            .iter()
-            .any(|l| line.starts_with(l))
-            || line.bytes().all(|b| b.is_ascii_digit());
-        if !known {
-            return None;
-        }
-        rest = after;
     }
 }
 
@@ -336,95 +317,6 @@ fn keep_fields(args: &Map<String, Value>, renames: &[(&str, &str)]) -> Value {
         }
     }
     Value::Object(out)
-}
-
-/// `["bash","-lc",X]` → `X`; any other argv → its shell-quoted join.
-fn argv_to_command(argv: &[Value]) -> Option<String> {
-    let parts: Vec<&str> = argv.iter().map(Value::as_str).collect::<Option<_>>()?;
-    if let [shell, flag, script] = parts.as_slice()
-        && *shell == "bash"
-        && *flag == "-lc"
-    {
-        return Some((*script).to_owned());
-    }
-    shlex::try_join(parts.iter().copied()).ok()
-}
-
-fn shell_to_bash(args: &Map<String, Value>) -> Option<Value> {
-    let command = match args.get("command")? {
-        Value::Array(argv) => argv_to_command(argv)?,
-        Value::String(command) => command.clone(),
-        _ => return None,
-    };
-    let mut out = Map::new();
-    out.insert("command".into(), Value::String(command));
-    if let Some(workdir) = args.get("workdir").filter(|w| w.is_string()) {
-        out.insert("workdir".into(), workdir.clone());
-    }
-    if let Some(timeout) = args.get("timeout_ms").filter(|t| !t.is_null()) {
-        out.insert("timeout".into(), timeout.clone());
-    }
-    Some(Value::Object(out))
-}
-
-fn bash_to_shell(args: &Map<String, Value>) -> Option<Value> {
-    let command = args.get("command")?.as_str()?;
-    let mut out = Map::new();
-    out.insert("command".into(), json!(["bash", "-lc", command]));
-    if let Some(workdir) = args.get("workdir").filter(|w| w.is_string()) {
-        out.insert("workdir".into(), workdir.clone());
-    }
-    if let Some(timeout) = args.get("timeout").filter(|t| !t.is_null()) {
-        out.insert("timeout_ms".into(), timeout.clone());
-    }
-    Some(Value::Object(out))
-}
-
-fn bash_to_shell_command(args: &Map<String, Value>) -> Option<Value> {
-    let command = args.get("command")?.as_str()?;
-    let mut out = Map::new();
-    out.insert("command".into(), Value::String(command.to_owned()));
-    if let Some(workdir) = args.get("workdir").filter(|w| w.is_string()) {
-        out.insert("workdir".into(), workdir.clone());
-    }
-    if let Some(timeout) = args.get("timeout").filter(|t| !t.is_null()) {
-        out.insert("timeout_ms".into(), timeout.clone());
-    }
-    Some(Value::Object(out))
-}
-
-fn plan_to_todos(args: &Map<String, Value>) -> Option<Value> {
-    let plan = args.get("plan")?.as_array()?;
-    let todos: Vec<Value> = plan
-        .iter()
-        .map(|item| {
-            let field = |k: &str| item.get(k).cloned().unwrap_or_else(|| json!(""));
-            let priority = item
-                .get("priority")
-                .filter(|p| p.is_string())
-                .cloned()
-                .unwrap_or_else(|| json!("medium"));
-            json!({"content": field("step"), "status": field("status"), "priority": priority})
-        })
-        .collect();
-    Some(json!({ "todos": todos }))
-}
-
-fn todos_to_plan(args: &Map<String, Value>) -> Option<Value> {
-    let todos = args.get("todos")?.as_array()?;
-    let plan: Vec<Value> = todos
-        .iter()
-        .map(|item| {
-            let status = match item.get("status").and_then(Value::as_str) {
-                // Codex's plan has no cancelled state.
-                Some("cancelled") => "completed",
-                Some(other) => other,
-                None => "pending",
-            };
-            json!({"step": item.get("content").cloned().unwrap_or_else(|| json!("")), "status": status})
-        })
-        .collect();
-    Some(json!({ "plan": plan }))
 }
 
 /// The profiles this process knows, and how a request picks one.
@@ -556,100 +448,6 @@ mod tests {
     }
 
     #[test]
-    fn shell_argv_becomes_a_bash_command_and_back() {
-        let (name, args) = codex().call_to_opencode(
-            "shell",
-            r#"{"command":["bash","-lc","ls -la | head"],"workdir":"/w","timeout_ms":5000}"#,
-        );
-        assert_eq!(name, "bash");
-        assert_eq!(
-            args,
-            r#"{"command":"ls -la | head","workdir":"/w","timeout":5000}"#
-        );
-        let (name, args) =
-            codex().call_to_opencode("shell", r#"{"command":["rg","-n","two words","src"]}"#);
-        assert_eq!(
-            (name.as_str(), args.as_str()),
-            ("bash", r#"{"command":"rg -n 'two words' src"}"#)
-        );
-
-        let back = codex().call_to_client(
-            "bash",
-            r#"{"command":"cargo test","description":"Run tests","workdir":"/w","timeout":60000}"#,
-            &["shell".to_owned()],
-        );
-        assert_eq!(
-            back,
-            Some((
-                "shell".into(),
-                r#"{"command":["bash","-lc","cargo test"],"workdir":"/w","timeout_ms":60000}"#
-                    .into()
-            ))
-        );
-    }
-
-    #[test]
-    fn shell_command_is_bash_with_a_string_command() {
-        let (name, args) = codex().call_to_opencode(
-            "shell_command",
-            r#"{"command":"git status","workdir":"/w","timeout_ms":1000,"login":true}"#,
-        );
-        assert_eq!(
-            (name.as_str(), args.as_str()),
-            (
-                "bash",
-                r#"{"command":"git status","workdir":"/w","timeout":1000}"#
-            )
-        );
-        let bash = r#"{"command":"ls","description":"List","timeout":5}"#;
-        let offered = ["shell_command".to_owned(), "update_plan".to_owned()];
-        assert_eq!(
-            codex().call_to_client("bash", bash, &offered),
-            Some((
-                "shell_command".into(),
-                r#"{"command":"ls","timeout_ms":5}"#.into()
-            ))
-        );
-        // A client that offered `shell` (or nothing to choose by) gets `shell`.
-        assert_eq!(
-            codex()
-                .call_to_client("bash", bash, &["shell".to_owned()])
-                .map(|c| c.0),
-            Some("shell".into())
-        );
-        assert_eq!(
-            codex().call_to_client("bash", bash, &[]).map(|c| c.0),
-            Some("shell".into())
-        );
-    }
-
-    #[test]
-    fn update_plan_and_todowrite_translate_both_ways() {
-        let (name, args) = codex().call_to_opencode(
-            "update_plan",
-            r#"{"explanation":"why","plan":[{"step":"Read code","status":"completed"},{"step":"Fix","status":"in_progress"}]}"#,
-        );
-        assert_eq!(name, "todowrite");
-        assert_eq!(
-            args,
-            r#"{"todos":[{"content":"Read code","status":"completed","priority":"medium"},{"content":"Fix","status":"in_progress","priority":"medium"}]}"#
-        );
-        let back = codex().call_to_client(
-            "todowrite",
-            r#"{"todos":[{"content":"A","status":"cancelled","priority":"high"},{"content":"B","status":"pending","priority":"low"}]}"#,
-            &[],
-        );
-        assert_eq!(
-            back,
-            Some((
-                "update_plan".into(),
-                r#"{"plan":[{"step":"A","status":"completed"},{"step":"B","status":"pending"}]}"#
-                    .into()
-            ))
-        );
-    }
-
-    #[test]
     fn untranslatable_arguments_are_left_alone() {
         assert_eq!(
             codex().call_to_opencode("shell", "not json"),
@@ -668,18 +466,6 @@ mod tests {
             Profile::identity().call_to_opencode("bash", "{\"a\":1}"),
             ("bash".into(), "{\"a\":1}".into())
         );
-    }
-
-    #[test]
-    fn codex_outputs_are_unwrapped() {
-        let text = r#"{"output":"total 0\n","metadata":{"exit_code":0,"duration_seconds":0.1}}"#;
-        assert_eq!(codex().output_to_opencode("shell", text), "total 0\n");
-        assert_eq!(codex().output_to_opencode("shell", "plain"), "plain");
-        assert_eq!(
-            codex().output_to_opencode("shell", r#"{"output":"","metadata":{"exit_code":0}}"#),
-            "(no output)"
-        );
-        assert_eq!(Profile::identity().output_to_opencode("bash", text), text);
     }
 
     #[test]

@@ -13,8 +13,8 @@ use crate::error::ProxyError;
 use crate::harness::Prepared;
 use crate::protocols::{ClientProtocol, Inbound};
 use crate::routes::answer::respond;
-use crate::routes::inbound::{self, Processed};
 use crate::routes::extract::PathParam;
+use crate::routes::inbound::{self, Processed};
 use crate::routes::meter::Meter;
 use crate::routes::proxy::{
     add_thread_headers, client_authorization, on_end, read_body, upstream_headers,
@@ -371,4 +371,3 @@ fn count_dropped_tools(harness: &'static str, headers: &HeaderMap) {
         .increment(1);
     }
 }
-

@@ -120,7 +120,6 @@ fn process_now(
     })
 }
 
-
 fn has_conversation_header(headers: &HeaderMap) -> bool {
     [
         "x-conversation-id",

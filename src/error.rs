@@ -139,15 +139,30 @@ impl ProxyError {
         }
     }
 
-    /// The message shown to the client; internal details stay in the log.
+    /// The message shown to the client; internal details stay in the log. A parse error can quote
+    /// the client's whole input back (serde names the value it did not expect), so the message is
+    /// cut at `MAX_MESSAGE_CHARS`: an error body stays small enough for any route to reshape.
     fn public_message(&self) -> String {
         match self {
             Self::Internal(_) => "internal error".to_owned(),
             Self::Rejected { status, .. } if status.is_server_error() => {
                 "internal error".to_owned()
             }
-            other => other.to_string(),
+            other => cut_message(other.to_string()),
         }
+    }
+}
+
+/// The longest error message sent, in characters.
+const MAX_MESSAGE_CHARS: usize = 2048;
+
+fn cut_message(message: String) -> String {
+    match message.char_indices().nth(MAX_MESSAGE_CHARS) {
+        Some((at, _)) => format!(
+            "{}… (message cut at {MAX_MESSAGE_CHARS} characters)",
+            &message[..at]
+        ),
+        None => message,
     }
 }
 

@@ -369,6 +369,18 @@ async fn the_proxys_own_errors_are_anthropic_shaped_and_overload_is_529() {
             .is_some_and(|m| m.contains("messages"))
     );
 
+    // A parse error quoting a 70 KB input back keeps its own message, cut short, in this shape.
+    let huge = "a".repeat(70_000);
+    let response = post_messages(&app, "/v1/messages", &json!(huge)).await;
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.expect("json");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    let message = body["error"]["message"].as_str().expect("a message");
+    assert!(
+        message.contains("invalid") && message.contains("cut at") && message.len() < 8192,
+        "{message:.200}"
+    );
+
     // One streaming answer holds the only permit; the next request is turned away.
     let held = post_messages(&app, "/v1/messages", &first_turn(true)).await;
     assert_eq!(held.status(), 200);

@@ -58,7 +58,9 @@ impl Partial {
     }
 
     /// What the client's own prompt says: Codex `<environment_context><cwd>…</cwd>`, an opencode
-    /// `<env>` block, or a bare `Working directory:` line. The first text that has a value wins.
+    /// `<env>` block, Claude Code's `# Environment` list (` - Primary working directory: …`,
+    /// ` - Is a git repository: false`, ` - Platform: linux`), or a bare `Working directory:` line.
+    /// The first text that has a value wins.
     pub fn from_client_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
         let mut found = Self::default();
         for text in texts {
@@ -80,15 +82,20 @@ impl Partial {
         }
         for line in text.lines() {
             let line = line.trim();
+            // Claude Code lists its environment as a bullet list.
+            let line = line.strip_prefix("- ").unwrap_or(line);
             let field = |label: &str| line.strip_prefix(label).and_then(non_empty);
             if found.cwd.is_none() {
-                found.cwd = field("Working directory:");
+                found.cwd =
+                    field("Working directory:").or_else(|| field("Primary working directory:"));
             }
             if found.workspace_root.is_none() {
                 found.workspace_root = field("Workspace root folder:");
             }
             if found.git.is_none() {
-                found.git = field("Is directory a git repo:").map(|v| yes_no(&v));
+                found.git = field("Is directory a git repo:")
+                    .or_else(|| field("Is a git repository:"))
+                    .map(|v| yes_no(&v));
             }
             if found.platform.is_none() {
                 found.platform = field("Platform:");
@@ -351,6 +358,22 @@ mod tests {
         );
         let plain = Partial::from_client_texts(["You are helpful.\nWorking directory: /tmp/x\n"]);
         assert_eq!(plain.cwd.as_deref(), Some("/tmp/x"));
+        // As Claude Code 2.1.197 sent it (captured through the proxy, 2026-11-30).
+        let claude_code = Partial::from_client_texts([concat!(
+            "# Environment\nYou have been invoked in the following environment: \n",
+            " - Primary working directory: /tmp/realcheck/w/claude\n - Is a git repository: false\n",
+            " - Platform: linux\n - Shell: bash\n - OS Version: Linux 6.18.44-fc-v669\n"
+        )]);
+        assert_eq!(
+            claude_code,
+            Partial {
+                cwd: Some("/tmp/realcheck/w/claude".into()),
+                workspace_root: None,
+                git: Some("no".into()),
+                platform: Some("linux".into()),
+                today: None,
+            }
+        );
         let first_wins =
             Partial::from_client_texts(["Working directory: /a", "Working directory: /b"]);
         assert_eq!(first_wins.cwd.as_deref(), Some("/a"));

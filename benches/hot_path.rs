@@ -1,7 +1,9 @@
 //! Micro-benchmarks of the proxy's own per-request and per-chunk work (no network):
 //! - `opencode_rewrite/*`: parse a client request and build the opencode upstream body;
 //! - `sse_shaper/*`: per streamed chunk cost of the reshaping path (decode + forward raw bytes);
-//! - `fold/*`: folding a 200-chunk stream into one completion.
+//! - `fold/*`: folding a 200-chunk stream into one completion;
+//! - `translate/*`: a `bash` call streamed in 256 argument pieces, held and sent to a Codex
+//!   client as one `shell` call (the per-event cost of call translation).
 //!
 //! Run: `cargo bench --bench hot_path`. Targets: rewrite well under 100 µs for a typical request,
 //! a few µs per chunk at most.
@@ -117,11 +119,57 @@ fn shaper(c: &mut Criterion) {
             for chunk in &chunks {
                 folder.push(chunk).expect("valid");
             }
+            // A stream without its end does not fold (`FoldError::Unfinished`).
+            folder.push(b"data: [DONE]\n\n").expect("valid");
             folder.finish("m").expect("folds")
         });
     });
     group.finish();
 }
 
-criterion_group!(benches, rewrite, shaper);
+fn call_piece(head: bool, args: &str) -> String {
+    let mut call = json!({"index": 0, "function": {"arguments": args}});
+    if head {
+        call["id"] = json!("call_1");
+        call["type"] = json!("function");
+        call["function"]["name"] = json!("bash");
+    }
+    format!(
+        "data: {}\n\n",
+        json!({"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m", "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]})
+    )
+}
+
+fn translate(c: &mut Criterion) {
+    use harness_proxy::clients::profiles::{Profile, RequestCalls};
+    use std::sync::Arc;
+    let mut events = vec![Bytes::from(call_piece(true, ""))];
+    events.push(Bytes::from(call_piece(false, "{\"command\":\"")));
+    events.extend((0..254).map(|i| Bytes::from(call_piece(false, &format!("echo {i} ")))));
+    events.push(Bytes::from(call_piece(false, "\"}")));
+    events.push(Bytes::from(
+        "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+    ));
+    events.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    let mapper: Arc<dyn harness_proxy::protocols::chat::CallMapper> = Arc::new(RequestCalls {
+        profile: Arc::new(Profile::codex()),
+        client_tools: vec!["shell".to_owned(), "update_plan".to_owned()],
+    });
+    let mut group = c.benchmark_group("translate");
+    group.throughput(Throughput::Elements(events.len() as u64));
+    group.bench_function("bash_call_256_pieces", |b| {
+        b.iter(|| {
+            let mut shaper = Shaper::new(false).with_calls(mapper.clone());
+            let mut out = Vec::with_capacity(4);
+            for event in &events {
+                shaper.push(event, &mut out).expect("small events");
+            }
+            shaper.finish(&mut out);
+            assert_eq!(out.len(), 3, "one call, the finish, [DONE]");
+        });
+    });
+    group.finish();
+}
+
+criterion_group!(benches, rewrite, shaper, translate);
 criterion_main!(benches);

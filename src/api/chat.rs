@@ -181,6 +181,14 @@ impl Arguments {
             Self::Json(value) => std::borrow::Cow::Owned(value.to_string()),
         }
     }
+
+    /// `as_text`, without copying a text the request already owns.
+    pub fn into_text(self) -> String {
+        match self {
+            Self::Text(text) => text,
+            Self::Json(value) => value.to_string(),
+        }
+    }
 }
 
 /// A tool definition. Agents send `{"type":"function","function":{…}}`, sometimes with a top-level

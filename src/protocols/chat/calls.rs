@@ -3,12 +3,15 @@
 //! `finish_reason`, or the end) and then sent as one delta with the translated arguments, keeping
 //! its `index`, `id` and the SSE framing. Calls with no mapping pass through unchanged.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::call_chunk::CallChunk;
+use crate::api::chunk_view::CallView;
 use crate::api::stream::{Chunk, Completion, ToolCallDelta};
 use crate::conversation::mapping::{CallMapper, CallRoute};
 use crate::sse::data_event;
@@ -122,6 +125,8 @@ pub struct StreamCalls {
     choices: BTreeMap<u32, Vec<Tracked>>,
     /// `id`, `object`, `created`, `model` of the latest chunk, for the chunks we emit.
     head: Map<String, Value>,
+    /// Per call delta of the chunk being read: forwarded (else held). Reused across chunks.
+    kept: Vec<bool>,
 }
 
 impl StreamCalls {
@@ -130,6 +135,7 @@ impl StreamCalls {
             mapper,
             choices: BTreeMap::new(),
             head: Map::new(),
+            kept: Vec::new(),
         }
     }
 
@@ -146,74 +152,109 @@ impl StreamCalls {
     /// Processes one chunk. Returns `None` to forward the raw event unchanged, or the events to
     /// send instead (possibly none).
     pub fn chunk(&mut self, data: &[u8]) -> Option<Vec<Bytes>> {
-        let mut chunk: Chunk = serde_json::from_slice(data).ok()?;
-        for key in ["id", "object", "created", "model"] {
-            if let Some(value) = chunk_field(&chunk, key) {
-                self.head.insert(key.to_owned(), value);
-            }
-        }
+        let view: CallChunk<'_> = serde_json::from_slice(data).ok()?;
+        self.note_head(&view);
         let mut before = Vec::new();
-        let mut changed = false;
-        for choice in &mut chunk.choices {
-            let choice_index = choice.index;
-            if let Some(deltas) = choice.delta.tool_calls.take() {
-                let mut kept = Vec::with_capacity(deltas.len());
-                for delta in deltas {
-                    if self.call_delta(choice_index, &delta, &mut before) {
-                        kept.push(delta);
-                    } else {
-                        changed = true;
-                    }
-                }
-                if !kept.is_empty() {
-                    choice.delta.tool_calls = Some(kept);
-                }
+        // Whether each call delta is forwarded, in order, for a chunk that must be re-emitted.
+        self.kept.clear();
+        // Whether the chunk, its held calls taken out, still has something for the client.
+        let mut rest = view.usage.is_some();
+        for choice in view.choices {
+            let mut kept_here = false;
+            for delta in choice.delta.tool_calls.into_iter().flatten() {
+                let kept = self.call_delta(choice.index, delta, &mut before);
+                kept_here |= kept;
+                self.kept.push(kept);
             }
+            rest |= kept_here || choice.delta.has_more || choice.finish_reason.is_some();
             if choice.finish_reason.is_some() {
-                before.extend(self.complete(choice_index));
+                before.extend(self.complete(choice.index));
             }
         }
+        let changed = self.kept.contains(&false);
         if before.is_empty() && !changed {
             return None;
         }
         let mut out = before;
-        if changed {
-            chunk
-                .choices
-                .retain(|c| c.finish_reason.is_some() || !delta_is_empty(&c.delta));
-            if !chunk.choices.is_empty() || chunk.usage.is_some() {
-                out.push(data_event(&serde_json::to_vec(&chunk).unwrap_or_default()));
-            }
-        } else {
+        if !changed {
             out.push(data_event(data));
+        } else if rest {
+            out.push(self.without_held(data));
         }
         Some(out)
     }
 
+    /// The chunk re-emitted without its held call deltas, every other field kept.
+    fn without_held(&self, data: &[u8]) -> Bytes {
+        // The view read the same fields with the same types, so this parse does not fail.
+        let Ok(mut chunk) = serde_json::from_slice::<Chunk>(data) else {
+            return data_event(data);
+        };
+        let mut kept = self.kept.iter();
+        for choice in &mut chunk.choices {
+            if let Some(deltas) = choice.delta.tool_calls.take() {
+                let deltas: Vec<ToolCallDelta> = deltas
+                    .into_iter()
+                    .filter(|_| kept.next().copied().unwrap_or(true))
+                    .collect();
+                if !deltas.is_empty() {
+                    choice.delta.tool_calls = Some(deltas);
+                }
+            }
+        }
+        chunk
+            .choices
+            .retain(|c| c.finish_reason.is_some() || !delta_is_empty(&c.delta));
+        data_event(&serde_json::to_vec(&chunk).unwrap_or_default())
+    }
+
+    /// Keeps `id`, `object`, `created`, `model` of the latest chunk for the chunks we emit,
+    /// allocating only when one changes (it seldom does within a stream).
+    fn note_head(&mut self, view: &CallChunk<'_>) {
+        // In this order: a key keeps the place of its first insertion in the emitted chunks.
+        self.note_text("id", view.id.as_deref());
+        self.note_text("object", view.object.as_deref());
+        if let Some(created) = view.created
+            && self.head.get("created").and_then(Value::as_i64) != Some(created)
+        {
+            self.head.insert("created".to_owned(), Value::from(created));
+        }
+        self.note_text("model", view.model.as_deref());
+    }
+
+    fn note_text(&mut self, key: &str, text: Option<&str>) {
+        if let Some(text) = text
+            && self.head.get(key).and_then(Value::as_str) != Some(text)
+        {
+            self.head
+                .insert(key.to_owned(), Value::String(text.to_owned()));
+        }
+    }
+
     /// Registers one call delta; returns whether it is forwarded as it is.
-    fn call_delta(&mut self, choice: u32, delta: &ToolCallDelta, before: &mut Vec<Bytes>) -> bool {
+    fn call_delta(&mut self, choice: u32, delta: CallView<'_>, before: &mut Vec<Bytes>) -> bool {
         let calls = self.choices.entry(choice).or_default();
         let position = match delta.index {
             Some(index) => calls.iter().position(|c| c.index == index),
             None => calls.len().checked_sub(1),
         };
-        let function = delta.function.clone().unwrap_or_default();
+        let function = delta.function.unwrap_or_default();
         let position = match position {
             Some(p) => p,
             None => {
                 // A new call completes the held ones before it.
                 before.extend(self.complete(choice));
-                let name = function.name.clone().unwrap_or_default();
-                let route = self.mapper.route(&name);
+                let name = function.name.as_deref().unwrap_or_default();
+                let route = self.mapper.route(name);
                 if route == CallRoute::Unmapped {
-                    count_unmapped(self.mapper.as_ref(), &name);
+                    count_unmapped(self.mapper.as_ref(), name);
                 }
                 let calls = self.choices.entry(choice).or_default();
                 calls.push(Tracked {
                     index: delta
                         .index
                         .unwrap_or(u32::try_from(calls.len()).unwrap_or(u32::MAX)),
-                    id: delta.id.clone(),
+                    id: None,
                     name: String::new(),
                     arguments: String::new(),
                     held: route == CallRoute::Translate,
@@ -225,7 +266,7 @@ impl StreamCalls {
         let calls = self.choices.entry(choice).or_default();
         let call = &mut calls[position];
         if call.id.is_none() {
-            call.id.clone_from(&delta.id);
+            call.id = delta.id.map(Cow::into_owned);
         }
         if let Some(name) = &function.name {
             call.name.push_str(name);
@@ -271,16 +312,6 @@ impl StreamCalls {
     pub fn flush(&mut self) -> Vec<Bytes> {
         let choices: Vec<u32> = self.choices.keys().copied().collect();
         choices.into_iter().flat_map(|c| self.complete(c)).collect()
-    }
-}
-
-fn chunk_field(chunk: &Chunk, key: &str) -> Option<Value> {
-    match key {
-        "id" => chunk.id.clone().map(Value::String),
-        "object" => chunk.object.clone().map(Value::String),
-        "created" => chunk.created.map(Value::from),
-        "model" => chunk.model.clone().map(Value::String),
-        _ => None,
     }
 }
 

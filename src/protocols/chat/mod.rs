@@ -7,6 +7,7 @@
 //! - `Folder`: the client asked for one JSON answer; the upstream stream is folded into it.
 
 pub mod answer;
+mod call_chunk;
 pub mod calls;
 pub mod fold;
 pub mod peek;

@@ -64,8 +64,8 @@ pub fn parse_conversation(body: &[u8]) -> Result<Conversation, ProxyError> {
 }
 
 /// The model of a parsed Chat Completions request.
-pub fn to_conversation(request: ChatRequest) -> Conversation {
-    let options = options(&request);
+pub fn to_conversation(mut request: ChatRequest) -> Conversation {
+    let options = options(&mut request);
     let ChatRequest {
         model,
         messages,
@@ -108,7 +108,7 @@ fn push_message(message: Message, items: &mut Vec<Item>) {
                 items.push(Item::ToolCall(ToolCall {
                     id: call.id,
                     name: call.function.name,
-                    input: CallInput::Arguments(call.function.arguments.as_text().into_owned()),
+                    input: CallInput::Arguments(call.function.arguments.into_text()),
                 }));
             }
             return;
@@ -194,8 +194,9 @@ fn tool(def: ToolDef) -> ToolDefinition {
     }
 }
 
-fn options(request: &ChatRequest) -> Options {
-    let mut extra = request.extra.clone();
+/// Takes the request's `extra` (the rest of the request is left as it was).
+fn options(request: &mut ChatRequest) -> Options {
+    let mut extra = std::mem::take(&mut request.extra);
     let response_format = match extra.remove("response_format") {
         Some(raw) => {
             let parsed = response_format(&raw);
@@ -219,15 +220,15 @@ fn options(request: &ChatRequest) -> Options {
         }
         None => Vec::new(),
     };
-    let tool_choice = request.tool_choice.as_ref().and_then(|choice| {
-        let parsed = tool_choice(choice);
+    let tool_choice = request.tool_choice.take().and_then(|choice| {
+        let parsed = tool_choice(&choice);
         if parsed.is_none() {
-            extra.insert("tool_choice".into(), choice.clone());
+            extra.insert("tool_choice".into(), choice);
         }
         parsed
     });
-    if let Some(user) = &request.user {
-        extra.insert("user".into(), Value::String(user.clone()));
+    if let Some(user) = request.user.take() {
+        extra.insert("user".into(), Value::String(user));
     }
     Options {
         stream: request.wants_stream(),
@@ -235,7 +236,7 @@ fn options(request: &ChatRequest) -> Options {
         temperature: request.temperature,
         top_p: request.top_p,
         max_output_tokens: request.max_completion_tokens.or(request.max_tokens),
-        reasoning_effort: request.reasoning_effort.clone(),
+        reasoning_effort: request.reasoning_effort.take(),
         tool_choice,
         parallel_tool_calls: request.parallel_tool_calls,
         stop,

@@ -76,3 +76,87 @@ impl Conversation {
         views
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{CallInput, Content, Message, Reasoning, ToolCall, ToolResult};
+
+    fn call(id: &str) -> Item {
+        Item::ToolCall(ToolCall {
+            id: Some(id.into()),
+            name: "bash".into(),
+            input: CallInput::Arguments("{}".into()),
+        })
+    }
+
+    fn result(id: &str) -> Item {
+        Item::ToolResult(ToolResult {
+            call_id: Some(id.into()),
+            content: Content::Text("ok".into()),
+            is_error: false,
+        })
+    }
+
+    /// Calls join the assistant text before them (reasoning between does not split the turn);
+    /// a result closes the turn, so calls after it open an assistant message of their own.
+    #[test]
+    fn calls_join_their_turn_and_results_close_it() {
+        let conversation = Conversation {
+            items: vec![
+                Item::Message(Message::text(Role::User, "go")),
+                Item::Message(Message::text(Role::Assistant, "on it")),
+                Item::Reasoning(Reasoning::default()),
+                call("a"),
+                call("b"),
+                result("a"),
+                call("c"),
+                result("c"),
+                Item::Message(Message::text(Role::Assistant, "done")),
+            ],
+            ..Conversation::default()
+        };
+        let views = conversation.views();
+        let shape: Vec<(ViewRole, Vec<&str>, Vec<&str>)> = views
+            .into_iter()
+            .map(|v| (v.role, v.parts, v.call_ids))
+            .collect();
+        assert_eq!(
+            shape,
+            [
+                (ViewRole::User, vec!["go"], vec![]),
+                (ViewRole::Assistant, vec!["on it"], vec!["a", "b"]),
+                (ViewRole::Other, vec!["ok"], vec![]),
+                (ViewRole::Assistant, vec![], vec!["c"]),
+                (ViewRole::Other, vec!["ok"], vec![]),
+                (ViewRole::Assistant, vec!["done"], vec![]),
+            ]
+        );
+    }
+
+    /// A user message between an answer and a call means the call opens a new turn.
+    #[test]
+    fn a_call_after_a_user_message_opens_its_own_turn() {
+        let conversation = Conversation {
+            items: vec![
+                Item::Message(Message::text(Role::Assistant, "hi")),
+                Item::Message(Message::text(Role::User, "run it")),
+                call("x"),
+            ],
+            ..Conversation::default()
+        };
+        let roles: Vec<(ViewRole, usize)> = conversation
+            .views()
+            .iter()
+            .map(|v| (v.role, v.call_ids.len()))
+            .collect();
+        assert_eq!(
+            roles,
+            [
+                (ViewRole::Assistant, 0),
+                (ViewRole::User, 0),
+                (ViewRole::Assistant, 1)
+            ]
+        );
+    }
+}

@@ -229,3 +229,103 @@ fn response_format(format: &ResponseFormat) -> Value {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{
+        CallInput, FreeformTool, FunctionTool, Message, Options, Reasoning, ToolCall, ToolResult,
+    };
+
+    /// Written by hand from the Chat Completions request format: calls join the assistant message
+    /// before them, a freeform call's input becomes `{"input": …}`, reasoning is not sent, a
+    /// freeform tool is a function taking `input`, a hosted tool is left out.
+    #[test]
+    fn the_model_as_a_plain_chat_request() {
+        let conversation = Conversation {
+            model: "m".into(),
+            items: vec![
+                Item::Message(Message::text(model::Role::System, "sys")),
+                Item::Message(Message::text(model::Role::User, "patch it")),
+                Item::Reasoning(Reasoning {
+                    text: "thinking".into(),
+                    opaque: None,
+                }),
+                Item::Message(Message::text(model::Role::Assistant, "ok")),
+                Item::ToolCall(ToolCall {
+                    id: Some("c1".into()),
+                    name: "apply_patch".into(),
+                    input: CallInput::Freeform("*** Begin Patch".into()),
+                }),
+                Item::ToolResult(ToolResult {
+                    call_id: Some("c1".into()),
+                    content: model::Content::Text("done".into()),
+                    is_error: false,
+                }),
+                Item::ToolCall(ToolCall {
+                    id: None,
+                    name: "read".into(),
+                    input: CallInput::Arguments("{\"path\":\"a\"}".into()),
+                }),
+            ],
+            tools: vec![
+                ToolDefinition::Freeform(FreeformTool {
+                    name: "apply_patch".into(),
+                    description: Some("Patch.".into()),
+                    format: None,
+                }),
+                ToolDefinition::Function(FunctionTool {
+                    name: "read".into(),
+                    parameters: Some(json!({"type": "object"})),
+                    strict: Some(true),
+                    ..FunctionTool::default()
+                }),
+                ToolDefinition::Other {
+                    name: Some("web_search".into()),
+                    raw: json!({"type": "web_search"}),
+                },
+            ],
+            options: Options {
+                stream: false,
+                tool_choice: Some(ToolChoice::Tool("read".into())),
+                max_output_tokens: Some(100),
+                ..Options::default()
+            },
+            client: model::ClientInfo::default(),
+        };
+        let chat = serde_json::to_value(chat_request(&conversation, true)).expect("json");
+        assert_eq!(
+            chat,
+            json!({
+                "model": "m",
+                "messages": [
+                    {"role": "system", "content": "sys"},
+                    {"role": "user", "content": "patch it"},
+                    {"role": "assistant", "content": "ok", "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "apply_patch", "arguments": "{\"input\":\"*** Begin Patch\"}"}}
+                    ]},
+                    {"role": "tool", "content": "done", "tool_call_id": "c1"},
+                    {"role": "assistant", "tool_calls": [
+                        {"type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}
+                    ]}
+                ],
+                "stream": true,
+                "stream_options": {"include_usage": true},
+                "tools": [
+                    {"type": "function", "function": {"name": "apply_patch", "description": "Patch.", "parameters": {
+                        "type": "object",
+                        "properties": {"input": {"type": "string", "description": FREEFORM_INPUT}},
+                        "required": ["input"],
+                        "additionalProperties": false
+                    }}},
+                    {"type": "function", "function": {"name": "read", "parameters": {"type": "object"}, "strict": true}}
+                ],
+                "tool_choice": {"type": "function", "function": {"name": "read"}},
+                "max_tokens": 100
+            })
+        );
+        let as_asked = serde_json::to_value(chat_request(&conversation, false)).expect("json");
+        assert_eq!(as_asked["stream"], json!(false));
+        assert!(as_asked.get("stream_options").is_none());
+    }
+}

@@ -281,3 +281,104 @@ fn response_format(format: &Value) -> Option<ResponseFormat> {
         _ => None,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Written by hand from the Chat Completions request format and the model's rules.
+    #[test]
+    fn a_chat_request_in_the_model() {
+        let body = json!({
+            "model": "m",
+            "stream": true,
+            "stream_options": {"include_usage": true},
+            "messages": [
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": [{"type": "text", "text": "look"}, {"type": "image_url", "image_url": {"url": "data:x", "detail": "low"}}]},
+                {"role": "assistant", "content": "ok", "tool_calls": [
+                    {"id": "c1", "type": "function", "function": {"name": "bash", "arguments": {"command": "ls"}}}
+                ]},
+                {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+                {"role": "function", "name": "old", "content": "ignored"},
+                {"role": "assistant", "content": null}
+            ],
+            "tools": [
+                {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}, "strict": true, "x": 1}, "name": "bash"},
+                {"type": "local_shell"}
+            ],
+            "tool_choice": "required",
+            "stop": ["END"],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "t", "schema": {"type": "object"}}},
+            "max_tokens": 10,
+            "seed": 7
+        });
+        let conversation = parse_conversation(body.to_string().as_bytes()).expect("parses");
+        assert_eq!(
+            conversation.items,
+            [
+                Item::Message(model::Message::text(model::Role::System, "sys")),
+                Item::Message(model::Message {
+                    role: model::Role::User,
+                    content: model::Content::Parts(vec![
+                        Part::Text("look".into()),
+                        Part::Image(Image {
+                            url: "data:x".into(),
+                            detail: Some("low".into())
+                        }),
+                    ]),
+                }),
+                Item::Message(model::Message::text(model::Role::Assistant, "ok")),
+                Item::ToolCall(ToolCall {
+                    id: Some("c1".into()),
+                    name: "bash".into(),
+                    input: CallInput::Arguments("{\"command\":\"ls\"}".into()),
+                }),
+                Item::ToolResult(ToolResult {
+                    call_id: Some("c1".into()),
+                    content: model::Content::Text("a.txt".into()),
+                    is_error: false,
+                }),
+                Item::Message(model::Message {
+                    role: model::Role::Assistant,
+                    content: model::Content::Parts(Vec::new()),
+                }),
+            ]
+        );
+        let ToolDefinition::Function(bash) = &conversation.tools[0] else {
+            panic!("a function tool");
+        };
+        assert_eq!(
+            (bash.strict, bash.extra.get("x"), bash.outer.get("name")),
+            (Some(true), Some(&json!(1)), Some(&json!("bash")))
+        );
+        assert!(matches!(
+            &conversation.tools[1],
+            ToolDefinition::Other { name: None, .. }
+        ));
+        let options = &conversation.options;
+        assert!(options.stream && options.include_usage);
+        assert_eq!(options.tool_choice, Some(ToolChoice::Required));
+        assert_eq!(options.stop, ["END"]);
+        assert_eq!(options.max_output_tokens, Some(10));
+        assert_eq!(
+            options.response_format,
+            Some(ResponseFormat::JsonSchema {
+                name: "t".into(),
+                schema: Some(json!({"type": "object"})),
+                strict: None
+            })
+        );
+        assert_eq!(options.extra.get("seed"), Some(&json!(7)));
+    }
+
+    #[test]
+    fn broken_bodies_say_where() {
+        let err = parse_conversation(b"{\"model\": \"m\", \"messages\": [{\"role\": 1}]}")
+            .expect_err("a bad role");
+        assert!(err.to_string().contains("messages[0].role"), "{err}");
+        let err = parse_conversation(b"{not json").expect_err("not JSON");
+        assert!(matches!(err, ProxyError::InvalidJson(_)), "{err}");
+    }
+}

@@ -13,11 +13,11 @@ use serde_json::value::RawValue;
 /// One streamed chunk.
 #[derive(Deserialize)]
 pub struct ChunkView<'a> {
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub id: Option<Cow<'a, str>>,
     #[serde(default)]
     pub created: Option<i64>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub model: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub system_fingerprint: Option<&'a RawValue>,
@@ -35,21 +35,21 @@ pub struct ChoiceView<'a> {
     pub index: u32,
     #[serde(default, borrow)]
     pub delta: DeltaView<'a>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub finish_reason: Option<Cow<'a, str>>,
 }
 
 #[derive(Deserialize, Default)]
 pub struct DeltaView<'a> {
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub role: Option<Cow<'a, str>>,
     /// A string, an array of `{text}` parts or one `{text}` object: read by `content_text`.
     #[serde(default, borrow)]
     pub content: Option<&'a RawValue>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub reasoning_content: Option<Cow<'a, str>>,
     /// What some upstreams (OpenRouter, vLLM's newer builds) name `reasoning_content`.
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub reasoning: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<CallView<'a>>>,
@@ -59,9 +59,9 @@ pub struct DeltaView<'a> {
 pub struct CallView<'a> {
     #[serde(default)]
     pub index: Option<u32>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub id: Option<Cow<'a, str>>,
-    #[serde(rename = "type", default, borrow)]
+    #[serde(rename = "type", default, borrow, deserialize_with = "opt_str")]
     pub kind: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub function: Option<FunctionView<'a>>,
@@ -69,10 +69,22 @@ pub struct CallView<'a> {
 
 #[derive(Deserialize, Default)]
 pub struct FunctionView<'a> {
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub name: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
+    #[serde(default, borrow, deserialize_with = "opt_str")]
     pub arguments: Option<Cow<'a, str>>,
+}
+
+/// An optional string borrowed from the event unless it holds escapes. serde borrows a bare
+/// `Cow<str>` field, but an `Option<Cow<str>>` goes through `Cow`'s own impl, which always
+/// allocates a `String`: one allocation per string field of every event.
+fn opt_str<'de, D>(deserializer: D) -> Result<Option<Cow<'de, str>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    #[derive(Deserialize)]
+    struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
+    Ok(Option::<Borrowed<'de>>::deserialize(deserializer)?.map(|b| b.0))
 }
 
 /// A delta's `content` text: a JSON string (borrowed unless it holds escapes), or the `text` of
@@ -98,4 +110,36 @@ pub fn content_text(raw: &RawValue) -> Result<Option<Cow<'_, str>>, serde_json::
             .map(|t| Cow::Owned(t.to_owned())),
         _ => None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn strings_are_borrowed_unless_they_hold_escapes() {
+        let data = br#"{"id":"chatcmpl-1","model":"m","choices":[{"index":0,"delta":{"role":"assistant","content":"hi","tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"a\":1}"}}]},"finish_reason":null}]}"#;
+        let chunk: ChunkView<'_> = serde_json::from_slice(data).expect("chunk");
+        assert!(matches!(chunk.id, Some(Cow::Borrowed("chatcmpl-1"))));
+        assert!(matches!(chunk.model, Some(Cow::Borrowed("m"))));
+        let choice = &chunk.choices[0];
+        assert!(matches!(
+            choice.delta.role,
+            Some(Cow::Borrowed("assistant"))
+        ));
+        assert!(choice.finish_reason.is_none());
+        let call = &choice.delta.tool_calls.as_ref().expect("calls")[0];
+        assert!(matches!(call.id, Some(Cow::Borrowed("call_1"))));
+        assert!(matches!(call.kind, Some(Cow::Borrowed("function"))));
+        let function = call.function.as_ref().expect("function");
+        assert!(matches!(function.name, Some(Cow::Borrowed("bash"))));
+        // The escaped quotes must be unescaped: an owned copy.
+        assert!(matches!(&function.arguments, Some(Cow::Owned(a)) if a == r#"{"a":1}"#));
+    }
+
+    #[test]
+    fn a_string_field_of_another_type_is_still_an_error() {
+        assert!(serde_json::from_slice::<ChunkView<'_>>(br#"{"id":5}"#).is_err());
+        assert!(serde_json::from_slice::<ChunkView<'_>>(br#"{"id":null,"model":null}"#).is_ok());
+    }
 }

@@ -122,7 +122,7 @@ async fn shape(
         };
         return Ok(build(status, out_headers, body));
     }
-    let mut folded = fold(body, max_event).await?;
+    let mut folded = apart(fold(body, max_event)).await??;
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
@@ -155,6 +155,34 @@ pub(crate) async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
         out.extend_from_slice(&chunk?);
     }
     Ok(Bytes::from(out))
+}
+
+/// Runs `work`, which reads the upstream body to its end, on a task of its own. Each upstream
+/// chunk wakes the task that reads it; read in the request's task, that would be the request's
+/// whole future (hyper's dispatcher, every middleware, the request's tracing span) polled once
+/// per event, which under load cost more than folding the event. The task is aborted if the
+/// request is dropped, so the upstream body is not read for nobody; a panic in it goes on in the
+/// request, as it would have without the task.
+pub(crate) async fn apart<T: Send + 'static>(
+    work: impl Future<Output = T> + Send + 'static,
+) -> Result<T, ProxyError> {
+    use tracing::Instrument as _;
+    let mut task = AbortOnDrop(tokio::spawn(work.in_current_span()));
+    match (&mut task.0).await {
+        Ok(done) => Ok(done),
+        Err(err) => match err.try_into_panic() {
+            Ok(panic) => std::panic::resume_unwind(panic),
+            Err(err) => Err(ProxyError::Internal(err.to_string())),
+        },
+    }
+}
+
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 async fn fold(

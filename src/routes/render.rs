@@ -16,7 +16,7 @@ use crate::error::ProxyError;
 use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};
 use crate::protocols::{AnswerEvent, ChatAnswerReader, Renderer};
-use crate::routes::answer::{ShapedBody, build, collect, translate_json};
+use crate::routes::answer::{ShapedBody, apart, build, collect, translate_json};
 use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
 use crate::upstream::{UpstreamError, UpstreamResponse};
 
@@ -82,25 +82,28 @@ pub async fn render(
         let body = Body::from_stream(RenderedBody::new(chat, renderer));
         return Ok(build(status, out_headers, body));
     }
-    let mut reader = ChatAnswerReader::new();
-    let mut events = Vec::new();
-    let mut discard = Vec::new();
-    renderer.start(&mut discard);
-    let mut chat = chat;
-    while let Some(bytes) = chat.next().await {
-        reader.push(&bytes, &mut events);
+    // Read apart from the request's task: see `apart`.
+    let json = apart(async move {
+        let mut reader = ChatAnswerReader::new();
+        let mut events = Vec::new();
+        let mut discard = Vec::new();
+        renderer.start(&mut discard);
+        let mut chat = chat;
+        while let Some(bytes) = chat.next().await {
+            reader.push(&bytes, &mut events);
+            for event in events.drain(..) {
+                renderer.event(event, &mut discard);
+            }
+            discard.clear();
+        }
+        reader.finish(&mut events);
         for event in events.drain(..) {
             renderer.event(event, &mut discard);
         }
-        discard.clear();
-    }
-    reader.finish(&mut events);
-    for event in events.drain(..) {
-        renderer.event(event, &mut discard);
-    }
-    let json = renderer
-        .into_json()
-        .map_err(|failed| ProxyError::Upstream(UpstreamError::Interrupted(failed.message)))?;
+        renderer.into_json()
+    })
+    .await?
+    .map_err(|failed| ProxyError::Upstream(UpstreamError::Interrupted(failed.message)))?;
     out_headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -85,40 +85,12 @@ pub struct Message {
     pub extra: Map<String, Value>,
 }
 
-impl Message {
-    /// The §1.3 text extraction: every text part concatenated without separator; images dropped.
-    /// Borrowed when the content is one string (the common case), so reading it copies nothing.
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        self.content.as_ref().map(Content::text).unwrap_or_default()
-    }
-
-    /// The text parts one by one (the contextual recognisers look at each part).
-    pub fn text_parts(&self) -> Vec<&str> {
-        match &self.content {
-            None => Vec::new(),
-            Some(Content::Text(text)) => vec![text.as_str()],
-            Some(Content::Parts(parts)) => parts.iter().filter_map(ContentPart::text).collect(),
-        }
-    }
-}
-
 /// `content` is a string or an array of typed parts.
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Content {
     Text(String),
     Parts(Vec<ContentPart>),
-}
-
-impl Content {
-    pub fn text(&self) -> std::borrow::Cow<'_, str> {
-        match self {
-            Self::Text(text) => std::borrow::Cow::Borrowed(text),
-            Self::Parts(parts) => {
-                std::borrow::Cow::Owned(parts.iter().filter_map(ContentPart::text).collect())
-            }
-        }
-    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

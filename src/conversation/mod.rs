@@ -95,13 +95,6 @@ impl Content {
             Self::Parts(parts) => parts.iter().filter_map(Part::as_text).collect(),
         }
     }
-
-    pub fn is_empty(&self) -> bool {
-        match self {
-            Self::Text(text) => text.is_empty(),
-            Self::Parts(parts) => parts.is_empty(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

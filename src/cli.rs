@@ -175,8 +175,9 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
 }
 
 async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
-    let config = load_config(common)?;
+    let mut config = load_config(common)?;
     crate::telemetry::init_logging(&config)?;
+    crate::server::open_files::fit(&mut config.limits)?;
     let listen = config.listen;
     let state = AppState::build(config, process_host()).map_err(|e| e.to_string())?;
     let listener = bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;

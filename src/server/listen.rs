@@ -1,8 +1,13 @@
 //! The accept loop: one task per connection (hyper-util's auto builder, HTTP/1 and HTTP/2), a cap
-//! on open connections, the head-read / keep-alive timeout, graceful drain and the final cut.
+//! on open connections, the idle timer of every connection, graceful drain and the final cut.
 //!
 //! `axum::serve` has no connection cap and no head timeout, so a few hundred idle sockets could
-//! exhaust file descriptors and starve `/healthz`; this loop owns those bounds instead.
+//! exhaust file descriptors and starve `/healthz`; this loop owns those bounds instead. hyper's
+//! own head-read timer covers HTTP/1 only, and only once a first byte has arrived (the protocol
+//! sniff before it has no timer), so each connection also runs an idle timer of its own: a
+//! connection with no request open is closed after `min(keep_alive_timeout,
+//! request_read_timeout)` before its first request and `keep_alive_timeout` after one, whatever
+//! its protocol. HTTP/2 peers are also pinged, and closed when a ping goes unanswered.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +17,11 @@ use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::activity;
 use crate::config::LimitsConfig;
 
 /// How the loop is told to stop: `stopping` starts the drain (no new connections, idle ones close,
@@ -35,9 +41,7 @@ pub(super) async fn serve(
     stop: Stop,
 ) -> std::io::Result<()> {
     let slots = Arc::new(Semaphore::new(limits.max_connections));
-    // hyper's head-read timer starts whenever a connection waits for a request head, so it is both
-    // the slow-head bound and the idle keep-alive bound.
-    let head_timeout = limits.keep_alive_timeout.min(limits.request_read_timeout);
+    let timers = Timers::from(limits);
     loop {
         let accepted = tokio::select! {
             biased;
@@ -59,13 +63,8 @@ pub(super) async fn serve(
             drop(tcp);
             continue;
         };
-        stop.tracker.spawn(connection(
-            tcp,
-            app.clone(),
-            head_timeout,
-            slot,
-            stop.clone(),
-        ));
+        stop.tracker
+            .spawn(connection(tcp, app.clone(), timers, slot, stop.clone()));
     }
     drop(listener);
     stop.tracker.close();
@@ -92,10 +91,34 @@ impl Drop for Open {
     }
 }
 
+/// The time bounds of one connection, from `limits`.
+#[derive(Clone, Copy)]
+pub(super) struct Timers {
+    /// Until the first request (its first byte included), and hyper's HTTP/1 head-read timer:
+    /// both the slow-head bound and the silent-connection bound.
+    pub(super) head: Duration,
+    /// Between requests once one was served.
+    pub(super) keep_alive: Duration,
+}
+
+impl From<&LimitsConfig> for Timers {
+    fn from(limits: &LimitsConfig) -> Self {
+        Self {
+            head: limits.keep_alive_timeout.min(limits.request_read_timeout),
+            keep_alive: limits.keep_alive_timeout,
+        }
+    }
+}
+
+/// How often an HTTP/2 peer is pinged, and how long its answer may take before the connection is
+/// closed: a peer that vanished without a FIN is found within a minute.
+const H2_PING_INTERVAL: Duration = Duration::from_secs(30);
+const H2_PING_TIMEOUT: Duration = Duration::from_secs(20);
+
 async fn connection(
     tcp: TcpStream,
     app: Router,
-    head_timeout: Duration,
+    timers: Timers,
     slot: OwnedSemaphorePermit,
     stop: Stop,
 ) {
@@ -108,12 +131,26 @@ async fn connection(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(head_timeout)
+        .header_read_timeout(timers.head)
         .keep_alive(true);
-    let conn = builder.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app));
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_PING_INTERVAL)
+        .keep_alive_timeout(H2_PING_TIMEOUT);
+    let (busy, requests) = watch::channel(0usize);
+    let service = TowerToHyperService::new(activity::Counted::new(app, busy));
+    let conn = builder.serve_connection(TokioIo::new(tcp), service);
     tokio::pin!(conn);
     tokio::select! {
         result = conn.as_mut() => return log_end(result),
+        () = activity::idle(requests, timers) => {
+            tracing::debug!("closing an idle connection");
+            conn.as_mut().graceful_shutdown();
+            // A peer that ignores the goodbye (an HTTP/2 GOAWAY) gets one more head timeout.
+            let _ = tokio::time::timeout(timers.head, conn.as_mut()).await;
+            return;
+        }
         () = stop.stopping.cancelled() => conn.as_mut().graceful_shutdown(),
         () = stop.cut.cancelled() => return,
     }

@@ -2,10 +2,12 @@
 //! listener so tests can use port 0; shutdown is any future, so tests need no signals.
 
 pub mod access_log;
+mod activity;
 mod admit;
 pub mod inbound_auth;
 pub mod json_errors;
 mod listen;
+pub mod open_files;
 
 use std::future::Future;
 use std::time::Duration;

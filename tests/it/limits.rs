@@ -258,3 +258,95 @@ async fn bodies_beyond_the_in_flight_budget_get_503_with_retry_after() {
     let served = app.chat("passthrough", &chat_body(true)).await;
     assert_eq!(served.status(), 200);
 }
+
+/// The client side of an HTTP/2 (h2c, prior knowledge) connection's opening: the preface and an
+/// empty SETTINGS frame.
+const H2C_PREFACE_AND_SETTINGS: &[u8] =
+    b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\x00\x00\x00\x04\x00\x00\x00\x00\x00";
+
+#[tokio::test]
+async fn silent_connections_are_closed_and_free_their_slots_for_healthz() {
+    const N: usize = 4;
+    let upstream = quick_upstream().await;
+    let mut config = test_config(&upstream.base_url());
+    config.limits.max_connections = N;
+    config.limits.keep_alive_timeout = Duration::from_secs(1);
+    let app = TestApp::start(config).await;
+
+    // N connections that never send a byte, and N h2c ones that send only their opening: each
+    // is closed by the server, and once they are, `/healthz` is served again.
+    let mut silent = Vec::new();
+    for _ in 0..N {
+        silent.push(TcpStream::connect(app.addr).await.unwrap());
+    }
+    for socket in &mut silent {
+        assert_eq!(read_to_close(socket).await, "", "closed without a word");
+    }
+    let mut openings = Vec::new();
+    for _ in 0..N {
+        let mut socket = TcpStream::connect(app.addr).await.unwrap();
+        socket.write_all(H2C_PREFACE_AND_SETTINGS).await.unwrap();
+        openings.push(socket);
+    }
+    for socket in &mut openings {
+        read_to_close(socket).await;
+    }
+    let response = reqwest::get(app.url("/healthz")).await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
+#[tokio::test]
+async fn an_idle_http2_connection_is_closed_after_its_request() {
+    let upstream = quick_upstream().await;
+    let mut config = test_config(&upstream.base_url());
+    config.limits.keep_alive_timeout = Duration::from_secs(1);
+    let app = TestApp::start(config).await;
+
+    let tcp = TcpStream::connect(app.addr).await.unwrap();
+    let (mut client, connection) = h2::client::handshake(tcp).await.unwrap();
+    let connection = tokio::spawn(connection);
+    let request = http::Request::get(app.url("/healthz")).body(()).unwrap();
+    let (response, _) = client.send_request(request, true).unwrap();
+    assert_eq!(response.await.unwrap().status(), 200);
+
+    // Nothing more is asked: the server ends the connection (GOAWAY, then close).
+    let ended = tokio::time::timeout(BOUND, connection).await;
+    assert!(
+        ended.is_ok(),
+        "the idle HTTP/2 connection was still open after {BOUND:?}"
+    );
+}
+
+#[tokio::test]
+async fn under_a_low_open_file_limit_idle_sockets_neither_exhaust_descriptors_nor_keep_healthz_away()
+ {
+    use crate::support::binary::Proxy;
+    let upstream = quick_upstream().await;
+    let proxy = Proxy::start_limited(
+        &upstream.base_url(),
+        &[("HARNESS_PROXY__LIMITS__KEEP_ALIVE_TIMEOUT", "1s")],
+        Some(200),
+    )
+    .await;
+    let logs = proxy
+        .wait_for_logs(|logs| logs.contains("limits.max_connections lowered"))
+        .await;
+    assert!(logs.contains("lowered_to=68"), "{logs}");
+
+    let addr: std::net::SocketAddr = proxy.base.trim_start_matches("http://").parse().unwrap();
+    let mut idle = Vec::new();
+    for _ in 0..400 {
+        idle.push(TcpStream::connect(addr).await.unwrap());
+    }
+    // The idle ones are closed (those over the cap at once, the rest by their timer); then
+    // `/healthz` answers again.
+    for socket in &mut idle {
+        read_to_close(socket).await;
+    }
+    let response = reqwest::get(format!("{}/healthz", proxy.base))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let logs = proxy.logs();
+    assert!(!logs.contains("Too many open files"), "{logs}");
+}

@@ -17,11 +17,33 @@ impl Proxy {
     /// Starts `harness-proxy serve` in front of `upstream` with `env` (nothing else inherited)
     /// and waits until `/healthz` answers.
     pub async fn start(upstream: &str, env: &[(&str, &str)]) -> Self {
+        Self::start_limited(upstream, env, None).await
+    }
+
+    /// `start`, under a shell's `ulimit -n open_files` when given.
+    pub async fn start_limited(
+        upstream: &str,
+        env: &[(&str, &str)],
+        open_files: Option<u64>,
+    ) -> Self {
         let port = {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             listener.local_addr().expect("addr").port()
         };
-        let mut command = Command::new(env!("CARGO_BIN_EXE_harness-proxy"));
+        let binary = env!("CARGO_BIN_EXE_harness-proxy");
+        let mut command = match open_files {
+            None => Command::new(binary),
+            Some(limit) => {
+                let mut sh = Command::new("/bin/sh");
+                sh.args([
+                    "-c",
+                    "ulimit -n \"$0\" && exec \"$@\"",
+                    &limit.to_string(),
+                    binary,
+                ]);
+                sh
+            }
+        };
         command
             .args([
                 "serve",

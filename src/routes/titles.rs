@@ -56,17 +56,29 @@ impl<'a> From<&'a TitleRecord> for RecordView<'a> {
     }
 }
 
-/// The caller, if it may use the titles API: one without any credential would share the
-/// `anonymous` scope with every other such caller, so it gets 401.
+/// The caller, if it may use the titles API.
 fn caller(state: &AppState, headers: &HeaderMap) -> Result<Caller, ProxyError> {
+    credentialed_caller(
+        state,
+        headers,
+        "the titles API needs the credential the conversation was made with \
+         (`Authorization` or `x-api-key`)",
+    )
+}
+
+/// The caller, if it may read what its requests left behind (titles, inspected requests): one
+/// without any credential would share the `anonymous` scope with every other such caller, so it
+/// gets 401 (`refusal` says what to send) unless it is the admin.
+pub(super) fn credentialed_caller(
+    state: &AppState,
+    headers: &HeaderMap,
+    refusal: &'static str,
+) -> Result<Caller, ProxyError> {
     let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
     if caller.may_read_titles() {
         Ok(caller)
     } else {
-        Err(ProxyError::Unauthorized(
-            "the titles API needs the credential the conversation was made with \
-             (`Authorization` or `x-api-key`)",
-        ))
+        Err(ProxyError::Unauthorized(refusal))
     }
 }
 

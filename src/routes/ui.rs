@@ -8,7 +8,6 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 
 use crate::state::AppState;
-use crate::titles::identity::Caller;
 
 const INDEX: &str = include_str!("../../ui/index.html");
 const SCRIPT: &str = include_str!("../../ui/app.js");
@@ -53,7 +52,16 @@ pub async fn style() -> Response {
 /// The caller's latest requests, newest first; `enabled: false` (and no data) when the inspector
 /// is off, so the page can say how to turn it on.
 pub async fn inspect(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    let caller = Caller::from_headers(&headers, state.config.auth.admin_token.as_deref());
+    // The same rule as `/titles`: without a credential every caller would share one scope.
+    let caller = match super::titles::credentialed_caller(
+        &state,
+        &headers,
+        "the inspector shows a caller the requests made with its own credential: \
+         send it (`Authorization` or `x-api-key`)",
+    ) {
+        Ok(caller) => caller,
+        Err(err) => return err.into_response(),
+    };
     let (enabled, data) = match &state.inspect {
         Some(inspector) => (true, inspector.list(caller.scope())),
         None => (false, Vec::new()),

@@ -223,3 +223,31 @@ fn as_fn(body: &str) -> String {
         "const args = arguments; const run = () => (function() {{ {body} }}).apply(null, args);"
     )
 }
+
+#[tokio::test]
+async fn callers_without_a_credential_get_401_from_the_inspector_not_each_others_requests() {
+    let upstream = FakeUpstream::fixed(hello()).await;
+    let mut config = test_config(&upstream.base_url());
+    config.inspect.enabled = true;
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    config.auth.admin_token = Some("admin-ui".to_owned());
+    let app = TestApp::start(config).await;
+    // A caller with no credential of its own (the proxy holds the upstream key).
+    let response = app
+        .post("/v1/chat/completions")
+        .header("x-harness", "opencode")
+        .json(&first_turn("a private prompt"))
+        .send()
+        .await
+        .unwrap();
+    read_all(response).await;
+
+    let listed = app.get("/ui/api/inspect").send().await.unwrap();
+    assert_eq!(listed.status(), 401);
+    let text = listed.text().await.unwrap();
+    assert!(!text.contains("a private prompt"), "{text}");
+    assert!(text.contains("credential"), "{text}");
+    // The admin still sees it.
+    let admin = app.get_json("/ui/api/inspect", "admin-ui").await;
+    assert_eq!(admin["data"].as_array().unwrap().len(), 1);
+}

@@ -156,6 +156,9 @@ pub struct LimitsConfig {
     pub max_inflight_body_bytes: usize,
     /// Live `/titles/{id}/stream` subscribers at once; beyond it 503 with `Retry-After`.
     pub max_title_subscribers: usize,
+    /// Largest upstream answer the proxy holds for a client that did not stream (folded into one
+    /// JSON); beyond it 502 `upstream_answer_too_large`. Streams passed on are not bounded.
+    pub max_answer_bytes: usize,
 }
 
 impl Default for LimitsConfig {
@@ -170,6 +173,7 @@ impl Default for LimitsConfig {
             max_connections: 4096,
             max_inflight_body_bytes: 256 * 1024 * 1024,
             max_title_subscribers: 1024,
+            max_answer_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -773,6 +777,7 @@ fn validate_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
         ("keep_alive_timeout", limits.keep_alive_timeout.is_zero()),
         ("max_connections", limits.max_connections == 0),
         ("max_title_subscribers", limits.max_title_subscribers == 0),
+        ("max_answer_bytes", limits.max_answer_bytes == 0),
     ];
     if let Some((key, _)) = positive.iter().find(|(_, zero)| *zero) {
         return Err(bad(key, "must be greater than 0"));

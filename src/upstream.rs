@@ -26,6 +26,15 @@ pub enum UpstreamError {
     /// One SSE event of the answer grew past `limits.max_sse_event_bytes`.
     #[error("an upstream SSE event exceeds limits.max_sse_event_bytes ({0} bytes)")]
     EventTooLarge(usize),
+    /// The answer of a client that did not stream grew past `limits.max_answer_bytes`.
+    #[error(
+        "the upstream's answer exceeds limits.max_answer_bytes ({0} bytes), the most the proxy holds for a client that does not stream"
+    )]
+    AnswerTooLarge(usize),
+    /// The answer failed as an error event reported (`code`, `message`, already worded) while it
+    /// was read into one JSON.
+    #[error("{message}")]
+    Reported { code: &'static str, message: String },
     /// The joined URL would leave the base path: refused before sending (defence in depth; the
     /// forward route already refuses such paths).
     #[error("the request path leaves the upstream base path")]
@@ -35,9 +44,14 @@ pub enum UpstreamError {
 impl UpstreamError {
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::Unreachable(_) | Self::Interrupted(_) | Self::EventTooLarge(_) => {
-                StatusCode::BAD_GATEWAY
+            Self::Unreachable(_)
+            | Self::Interrupted(_)
+            | Self::EventTooLarge(_)
+            | Self::AnswerTooLarge(_) => StatusCode::BAD_GATEWAY,
+            Self::Reported { code, .. } if *code == "upstream_timeout" => {
+                StatusCode::GATEWAY_TIMEOUT
             }
+            Self::Reported { .. } => StatusCode::BAD_GATEWAY,
             Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
             Self::PathEscape => StatusCode::BAD_REQUEST,
         }
@@ -49,8 +63,25 @@ impl UpstreamError {
             Self::Timeout(_) => "upstream_timeout",
             Self::Interrupted(_) => "upstream_interrupted",
             Self::EventTooLarge(_) => "upstream_event_too_large",
+            Self::AnswerTooLarge(_) => "upstream_answer_too_large",
+            Self::Reported { code, .. } => code,
             Self::PathEscape => "invalid_path",
         }
+    }
+
+    /// The error an answer reader reported as `code` (one of this enum's codes, else
+    /// `upstream_interrupted`) with its message as worded, for a client that gets one JSON.
+    pub fn reported(code: &str, message: String) -> Self {
+        let code = [
+            "upstream_timeout",
+            "upstream_event_too_large",
+            "upstream_answer_too_large",
+            "upstream_unreachable",
+        ]
+        .into_iter()
+        .find(|known| *known == code)
+        .unwrap_or("upstream_interrupted");
+        Self::Reported { code, message }
     }
 }
 

@@ -78,6 +78,9 @@ pub trait Renderer: Send {
     /// For a client that did not stream: the whole answer as one JSON body, once every event
     /// was given to `event` (whose output the caller discarded).
     fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed>;
+    /// Said before `start` when only `into_json` will be read: a renderer may then skip rendering
+    /// events, so that it holds the answer once (not again in every `…done` event).
+    fn holding_whole(&mut self) {}
 }
 
 /// `bytes` cut at `cuts` (any order, repeats allowed): the pieces a split-invariance test feeds a

@@ -24,13 +24,21 @@ use crate::routes::proxy::{
 };
 use crate::upstream::{BodyStream, UpstreamError, UpstreamResponse};
 
+/// What an answer may hold, from `limits`.
+#[derive(Debug, Clone, Copy)]
+pub struct Bounds {
+    /// `limits.max_sse_event_bytes`: the most one upstream SSE event (or line) may hold.
+    pub max_event: usize,
+    /// `limits.max_answer_bytes`: the most upstream bytes read into one JSON answer.
+    pub max_answer: usize,
+}
+
 /// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
-/// `max_event`: `limits.max_sse_event_bytes`, the most one upstream SSE event (or line) may hold.
 pub(crate) async fn respond(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     render: Option<(Box<dyn Renderer>, bool)>,
-    max_event: usize,
+    bounds: Bounds,
     protocol: ClientProtocol,
 ) -> Result<Response, ProxyError> {
     let finished = AnswerFinished::default();
@@ -42,11 +50,11 @@ pub(crate) async fn respond(
                 renderer,
                 client_stream,
                 &finished,
-                max_event,
+                bounds,
             )
             .await?
         }
-        None => shape(upstream, plan, &finished, max_event, protocol).await?,
+        None => shape(upstream, plan, &finished, bounds, protocol).await?,
     };
     response.extensions_mut().insert(finished);
     Ok(response)
@@ -56,9 +64,10 @@ async fn shape(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     finished: &AnswerFinished,
-    max_event: usize,
+    bounds: Bounds,
     protocol: ClientProtocol,
 ) -> Result<Response, ProxyError> {
+    let max_event = bounds.max_event;
     let UpstreamResponse {
         status,
         headers,
@@ -103,7 +112,7 @@ async fn shape(
             Body::from_stream(ShapedBody::new(body, shaper, finished.clone()))
         } else {
             // The upstream ignored `stream: true`; turn its one JSON answer into events.
-            let json = translate_json(collect(body).await?, calls.as_deref());
+            let json = translate_json(collect(body, bounds).await?, calls.as_deref());
             Body::from(crate::protocols::chat::synthetic::completion_to_sse(
                 &json,
                 include_usage,
@@ -118,11 +127,14 @@ async fn shape(
     if !sse {
         let body = match calls {
             None => PassthroughBody::new(body, false).into_body(),
-            Some(mapper) => Body::from(translate_json(collect(body).await?, Some(mapper.as_ref()))),
+            Some(mapper) => Body::from(translate_json(
+                collect(body, bounds).await?,
+                Some(mapper.as_ref()),
+            )),
         };
         return Ok(build(status, out_headers, body));
     }
-    let mut folded = apart(fold(body, max_event)).await??;
+    let mut folded = apart(fold(bounded(body, bounds), max_event)).await??;
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
@@ -149,12 +161,55 @@ pub(crate) fn build(status: StatusCode, headers: HeaderMap, body: Body) -> Respo
     response
 }
 
-pub(crate) async fn collect(mut body: BodyStream) -> Result<Bytes, ProxyError> {
+/// The whole of a (JSON) upstream body, within `bounds.max_answer`.
+pub(crate) async fn collect(body: BodyStream, bounds: Bounds) -> Result<Bytes, ProxyError> {
+    let mut body = bounded(body, bounds);
     let mut out = Vec::new();
     while let Some(chunk) = body.next().await {
         out.extend_from_slice(&chunk?);
     }
     Ok(Bytes::from(out))
+}
+
+/// `body`, ended by `UpstreamError::AnswerTooLarge` as soon as it passes `bounds.max_answer`
+/// bytes: for an answer the proxy holds whole, so that no upstream can make it hold more.
+pub(crate) fn bounded(body: BodyStream, bounds: Bounds) -> BodyStream {
+    Box::pin(Bounded {
+        inner: body,
+        left: bounds.max_answer,
+        limit: bounds.max_answer,
+        over: false,
+    })
+}
+
+struct Bounded {
+    inner: BodyStream,
+    /// Bytes still allowed.
+    left: usize,
+    limit: usize,
+    /// The bound was passed: the error was given, the inner body dropped from reading.
+    over: bool,
+}
+
+impl Stream for Bounded {
+    type Item = Result<Bytes, UpstreamError>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.over {
+            return Poll::Ready(None);
+        }
+        match self.inner.as_mut().poll_next(cx) {
+            Poll::Ready(Some(Ok(chunk))) if chunk.len() > self.left => {
+                self.over = true;
+                Poll::Ready(Some(Err(UpstreamError::AnswerTooLarge(self.limit))))
+            }
+            Poll::Ready(Some(Ok(chunk))) => {
+                self.left -= chunk.len();
+                Poll::Ready(Some(Ok(chunk)))
+            }
+            other => other,
+        }
+    }
 }
 
 /// Runs `work`, which reads the upstream body to its end, on a task of its own. Each upstream

@@ -291,8 +291,11 @@ async fn serve(
     ));
     title.watch_answer(&mut upstream);
     let render = renderer.map(|renderer| (renderer, client_stream));
-    let max_event = state.config.limits.max_sse_event_bytes;
-    let mut response = respond(upstream, plan, render, max_event, front.protocol).await?;
+    let bounds = crate::routes::answer::Bounds {
+        max_event: state.config.limits.max_sse_event_bytes,
+        max_answer: state.config.limits.max_answer_bytes,
+    };
+    let mut response = respond(upstream, plan, render, bounds, front.protocol).await?;
     for (name, value) in response_headers {
         response.headers_mut().insert(name, value);
     }

@@ -16,7 +16,7 @@ use crate::error::ProxyError;
 use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};
 use crate::protocols::{AnswerEvent, ChatAnswerReader, Renderer};
-use crate::routes::answer::{ShapedBody, apart, build, collect, translate_json};
+use crate::routes::answer::{Bounds, ShapedBody, apart, bounded, build, collect, translate_json};
 use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
 use crate::upstream::{UpstreamError, UpstreamResponse};
 
@@ -32,7 +32,7 @@ pub async fn render(
     mut renderer: Box<dyn Renderer>,
     client_stream: bool,
     finished: &AnswerFinished,
-    max_event: usize,
+    bounds: Bounds,
 ) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
@@ -52,8 +52,14 @@ pub async fn render(
         ResponsePlan::Reshape(reshape) => reshape.calls,
         ResponsePlan::Passthrough => None,
     };
+    // A client that does not stream gets the answer held whole: bounded.
+    let body = if client_stream {
+        body
+    } else {
+        bounded(body, bounds)
+    };
     let chat: ChatStream = if is_event_stream(&headers) {
-        let shaper = Shaper::new(true).with_max_event(max_event);
+        let shaper = Shaper::new(true).with_max_event(bounds.max_event);
         let shaper = match calls {
             Some(mapper) => shaper.with_calls(mapper),
             None => shaper,
@@ -66,7 +72,7 @@ pub async fn render(
         )
     } else {
         // The upstream ignored `stream: true`: its one JSON answer, as events.
-        let json = translate_json(collect(body).await?, calls.as_deref());
+        let json = translate_json(collect(body, bounds).await?, calls.as_deref());
         finished.note(b"[DONE]");
         Box::pin(futures_util::stream::once(std::future::ready(
             completion_to_sse(&json, true),
@@ -87,6 +93,7 @@ pub async fn render(
         let mut reader = ChatAnswerReader::new();
         let mut events = Vec::new();
         let mut discard = Vec::new();
+        renderer.holding_whole();
         renderer.start(&mut discard);
         let mut chat = chat;
         while let Some(bytes) = chat.next().await {
@@ -103,7 +110,9 @@ pub async fn render(
         renderer.into_json()
     })
     .await?
-    .map_err(|failed| ProxyError::Upstream(UpstreamError::Interrupted(failed.message)))?;
+    .map_err(|failed| {
+        ProxyError::Upstream(UpstreamError::reported(&failed.code, failed.message))
+    })?;
     out_headers.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod answer_limits;
 mod bridge;
 mod calibrate;
 mod caller_auth;

@@ -344,6 +344,36 @@ async fn a_cut_upstream_stream_ends_in_response_failed() {
         "{data}"
     );
     assert!(!names(&events).contains(&"response.completed"));
+    // What was streamed stays in the failed response's output.
+    let output = &data["response"]["output"];
+    assert_eq!(output[0]["type"], "message", "{data}");
+    assert_eq!(output[0]["status"], "incomplete", "{data}");
+    assert_eq!(output[0]["content"][0]["text"], "Hel", "{data}");
+}
+
+#[tokio::test]
+async fn a_cut_upstream_stream_folded_is_one_502_saying_so_once() {
+    // A close-delimited answer cut after its first delta (no finish, no [DONE]).
+    let cut = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n{}",
+        text_chunk("Hel")
+    );
+    let upstream = crate::support::raw::RawUpstream::start(cut.into_bytes()).await;
+    let mut config = test_config(&upstream.base_url());
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    let app = TestApp::start(config).await;
+    let response = post_codex(&app, &codex_turn("hi", false)).await;
+    let (status, code, message) = error_of(response).await;
+    assert_eq!(
+        (status, code.as_str()),
+        (502, "upstream_interrupted"),
+        "{message}"
+    );
+    assert_eq!(
+        message.matches("the upstream stream failed").count(),
+        1,
+        "{message}"
+    );
 }
 
 #[tokio::test]

@@ -246,9 +246,11 @@ impl Renderer for MessagesRenderer {
         if let Some(failed) = self.failed {
             return Err(failed);
         }
+        let usage = self.usage_json();
+        // The blocks are moved into the JSON, not copied: the answer is held once.
         let content: Vec<Value> = self
             .whole
-            .iter()
+            .into_iter()
             .map(|block| match block {
                 Whole::Text(text) => json!({"type": "text", "text": text}),
                 Whole::Thinking(thinking) => json!({"type": "thinking", "thinking": thinking,
@@ -258,7 +260,7 @@ impl Renderer for MessagesRenderer {
                     name,
                     arguments,
                 } => json!({"type": "tool_use", "id": id, "name": name,
-                    "input": serde_json::from_str::<Value>(arguments)
+                    "input": serde_json::from_str::<Value>(&arguments)
                         .ok()
                         .filter(Value::is_object)
                         .unwrap_or_else(|| json!({}))}),
@@ -269,7 +271,7 @@ impl Renderer for MessagesRenderer {
             "content": content,
             "stop_reason": self.stop_reason.unwrap_or("end_turn"),
             "stop_sequence": null,
-            "usage": self.usage_json(),
+            "usage": usage,
         });
         Ok(Bytes::from(body.to_string()))
     }

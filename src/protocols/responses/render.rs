@@ -37,6 +37,8 @@ pub struct ResponseRenderer {
     /// Upstream call index → index in `items`.
     calls: Vec<(u32, usize)>,
     end: Option<End>,
+    /// Only `into_json` will be read (`holding_whole`): events are not rendered.
+    quiet: bool,
 }
 
 #[derive(Debug)]
@@ -60,10 +62,14 @@ impl ResponseRenderer {
             open_reasoning: None,
             calls: Vec::new(),
             end: None,
+            quiet: false,
         }
     }
 
     fn emit(&mut self, kind: &str, mut payload: Value, out: &mut Vec<Bytes>) {
+        if self.quiet {
+            return;
+        }
         payload["type"] = json!(kind);
         payload["sequence_number"] = json!(self.sequence);
         self.sequence += 1;
@@ -81,11 +87,12 @@ impl ResponseRenderer {
 
     /// The `response` object as it stands.
     fn response(&self, status: &str) -> Value {
+        // An item still open when the answer failed is shown as it stood, `incomplete`: what was
+        // streamed is not taken back.
         let output: Vec<Value> = self
             .items
             .iter()
-            .filter(|i| i.done)
-            .map(|i| i.to_json("completed"))
+            .map(|i| i.to_json(if i.done { "completed" } else { "incomplete" }))
             .collect();
         let mut response = json!({
             "id": self.stamp.id, "object": "response", "created_at": self.stamp.created_at,
@@ -183,6 +190,10 @@ impl ResponseRenderer {
         let Some(index) = self.open_message.take() else {
             return;
         };
+        if self.quiet {
+            self.items[index].done = true;
+            return;
+        }
         let (id, text) = (self.items[index].id.clone(), self.items[index].text.clone());
         self.emit(
             "response.output_text.done",
@@ -202,6 +213,10 @@ impl ResponseRenderer {
         let Some(index) = self.open_reasoning.take() else {
             return;
         };
+        if self.quiet {
+            self.items[index].done = true;
+            return;
+        }
         let (id, text) = (self.items[index].id.clone(), self.items[index].text.clone());
         self.emit(
             "response.reasoning_summary_text.done",
@@ -219,6 +234,9 @@ impl ResponseRenderer {
 
     fn item_done(&mut self, index: usize, out: &mut Vec<Bytes>) {
         self.items[index].done = true;
+        if self.quiet {
+            return;
+        }
         let item = self.items[index].to_json("completed");
         self.emit(
             "response.output_item.done",
@@ -279,6 +297,10 @@ impl ResponseRenderer {
         if self.items[index].done {
             return;
         }
+        if self.quiet {
+            self.items[index].done = true;
+            return;
+        }
         let id = self.items[index].id.clone();
         if matches!(self.items[index].kind, Kind::Function { .. }) {
             let arguments = self.items[index].text.clone();
@@ -322,8 +344,10 @@ impl ResponseRenderer {
         } else {
             ("response.completed", "completed")
         };
-        let response = self.response(status);
-        self.emit(kind, json!({ "response": response }), out);
+        if !self.quiet {
+            let response = self.response(status);
+            self.emit(kind, json!({ "response": response }), out);
+        }
     }
 }
 
@@ -346,6 +370,10 @@ fn usage_json(usage: &Usage) -> Value {
 }
 
 impl Renderer for ResponseRenderer {
+    fn holding_whole(&mut self) {
+        self.quiet = true;
+    }
+
     fn start(&mut self, out: &mut Vec<Bytes>) {
         let response = self.response("in_progress");
         self.emit("response.created", json!({ "response": &response }), out);

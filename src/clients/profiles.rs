@@ -434,6 +434,12 @@ impl CallMapper for RequestCalls {
             .call_to_client(name, arguments, &self.client_tools)
     }
 
+    fn client_name(&self, name: &str) -> Option<String> {
+        self.profile
+            .by_opencode(name, &self.client_tools)
+            .map(|alias| alias.client.clone())
+    }
+
     fn profile(&self) -> &str {
         &self.profile.name
     }

@@ -84,3 +84,75 @@ pub enum AnswerEvent {
         code: String,
     },
 }
+
+/// The key under which a call's arguments go to the client when they are not a JSON object (or
+/// cannot be put in the client's dialect): the model's raw text, so the call still parses and
+/// the agent's own validation shows the model its mistake (docs/wire.md).
+pub const INVALID_ARGUMENTS_KEY: &str = "_invalid_arguments";
+
+/// What a tool call's arguments become on their way to a client: always a JSON object's text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Deliverable<'a> {
+    /// A JSON object already (or no arguments at all, sent as `{}`).
+    Valid(std::borrow::Cow<'a, str>),
+    /// Not a JSON object: the raw text under `INVALID_ARGUMENTS_KEY`.
+    Flagged(String),
+}
+
+impl Deliverable<'_> {
+    pub fn text(&self) -> &str {
+        match self {
+            Self::Valid(text) => text,
+            Self::Flagged(text) => text,
+        }
+    }
+
+    pub fn into_string(self) -> String {
+        match self {
+            Self::Valid(text) => text.into_owned(),
+            Self::Flagged(text) => text,
+        }
+    }
+}
+
+/// `raw` as a client can parse it: a JSON object kept as it is, empty as `{}`, anything else
+/// flagged under `INVALID_ARGUMENTS_KEY`.
+pub fn deliverable(raw: &str) -> Deliverable<'_> {
+    if raw.trim().is_empty() {
+        return Deliverable::Valid("{}".into());
+    }
+    match serde_json::from_str::<serde::de::IgnoredAny>(raw) {
+        Ok(_) if raw.trim_start().starts_with('{') => Deliverable::Valid(raw.into()),
+        _ => Deliverable::Flagged(flagged(raw)),
+    }
+}
+
+/// `raw` under `INVALID_ARGUMENTS_KEY`, whatever it is.
+pub fn flagged(raw: &str) -> String {
+    serde_json::json!({ INVALID_ARGUMENTS_KEY: raw }).to_string()
+}
+
+#[cfg(test)]
+mod deliverable_tests {
+    use super::*;
+
+    #[test]
+    fn only_a_json_object_goes_as_it_is() {
+        assert_eq!(deliverable(r#"{"a":1}"#).text(), r#"{"a":1}"#);
+        assert_eq!(deliverable("  ").text(), "{}");
+        for raw in [
+            "{\"command\": \"ls",
+            "[1]",
+            "\"x\"",
+            "3",
+            "not json",
+            "{} {}",
+        ] {
+            let Deliverable::Flagged(text) = deliverable(raw) else {
+                panic!("{raw} kept");
+            };
+            let value: serde_json::Value = serde_json::from_str(&text).expect("parses");
+            assert_eq!(value[INVALID_ARGUMENTS_KEY], raw);
+        }
+    }
+}

@@ -17,6 +17,11 @@ pub trait CallMapper: Send + Sync {
     fn route(&self, name: &str) -> CallRoute;
     /// The client's (name, arguments) for a complete call; `None` if the arguments do not translate.
     fn to_client(&self, name: &str, arguments: &str) -> Option<(String, String)>;
+    /// The client's name of the tool a `Translate` call is made to, for a call whose arguments do
+    /// not translate (it still goes to the client under the client's name).
+    fn client_name(&self, _name: &str) -> Option<String> {
+        None
+    }
     /// Profile name, for metrics.
     fn profile(&self) -> &str;
 }

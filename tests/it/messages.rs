@@ -91,6 +91,14 @@ fn names(events: &[(String, Value)]) -> Vec<&str> {
 }
 
 fn bash_call_reply() -> Reply {
+    bash_call_in(&[
+        "{\"command\":\"echo hi > made_by_claude.txt\",",
+        "\"description\":\"x\",\"workdir\":\"/repo\"}",
+    ])
+}
+
+/// A `bash` call whose arguments stream in `pieces`.
+fn bash_call_in(pieces: &[&str]) -> Reply {
     let call = |args: &str, head: bool| {
         let mut call = json!({"index": 0, "function": {"arguments": args}});
         if head {
@@ -104,14 +112,61 @@ fn bash_call_reply() -> Reply {
                 "choices": [{"index": 0, "delta": {"tool_calls": [call]}, "finish_reason": null}]})
         )
     };
-    Reply::sse(&[
-        &call("", true),
-        &call("{\"command\":\"echo hi > made_by_claude.txt\",", false),
-        &call("\"description\":\"x\",\"workdir\":\"/repo\"}", false),
-        &finish_chunk("tool_calls"),
-        USAGE_CHUNK,
-        DONE,
-    ])
+    let mut chunks = vec![call("", true)];
+    chunks.extend(pieces.iter().map(|piece| call(piece, false)));
+    chunks.extend([
+        finish_chunk("tool_calls"),
+        USAGE_CHUNK.to_owned(),
+        DONE.to_owned(),
+    ]);
+    Reply::sse(&chunks.iter().map(String::as_str).collect::<Vec<_>>())
+}
+
+#[tokio::test]
+async fn invalid_tool_arguments_reach_claude_code_as_a_parseable_call_under_its_own_name() {
+    const BROKEN: &str = "{\"command\": \"echo hi";
+    for stream in [true, false] {
+        let upstream = answering(bash_call_in(&[BROKEN])).await;
+        let app = TestApp::start(test_config(&upstream.base_url())).await;
+        let response = post_messages(&app, "/v1/messages", &first_turn(stream)).await;
+        assert_eq!(response.status(), 200);
+        let (name, input) = if stream {
+            let events = events_of(&read_all(response).await);
+            let start = events
+                .iter()
+                .find(|(n, d)| {
+                    n == "content_block_start" && d["content_block"]["type"] == "tool_use"
+                })
+                .expect("a tool_use block");
+            let index = &start.1["index"];
+            let input: String = events
+                .iter()
+                .filter(|(n, d)| n == "content_block_delta" && &d["index"] == index)
+                .filter_map(|(_, d)| d["delta"]["partial_json"].as_str())
+                .collect();
+            (
+                start.1["content_block"]["name"].clone(),
+                serde_json::from_str::<Value>(&input).expect("the streamed input parses"),
+            )
+        } else {
+            let message: Value = response.json().await.unwrap();
+            let block = message["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|b| b["type"] == "tool_use")
+                .expect("a tool_use block")
+                .clone();
+            (block["name"].clone(), block["input"].clone())
+        };
+        assert_eq!(name, "Bash", "stream {stream}");
+        // The model's mistake is visible, not replaced by `{}`.
+        assert_eq!(
+            input,
+            json!({"_invalid_arguments": BROKEN}),
+            "stream {stream}"
+        );
+    }
 }
 
 #[tokio::test]

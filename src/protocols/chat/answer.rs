@@ -5,16 +5,20 @@
 //! Order guaranteed to renderers: `Text`/`Reasoning`/tool-call events in upstream order; a tool
 //! call's `ToolCallStart` comes before its `ToolCallArguments`, and every started call gets one
 //! `ToolCallEnd` before `Finish`; exactly one terminal event (`Finish` or `Error`) ends the stream.
+//! A call's arguments are held until the call ends and given as one `ToolCallArguments`, always a
+//! JSON object's text (`conversation::answer::deliverable`): a renderer never streams a client
+//! JSON that does not parse.
 
 use crate::api::chunk_view::{ChunkView, content_text};
-use crate::conversation::answer::{AnswerEvent, FinishReason, Usage};
+use crate::conversation::answer::{AnswerEvent, Deliverable, FinishReason, Usage, deliverable};
 use crate::sse::Decoder;
 
 /// Reads a chat SSE stream (bytes in any split) into answer events.
 #[derive(Default)]
 pub struct ChatAnswerReader {
     decoder: Decoder,
-    open_calls: Vec<u32>,
+    /// Calls started and not ended, with their arguments so far.
+    open_calls: Vec<(u32, String)>,
     /// Call indexes seen so far (a call is started once, even if its id repeats).
     seen_calls: Vec<u32>,
     finish: Option<FinishReason>,
@@ -138,7 +142,7 @@ impl ChatAnswerReader {
                 // A new call closes the ones before it: upstreams send calls one after another.
                 self.close_calls(out);
                 self.seen_calls.push(index);
-                self.open_calls.push(index);
+                self.open_calls.push((index, String::new()));
                 out.push(AnswerEvent::ToolCallStart {
                     index,
                     id: call
@@ -151,11 +155,10 @@ impl ChatAnswerReader {
                         .unwrap_or_default(),
                 });
             }
-            if let Some(arguments) = function.arguments.filter(|a| !a.is_empty()) {
-                out.push(AnswerEvent::ToolCallArguments {
-                    index,
-                    delta: arguments.into_owned(),
-                });
+            if let Some(arguments) = function.arguments.filter(|a| !a.is_empty())
+                && let Some((_, held)) = self.open_calls.iter_mut().find(|(i, _)| *i == index)
+            {
+                held.push_str(&arguments);
             }
         }
         if let Some(reason) = choice.finish_reason {
@@ -164,7 +167,19 @@ impl ChatAnswerReader {
     }
 
     fn close_calls(&mut self, out: &mut Vec<AnswerEvent>) {
-        for index in self.open_calls.drain(..) {
+        for (index, arguments) in self.open_calls.drain(..) {
+            let delta = match deliverable(&arguments) {
+                Deliverable::Valid(text) => text.into_owned(),
+                Deliverable::Flagged(flagged) => {
+                    metrics::counter!("harness_proxy_invalid_tool_arguments_total").increment(1);
+                    tracing::warn!(
+                        length = arguments.len(),
+                        "the model's tool call arguments are not a JSON object; sent under `_invalid_arguments`"
+                    );
+                    flagged
+                }
+            };
+            out.push(AnswerEvent::ToolCallArguments { index, delta });
             out.push(AnswerEvent::ToolCallEnd { index });
         }
     }
@@ -225,13 +240,10 @@ mod tests {
                     id: "call_a".into(),
                     name: "bash".into()
                 },
+                // Held until the call ends, then given whole.
                 ToolCallArguments {
                     index: 0,
-                    delta: "{\"command\":".into()
-                },
-                ToolCallArguments {
-                    index: 0,
-                    delta: "\"ls\"}".into()
+                    delta: "{\"command\":\"ls\"}".into()
                 },
                 ToolCallEnd { index: 0 },
                 ToolCallStart {
@@ -254,6 +266,18 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn arguments_that_are_not_a_json_object_arrive_flagged_never_broken() {
+        let stream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"bash\",\"arguments\":\"{\\\"command\\\": \\\"ls\"}}]}}]}\n\n\
+            data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+        let events = read(&[stream.as_bytes()]);
+        let AnswerEvent::ToolCallArguments { delta, .. } = &events[1] else {
+            panic!("{events:?}");
+        };
+        let value: serde_json::Value = serde_json::from_str(delta).expect("parses");
+        assert_eq!(value["_invalid_arguments"], "{\"command\": \"ls");
     }
 
     #[test]

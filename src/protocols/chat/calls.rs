@@ -13,6 +13,7 @@ use serde_json::{Map, Value, json};
 use super::call_chunk::CallChunk;
 use crate::api::chunk_view::CallView;
 use crate::api::stream::{Chunk, Completion, ToolCallDelta};
+use crate::conversation::answer::{Deliverable, deliverable, flagged};
 use crate::conversation::mapping::{CallMapper, CallRoute};
 use crate::sse::data_event;
 
@@ -28,16 +29,27 @@ fn count_translated(mapper: &dyn CallMapper, name: &str, outcome: &'static str) 
         .increment(1);
 }
 
-/// `to_client`, counted.
-fn to_client(mapper: &dyn CallMapper, name: &str, arguments: &str) -> Option<(String, String)> {
-    let translated = mapper.to_client(name, arguments);
-    let outcome = if translated.is_some() {
-        "translated"
-    } else {
-        "untranslatable"
-    };
-    count_translated(mapper, name, outcome);
-    translated
+/// `to_client`, counted. A call whose arguments do not translate still goes to the client under
+/// the client's name, its raw arguments flagged (`conversation::answer::flagged`): the client can
+/// parse it, and its own validation shows the model the mistake, instead of a call to a tool
+/// the client does not have or with arguments it cannot read.
+fn to_client(mapper: &dyn CallMapper, name: &str, arguments: &str) -> (String, String) {
+    if let Some(translated) = mapper.to_client(name, arguments) {
+        count_translated(mapper, name, "translated");
+        return translated;
+    }
+    count_translated(mapper, name, "untranslatable");
+    let client = mapper.client_name(name).unwrap_or_else(|| name.to_owned());
+    tracing::warn!(tool = %name, client_tool = %client, profile = %mapper.profile(), "the model's call does not translate into the client's tool; sent with its raw arguments under `_invalid_arguments`");
+    (client, flagged(arguments))
+}
+
+/// A call passed on as the model made it still gets arguments the client can parse.
+fn keep_parseable(arguments: &mut String) {
+    if let Deliverable::Flagged(flagged) = deliverable(arguments) {
+        metrics::counter!("harness_proxy_invalid_tool_arguments_total").increment(1);
+        *arguments = flagged;
+    }
 }
 
 /// Translates the calls of a whole completion (non-streaming answers).
@@ -46,15 +58,16 @@ pub fn translate_completion(completion: &mut Completion, mapper: &dyn CallMapper
         for call in choice.message.tool_calls.iter_mut().flatten() {
             match mapper.route(&call.function.name) {
                 CallRoute::Translate => {
-                    if let Some((name, arguments)) =
-                        to_client(mapper, &call.function.name, &call.function.arguments)
-                    {
-                        call.function.name = name;
-                        call.function.arguments = arguments;
-                    }
+                    let (name, arguments) =
+                        to_client(mapper, &call.function.name, &call.function.arguments);
+                    call.function.name = name;
+                    call.function.arguments = arguments;
                 }
-                CallRoute::Unmapped => count_unmapped(mapper, &call.function.name),
-                CallRoute::Native => {}
+                CallRoute::Unmapped => {
+                    count_unmapped(mapper, &call.function.name);
+                    keep_parseable(&mut call.function.arguments);
+                }
+                CallRoute::Native => keep_parseable(&mut call.function.arguments),
             }
         }
     }
@@ -88,13 +101,18 @@ pub fn translate_completion_json(completion: &mut Value, mapper: &dyn CallMapper
                         .get("arguments")
                         .and_then(Value::as_str)
                         .unwrap_or_default();
-                    if let Some((name, arguments)) = to_client(mapper, &name, arguments) {
-                        function.insert("name".into(), Value::String(name));
-                        function.insert("arguments".into(), Value::String(arguments));
+                    let (name, arguments) = to_client(mapper, &name, arguments);
+                    function.insert("name".into(), Value::String(name));
+                    function.insert("arguments".into(), Value::String(arguments));
+                }
+                CallRoute::Unmapped | CallRoute::Native => {
+                    if matches!(mapper.route(&name), CallRoute::Unmapped) {
+                        count_unmapped(mapper, &name);
+                    }
+                    if let Some(Value::String(arguments)) = function.get_mut("arguments") {
+                        keep_parseable(arguments);
                     }
                 }
-                CallRoute::Unmapped => count_unmapped(mapper, &name),
-                CallRoute::Native => {}
             }
         }
     }
@@ -285,8 +303,7 @@ impl StreamCalls {
         };
         for call in calls.iter_mut().filter(|c| c.held && !c.sent) {
             call.sent = true;
-            let (name, arguments) = to_client(self.mapper.as_ref(), &call.name, &call.arguments)
-                .unwrap_or_else(|| (call.name.clone(), call.arguments.clone()));
+            let (name, arguments) = to_client(self.mapper.as_ref(), &call.name, &call.arguments);
             // OpenAI's field order: index, id, type, function.
             let mut delta_call = Map::new();
             delta_call.insert("index".into(), json!(call.index));
@@ -502,7 +519,7 @@ mod tests {
     }
 
     #[test]
-    fn truncated_arguments_go_out_untranslated_rather_than_lost() {
+    fn truncated_arguments_go_out_under_the_client_s_name_flagged_rather_than_lost() {
         let events = vec![
             call_chunk(0, Some("call_1"), Some("bash"), "{\"command\":\"ma"),
             finish("length"),
@@ -511,7 +528,12 @@ mod tests {
         assert_eq!(
             out,
             vec![
-                emitted_call(0, "call_1", "bash", "{\"command\":\"ma"),
+                emitted_call(
+                    0,
+                    "call_1",
+                    "shell",
+                    "{\"_invalid_arguments\":\"{\\\"command\\\":\\\"ma\"}"
+                ),
                 finish("length")
             ]
         );

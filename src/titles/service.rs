@@ -141,24 +141,86 @@ impl TitleService {
         };
         // Running here already: no store round trip needed.
         let live = self.live.register(record)?;
-        let claimed = tokio::time::timeout(CLAIM_TIMEOUT, self.store.claim(&live.record)).await;
-        match claimed {
-            Ok(Ok(true)) => {
+        match self.claim_in_time(&live).await {
+            Some(Ok(true)) => {
                 self.mirror(&live);
                 return Some(live);
             }
-            Ok(Ok(false)) => {}
-            Ok(Err(err)) => {
+            Some(Ok(false)) => {}
+            Some(Err(err)) => {
                 store_error("claim");
                 tracing::warn!(error = %err, "title store unavailable; no title for this conversation");
             }
-            Err(_) => {
+            None => {
                 store_error("claim");
                 tracing::warn!("title store too slow; no title for this conversation");
             }
         }
         self.live.remove(owner, id);
         None
+    }
+
+    /// The store's answer to the claim of `live`, or `None` past `CLAIM_TIMEOUT`. A claim given up
+    /// on is not cancelled by giving up: a hung store (Redis stopped, not down) still runs the
+    /// queued command once it wakes, and writes a pending record that no task here will finish.
+    /// So the claim runs on a task of its own, and whenever its outcome is not what the chat path
+    /// acted on (it answered "claimed" too late, or failed in a way that may have written it),
+    /// the claim is taken back (`withdraw`: failed, if still pending and ours), retried while the
+    /// store is away, and its followers are told.
+    async fn claim_in_time(self: &Arc<Self>, live: &LiveTitle) -> Option<Result<bool, StoreError>> {
+        let (answer, mut answered) = oneshot::channel();
+        let this = self.clone();
+        let record = live.record.clone();
+        self.tracker.spawn(async move {
+            let claimed = this.store.claim(&record).await;
+            let unknown = matches!(claimed, Err(StoreError::Unavailable(_)));
+            let given_up = match answer.send(claimed) {
+                Err(Ok(true)) => true,
+                Err(_) | Ok(()) => false,
+            };
+            if given_up || unknown {
+                this.take_back(record).await;
+            }
+        });
+        match tokio::time::timeout(CLAIM_TIMEOUT, &mut answered).await {
+            Ok(Ok(claimed)) => Some(claimed),
+            Ok(Err(_)) => Some(Err(StoreError::Backend("the claim task ended".into()))),
+            Err(_) => {
+                // Closed first, so the answer is either taken here or left to the task, not lost.
+                answered.close();
+                answered.try_recv().ok()
+            }
+        }
+    }
+
+    /// Takes back a claim the chat path did not act on, retrying (once a second, for up to a
+    /// lease) while the store does not answer, and tells followers when it did.
+    async fn take_back(&self, record: TitleRecord) {
+        let reason = format!(
+            "the title store did not answer the claim within {}; the conversation was not titled",
+            humantime::format_duration(CLAIM_TIMEOUT)
+        );
+        let deadline = tokio::time::Instant::now() + self.config.lease;
+        loop {
+            match self.store.withdraw(&record, &reason).await {
+                Ok(true) => {
+                    tracing::info!(conversation = %record.id, "a title claim the chat path gave up on is recorded failed");
+                    self.bus.publish(&record.owner, &record.id).await;
+                    return;
+                }
+                Ok(false) => return,
+                Err(err) if tokio::time::Instant::now() >= deadline => {
+                    store_error("withdraw");
+                    tracing::warn!(error = %err, "cannot take back a title claim; the lease will");
+                    return;
+                }
+                Err(_) => {}
+            }
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                () = self.cancel.cancelled() => return,
+            }
+        }
     }
 
     /// Starts the title task for a claimed conversation.

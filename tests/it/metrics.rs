@@ -320,6 +320,9 @@ impl TitleStore for DownStore {
     ) -> Result<u64, StoreError> {
         Err(StoreError::Backend("down".into()))
     }
+    async fn withdraw(&self, _: &TitleRecord, _: &str) -> Result<bool, StoreError> {
+        Err(StoreError::Backend("down".into()))
+    }
     async fn ping(&self) -> Result<(), StoreError> {
         Err(StoreError::Backend("down".into()))
     }

@@ -321,3 +321,57 @@ async fn a_proxy_started_while_redis_is_down_serves_chat_and_titles_once_it_is_b
     }
     assert!(titled, "titles resume once Redis answers");
 }
+
+#[tokio::test]
+async fn a_claim_given_up_on_while_redis_hangs_ends_failed_and_its_stream_ends() {
+    let Some(redis) = PrivateRedis::start("redis hung mid-claim").await else {
+        return;
+    };
+    let upstream = upstream_with_title(title_reply("Never asked")).await;
+    let mut config = test_config(&upstream.base_url());
+    use_redis(&mut config, &redis.url(), "hp");
+    let app = TestApp::start(config).await;
+
+    // A running service: its store connection is up and a conversation titled.
+    read_all(
+        chat(
+            &app,
+            &first_turn("Before the hang"),
+            "conv-before-hang",
+            "k",
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(
+        settled(&app, "conv-before-hang", "k").await["status"],
+        "done"
+    );
+    // Redis hangs: the first turn's claim is given up after its timeout, the answer is served.
+    redis.pause();
+    let answer = chat(&app, &first_turn("While Redis hangs"), "conv-hung", "k").await;
+    assert_eq!(answer.status(), 200);
+    assert!(read_all(answer).await.contains("Hello"));
+    // Redis comes back and runs the queued claim: the pending record it writes is nobody's task.
+    redis.resume();
+    let record = settled(&app, "conv-hung", "k").await;
+    assert_eq!(record["status"], "failed", "{record}");
+    assert!(
+        record["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("claim"),
+        "{record}"
+    );
+    // Its live stream ends (with the failure) instead of hanging.
+    let stream = app
+        .get("/titles/conv-hung/stream")
+        .bearer_auth("k")
+        .send()
+        .await
+        .unwrap();
+    let text = tokio::time::timeout(Duration::from_secs(10), read_all(stream))
+        .await
+        .expect("the stream ends");
+    assert!(text.contains("error"), "{text}");
+}

@@ -38,6 +38,7 @@ pub async fn run(store: Arc<dyn TitleStore>) {
     claims_are_atomic(store.clone()).await;
     records_read_list_and_page(store.as_ref()).await;
     recovery_respects_leases(store.as_ref()).await;
+    withdrawing_takes_back_only_an_own_pending_claim(store.as_ref()).await;
     store.ping().await.expect("ping");
 }
 
@@ -218,4 +219,32 @@ async fn recovery_respects_leases(store: &dyn TitleStore) {
         Some((Status::Failed, Some("restarted".into())))
     );
     assert_eq!(status("l1").await, Some((Status::Pending, None)));
+}
+
+/// `withdraw` fails the record only while it is pending and owned by the withdrawing instance.
+async fn withdrawing_takes_back_only_an_own_pending_claim(store: &dyn TitleStore) {
+    let mut mine = record("wendy", "w1", 300);
+    mine.instance = "me".into();
+    assert!(
+        !store.withdraw(&mine, "late").await.expect("withdraw"),
+        "nothing to take back before the claim"
+    );
+    assert!(store.claim(&mine).await.expect("claim"));
+    let mut theirs = mine.clone();
+    theirs.instance = "other".into();
+    assert!(!store.withdraw(&theirs, "late").await.expect("withdraw"));
+    assert!(store.withdraw(&mine, "late").await.expect("withdraw"));
+    let got = store
+        .get(Some("wendy"), "w1")
+        .await
+        .expect("get")
+        .expect("kept");
+    assert_eq!(
+        (got.status, got.error.as_deref()),
+        (Status::Failed, Some("late"))
+    );
+    assert!(
+        !store.withdraw(&mine, "again").await.expect("withdraw"),
+        "a finished record stays as it is"
+    );
 }

@@ -172,6 +172,21 @@ impl TitleStore for MemoryStore {
         Ok(count)
     }
 
+    async fn withdraw(&self, record: &TitleRecord, reason: &str) -> Result<bool, StoreError> {
+        let mut inner = self.lock()?;
+        let key = (record.owner.clone(), record.id.clone());
+        let Some(stored) = inner.records.get_mut(&key) else {
+            return Ok(false);
+        };
+        if stored.status != Status::Pending || stored.instance != record.instance {
+            return Ok(false);
+        }
+        stored.status = Status::Failed;
+        stored.error = Some(reason.to_owned());
+        stored.updated_at = Utc::now();
+        Ok(true)
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         self.lock().map(|_| ())
     }

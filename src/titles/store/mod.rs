@@ -142,6 +142,10 @@ pub trait TitleStore: Send + Sync {
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<u64, StoreError>;
+    /// Takes back a claim whose answer the chat path did not get (or got too late): if (owner, id)
+    /// is still pending and owned by `record.instance`, it becomes `failed` with `reason`.
+    /// `true` when it did; `false` when there was nothing of ours to take back.
+    async fn withdraw(&self, record: &TitleRecord, reason: &str) -> Result<bool, StoreError>;
     /// Readiness: the store can be written right now.
     async fn ping(&self) -> Result<(), StoreError>;
     /// Whether other processes may read this store (then running titles mirror their text to it).

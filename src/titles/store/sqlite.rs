@@ -294,6 +294,24 @@ impl TitleStore for SqliteStore {
         .await
     }
 
+    async fn withdraw(&self, record: &TitleRecord, reason: &str) -> Result<bool, StoreError> {
+        let (owner, id, instance) = (
+            record.owner.clone(),
+            record.id.clone(),
+            record.instance.clone(),
+        );
+        let reason = reason.to_owned();
+        self.with(move |c| {
+            c.execute(
+                "UPDATE titles SET status = 'failed', error = ?1, updated_at = ?2 \
+                 WHERE owner = ?3 AND id = ?4 AND status = 'pending' AND instance = ?5",
+                params![reason, micros(Utc::now()), owner, id, instance],
+            )
+            .map(|n| n > 0)
+        })
+        .await
+    }
+
     async fn ping(&self) -> Result<(), StoreError> {
         let now = file_identity(&self.path);
         if now.is_none() || now != self.identity {

@@ -144,6 +144,26 @@ impl PrivateRedis {
         }
     }
 
+    /// Freezes the server (`SIGSTOP`): connections stay open and commands queue unanswered, as
+    /// with a hung host.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Thaws a paused server (`SIGCONT`): it answers what queued meanwhile.
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, which: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill")
+            .args([which, &pid])
+            .status()
+            .expect("kill runs");
+        assert!(status.success(), "kill {which} {pid}");
+    }
+
     /// Starts it again on the same port and directory.
     pub async fn restart(&mut self) {
         let binary = which("redis-server").expect("was there at start");

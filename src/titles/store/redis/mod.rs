@@ -366,6 +366,24 @@ impl TitleStore for RedisStore {
         Ok(())
     }
 
+    async fn withdraw(&self, record: &TitleRecord, reason: &str) -> Result<bool, StoreError> {
+        let mut conn = self.conn().await?;
+        let member = format!("{}{SEP}{}", record.owner, record.id);
+        let done: i64 = self
+            .scripts
+            .fail_if_pending
+            .key(self.record_key(&record.owner, &record.id))
+            .key(self.pending_key())
+            .arg(&record.instance)
+            .arg(reason)
+            .arg(micros(Utc::now()))
+            .arg(&member)
+            .invoke_async(&mut conn)
+            .await
+            .map_err(|e| classify(&e))?;
+        Ok(done == 1)
+    }
+
     async fn fail_stale_pending(
         &self,
         own: Option<&str>,

@@ -9,13 +9,15 @@ use chrono::Utc;
 use serde::Serialize;
 
 use super::service::{TitleService, store_error};
-use super::store::StoreError;
+use super::store::{Status, StoreError};
 use crate::config::StoreUrl;
 
 /// How often queued outcomes are retried while the store is unreachable.
 const OUTBOX_RETRY: Duration = Duration::from_secs(1);
 /// How often old records are pruned.
 const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+/// How many of the newest records the stranded-title check reads each lease tick.
+const ORPHAN_SCAN: usize = 200;
 
 /// What `/readyz` says about the title store.
 #[derive(Debug, Clone, Serialize)]
@@ -87,6 +89,38 @@ impl TitleService {
         }
     }
 
+    /// Fails this process's own pending titles that no task here runs and that are older than
+    /// `titles.timeout` plus a lease: a title task ends within `titles.timeout`, and one waiting
+    /// for its answer (`after`) is registered live, so such a record is stranded (a claim the
+    /// store wrote after this process stopped waiting for it). Reads the newest page of records
+    /// only: what strands is recent.
+    async fn fail_own_orphans(&self) {
+        let slack = chrono::Duration::from_std(self.config.timeout + self.config.lease)
+            .unwrap_or(chrono::Duration::MAX);
+        let cutoff = Utc::now().checked_sub_signed(slack).unwrap_or_default();
+        let records = match self.store.list(None, None, ORPHAN_SCAN).await {
+            Ok(records) => records,
+            Err(err) => {
+                store_error("orphans");
+                tracing::debug!(error = %err, "cannot look for stranded titles");
+                return;
+            }
+        };
+        let stranded = records.into_iter().filter(|r| {
+            r.status == Status::Pending
+                && r.instance == self.instance
+                && r.created_at < cutoff
+                && self.live.find(Some(&r.owner), &r.id).is_none()
+        });
+        for record in stranded {
+            let reason = "no task of this process ran the title (it outlived titles.timeout)";
+            if let Ok(true) = self.store.withdraw(&record, reason).await {
+                tracing::info!(conversation = %record.id, "a stranded pending title is recorded failed");
+                self.bus.publish(&record.owner, &record.id).await;
+            }
+        }
+    }
+
     async fn prune(&self) {
         let retention =
             chrono::Duration::from_std(self.config.retention).unwrap_or(chrono::Duration::MAX);
@@ -125,6 +159,7 @@ impl TitleService {
                     _ = lease.tick() => {
                         this.renew_lease().await;
                         this.fail_abandoned().await;
+                        this.fail_own_orphans().await;
                     }
                     _ = outbox.tick(), if !this.outbox.is_empty() => this.flush_outbox().await,
                     _ = prune.tick() => this.prune().await,

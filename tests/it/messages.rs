@@ -507,3 +507,39 @@ async fn claude_code_s_own_title_request_is_forwarded_translated_and_teed_into_t
     let record = crate::titles::settled(&app, SESSION, "sk-claude").await;
     assert_eq!(record["title"], "Create the greeting file", "{record}");
 }
+
+#[tokio::test]
+async fn hundreds_of_dropped_mcp_tools_make_a_bounded_header() {
+    let upstream = answering(Reply::sse(&[
+        &text_chunk("ok"),
+        &finish_chunk("stop"),
+        DONE,
+    ]))
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let mut body = first_turn(true);
+    let mut tools = body["tools"].as_array().unwrap().clone();
+    let dropped: Vec<String> = (0..600)
+        .map(|i| format!("mcp__claude_ai_Example_Server__some_long_tool_name_{i:04}"))
+        .collect();
+    for name in &dropped {
+        tools.push(
+            json!({"name": name, "description": "An MCP tool", "input_schema": {"type": "object"}}),
+        );
+    }
+    body["tools"] = Value::Array(tools);
+    let response = post_messages(&app, "/v1/messages", &body).await;
+    assert_eq!(response.status(), 200);
+    let header = response.headers()["x-harness-dropped-tools"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    read_all(response).await;
+    // At most 2 KiB of names, then how many more there were.
+    let (names, more) = header.rsplit_once(", ...(+").expect("a count of the rest");
+    assert!(names.len() <= 2048, "{} bytes of names", names.len());
+    let more: usize = more.strip_suffix(" more)").unwrap().parse().unwrap();
+    let shown: Vec<&str> = names.split(", ").collect();
+    assert_eq!(shown.len() + more, dropped.len(), "{header}");
+    assert_eq!(shown, dropped[..shown.len()], "the first names, in order");
+}

@@ -156,6 +156,9 @@ pub struct LimitsConfig {
     pub max_inflight_body_bytes: usize,
     /// Live `/titles/{id}/stream` subscribers at once; beyond it 503 with `Retry-After`.
     pub max_title_subscribers: usize,
+    /// `count_tokens` estimates running at once; `0` is one per core. Beyond it 529
+    /// `overloaded_error`.
+    pub max_token_counts: usize,
 }
 
 impl Default for LimitsConfig {
@@ -170,6 +173,7 @@ impl Default for LimitsConfig {
             max_connections: 4096,
             max_inflight_body_bytes: 256 * 1024 * 1024,
             max_title_subscribers: 1024,
+            max_token_counts: 0,
         }
     }
 }

@@ -543,3 +543,44 @@ async fn hundreds_of_dropped_mcp_tools_make_a_bounded_header() {
     assert_eq!(shown.len() + more, dropped.len(), "{header}");
     assert_eq!(shown, dropped[..shown.len()], "the first names, in order");
 }
+
+#[tokio::test]
+async fn count_tokens_beyond_its_permits_is_529_and_a_30_mib_run_is_estimated() {
+    let upstream = FakeUpstream::fixed(Reply::json(500, "{}")).await;
+    let mut config = test_config(&upstream.base_url());
+    config.limits.max_token_counts = 1;
+    let app = TestApp::start(config).await;
+    let small = json!({"model": "m", "messages": [{"role": "user", "content": "hello world"}]});
+    // The one permit is held (as a count in progress would hold it): two counts arrive.
+    let held = app
+        .state
+        .token_counts
+        .clone()
+        .acquire_owned()
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(
+        post_messages(&app, "/v1/messages/count_tokens", &small),
+        post_messages(&app, "/harness/opencode/v1/messages/count_tokens", &small),
+    );
+    for response in [a, b] {
+        assert_eq!(response.status(), 529);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["type"], "error", "{body}");
+        assert_eq!(body["error"]["type"], "overloaded_error", "{body}");
+    }
+    drop(held);
+    // Freed: a count of one 30 MiB run of `a` is answered, estimated by its length.
+    let run = "a".repeat(30 * 1024 * 1024);
+    let big = json!({"model": "m", "messages": [{"role": "user", "content": run}]});
+    let response = post_messages(&app, "/v1/messages/count_tokens", &big).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let n = body["input_tokens"].as_u64().unwrap();
+    assert_eq!(
+        n,
+        (30 * 1024 * 1024 / 4 + 4) as u64,
+        "len/4 plus the message overhead"
+    );
+    assert_eq!(upstream.count(), 0);
+}

@@ -419,9 +419,17 @@ impl std::fmt::Display for StoreUrl {
             Self::Memory => f.write_str("memory"),
             Self::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
             Self::Redis(text) => match reqwest::Url::parse(text) {
-                Ok(mut url) if url.password().is_some() => {
-                    let _ = url.set_password(Some("redacted"));
-                    f.write_str(url.as_str())
+                Ok(mut url) if url.password().is_some() || url.query().is_some() => {
+                    if url.password().is_some() {
+                        let _ = url.set_password(Some("redacted"));
+                    }
+                    let query = url.query().map(redacted_query);
+                    url.set_query(None);
+                    f.write_str(url.as_str())?;
+                    match query {
+                        Some(query) => write!(f, "?{query}"),
+                        None => Ok(()),
+                    }
                 }
                 _ => f.write_str(text),
             },
@@ -739,23 +747,45 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `url` with the password of its userinfo (`http://user:PASS@host/`) replaced, for logs and
-/// `check-config`. A URL without a password is returned as it was.
+/// `url` with the password of its userinfo (`http://user:PASS@host/`) and every query value
+/// (`?api-version=<redacted>&sig=<redacted>`: Azure-style servers take keys and signatures
+/// there) replaced, for logs and `check-config`. A URL with neither is returned as it was.
 pub fn redacted_url(url: &str) -> String {
     const MARK: &str = "harness-proxy-redacted";
     match reqwest::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            if parsed.set_password(Some(MARK)).is_err() {
+        Ok(mut parsed) if parsed.password().is_some() || parsed.query().is_some() => {
+            if parsed.password().is_some() && parsed.set_password(Some(MARK)).is_err() {
                 return "<redacted URL>".to_owned();
             }
-            parsed
+            let query = parsed.query().map(redacted_query);
+            parsed.set_query(None);
+            let mut shown = parsed
                 .to_string()
-                .replace(&format!(":{MARK}@"), ":<redacted>@")
+                .replace(&format!(":{MARK}@"), ":<redacted>@");
+            if let Some(query) = query {
+                // After the path, before any fragment.
+                let at = shown.find('#').unwrap_or(shown.len());
+                shown.insert_str(at, &format!("?{query}"));
+            }
+            shown
         }
         Ok(_) => url.to_owned(),
         // Unparseable URLs are refused by `validate`; never echo one that might hold a secret.
         Err(_) => "<unparseable URL>".to_owned(),
     }
+}
+
+/// A query with each value replaced (`k=<redacted>`); a bare item may be a secret itself.
+fn redacted_query(query: &str) -> String {
+    query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) => format!("{key}=<redacted>"),
+            None if pair.is_empty() => String::new(),
+            None => "<redacted>".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 /// The connection and memory bounds: none may be zero, and a body must fit the in-flight budget.
@@ -968,6 +998,18 @@ mod tests {
         );
         assert_eq!(redacted_url("http://h/v1"), "http://h/v1");
         assert_eq!(redacted_url("http://user@h/v1"), "http://user@h/v1");
+    }
+
+    #[test]
+    fn every_query_value_of_a_url_is_redacted() {
+        assert_eq!(
+            redacted_url("https://h/v1?api-version=2024-10-21&sig=SECRET"),
+            "https://h/v1?api-version=<redacted>&sig=<redacted>"
+        );
+        assert_eq!(
+            redacted_url("http://u:PASS@h/v1?SECRET#frag"),
+            "http://u:<redacted>@h/v1?<redacted>#frag"
+        );
     }
 
     #[test]

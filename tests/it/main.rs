@@ -35,3 +35,4 @@ mod sse_limits;
 mod startup;
 mod titles;
 mod ui;
+mod upstream_url;

@@ -343,6 +343,18 @@ pub struct AuthConfig {
     /// `/v1` and `/titles` request must carry one of the keys (`Authorization: Bearer` or
     /// `x-api-key`); the titles a key creates are that key's.
     pub keys: Vec<String>,
+    /// Whether a client's own credential goes upstream when no upstream key is configured.
+    /// Unset: only while `auth.keys` is empty (with inbound keys the client's key is the
+    /// proxy's, not the upstream's).
+    pub forward_client_key: Option<bool>,
+}
+
+impl AuthConfig {
+    /// Whether the client's own key may go upstream (`forward_client_key`, else only while no
+    /// inbound keys are set).
+    pub fn forwards_client_key(&self) -> bool {
+        self.forward_client_key.unwrap_or(self.keys.is_empty())
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -109,7 +109,10 @@ impl AppState {
     pub fn build(config: Config, host: Host) -> Result<Self, StartupError> {
         let prompts = Prompts::load(config.prompts_dir.as_deref())?;
         let harnesses = build_registry(&config, &prompts, &host)?;
-        let upstream = Arc::new(Upstream::new(&config.upstream, host.env)?);
+        let upstream = Arc::new(
+            Upstream::new(&config.upstream, host.env)?
+                .forwarding_client_key(config.auth.forwards_client_key()),
+        );
         let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(
             config.titles.clone(),

@@ -117,6 +117,9 @@ pub struct Upstream {
     /// `Basic` credentials from the base URL's userinfo, sent when no upstream key is configured
     /// (a configured key wins; the client's key is never sent with them).
     url_credentials: Option<HeaderValue>,
+    /// Whether the client's own key goes upstream when neither of those is there
+    /// (`auth.forward_client_key`).
+    forward_client_key: bool,
     /// The base URL's path as the URL parser normalised it, with a trailing slash: every request
     /// URL must stay under it.
     base_path: String,
@@ -176,12 +179,38 @@ impl Upstream {
             base: parts.base,
             base_query: parts.query,
             url_credentials: parts.credentials,
+            forward_client_key: true,
             key,
             first_byte_timeout: config.first_byte_timeout,
             idle_timeout: config.idle_timeout,
             max_retries: config.max_retries,
             max_retry_wait: config.max_retry_wait,
         })
+    }
+
+    /// Whether a client's own key may be sent upstream (`auth.forward_client_key`; by default
+    /// it may).
+    #[must_use]
+    pub fn forwarding_client_key(mut self, forward: bool) -> Self {
+        self.forward_client_key = forward;
+        self
+    }
+
+    /// What authenticates this proxy's requests upstream, for the start-up log; `None` when
+    /// nothing is sent (no key, and the client's is not forwarded).
+    pub fn credential(&self) -> Option<&'static str> {
+        Some(
+            match (&self.key, &self.url_credentials, self.forward_client_key) {
+                (KeySource::Static(_), ..) => "the configured key (upstream.api_key)",
+                (KeySource::File { .. }, ..) => "the configured key (upstream.api_key_file)",
+                (KeySource::Env { .. }, ..) => "the configured key (upstream.api_key_env)",
+                (KeySource::ClientForwarded, Some(_), _) => {
+                    "the base URL's user and password (Basic)"
+                }
+                (KeySource::ClientForwarded, None, true) => "the client's own key, forwarded",
+                (KeySource::ClientForwarded, None, false) => return None,
+            },
+        )
     }
 
     /// Whether the key comes from a file or env variable that may have been rotated.
@@ -214,8 +243,9 @@ impl Upstream {
     }
 
     /// The one `Authorization` sent: the configured key, else the base URL's userinfo as
-    /// `Basic`, else the client's own.
+    /// `Basic`, else the client's own (when `auth.forward_client_key` allows).
     fn authorization(&self, client: Option<&HeaderValue>) -> Option<HeaderValue> {
+        let client = client.filter(|_| self.forward_client_key);
         let client = self.url_credentials.as_ref().or(client);
         let secret = match &self.key {
             KeySource::ClientForwarded => return client.cloned(),

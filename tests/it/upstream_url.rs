@@ -1,13 +1,20 @@
-//! Issue 17 item 10: how the upstream base URL and its credentials reach the model server. A
-//! base URL with a query (Azure-style `…/v1?api-version=…`) keeps its query on every request,
-//! after the joined path, and its values are never shown; userinfo in the URL and an upstream
-//! key send one `Authorization`.
+//! Issue 17 items 10 and 12: how the upstream base URL and the credentials reach the model
+//! server. A base URL with a query (Azure-style `…/v1?api-version=…`) keeps its query on every
+//! request, after the joined path, and its values are never shown; userinfo in the URL and an
+//! upstream key send one `Authorization`; with `auth.keys` set the client's inbound key is not
+//! forwarded unless `auth.forward_client_key` says so.
 
 use std::process::{Command, Stdio};
+
+use sha2::{Digest, Sha256};
 
 use crate::support::binary::Proxy;
 use crate::support::sse::read_all;
 use crate::support::{FakeUpstream, Recorded, Reply, TestApp, chat_body, test_config};
+
+fn hash_key(key: &str) -> String {
+    hex::encode(Sha256::digest(key.as_bytes()))
+}
 
 const QUERY_SECRET: &str = "QSECRET-0017";
 
@@ -89,5 +96,57 @@ async fn userinfo_and_an_upstream_key_send_one_authorization_the_key_s() {
             vec!["Bearer sk-operator".to_owned()],
             vec!["Basic dXNlcjp1cmwtcGFzcw==".to_owned()],
         ]
+    );
+}
+
+#[tokio::test]
+async fn with_inbound_keys_the_client_s_key_goes_upstream_only_when_configured() {
+    let upstream = FakeUpstream::fixed(Reply::json(200, r#"{"object":"list","data":[]}"#)).await;
+    let mut config = test_config(&upstream.base_url());
+    config.auth.keys = vec![hash_key("sk-inbound")];
+    let kept = TestApp::start(config.clone()).await;
+    config.auth.forward_client_key = Some(true);
+    let forwarded = TestApp::start(config).await;
+    for app in [&kept, &forwarded] {
+        let response = app
+            .get("/v1/models")
+            .bearer_auth("sk-inbound")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        let chat = app
+            .post("/v1/chat/completions")
+            .header("x-harness", "passthrough")
+            .header("x-api-key", "sk-inbound")
+            .json(&chat_body(false))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(chat.status(), 200);
+    }
+    let seen: Vec<Vec<String>> = upstream.requests().iter().map(authorizations).collect();
+    assert_eq!(
+        seen,
+        [vec![], vec![], vec!["Bearer sk-inbound".to_owned()], vec![],]
+    );
+    // Start-up says whether a client's key is forwarded.
+    let proxy = Proxy::start(
+        &upstream.base_url(),
+        &[
+            ("HARNESS_PROXY__LOG_FORMAT", "json"),
+            (
+                "HARNESS_PROXY__AUTH__KEYS",
+                &format!("[\"{}\"]", hash_key("sk-inbound")),
+            ),
+        ],
+    )
+    .await;
+    let logs = proxy.logs();
+    assert!(
+        logs.contains(
+            r#""upstream_credential":"none (the client's key is not forwarded: auth.keys is set)""#
+        ),
+        "{logs}"
     );
 }

@@ -584,3 +584,33 @@ async fn count_tokens_beyond_its_permits_is_529_and_a_30_mib_run_is_estimated() 
     );
     assert_eq!(upstream.count(), 0);
 }
+
+#[tokio::test]
+async fn a_wrong_method_on_the_messages_routes_answers_405_in_anthropics_shape() {
+    let upstream = FakeUpstream::fixed(Reply::json(500, "{}")).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    for path in [
+        "/v1/messages",
+        "/harness/opencode/v1/messages",
+        "/v1/messages/count_tokens",
+    ] {
+        let response = app
+            .get(path)
+            .header("x-api-key", "sk-claude")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["type"], "error", "{path}: {body}");
+        assert_eq!(
+            body["error"]["type"], "invalid_request_error",
+            "{path}: {body}"
+        );
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains("GET"),
+            "{body}"
+        );
+    }
+    assert_eq!(upstream.count(), 0);
+}

@@ -115,7 +115,7 @@ pub async fn list(
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
             "limit" => match value.parse::<usize>() {
-                Ok(n) if n > 0 => limit = n.min(MAX_LIMIT),
+                Ok(n) if (1..=MAX_LIMIT).contains(&n) => limit = n,
                 _ => {
                     return invalid_query(
                         format!("`limit` must be a whole number from 1 to {MAX_LIMIT}"),

@@ -76,6 +76,10 @@ fn store_error(state: &AppState, err: &StoreError) -> ProxyError {
             store: state.config.titles.store.to_string(),
             reason: reason.clone(),
         },
+        StoreError::Refusing { .. } => ProxyError::StoreUnavailable {
+            store: state.config.titles.store.to_string(),
+            reason: err.to_string(),
+        },
         StoreError::Backend(_) => ProxyError::Internal(err.to_string()),
     }
 }

@@ -280,6 +280,10 @@ impl Upstream {
         if !format!("{}/", url.path()).starts_with(&self.base_path) {
             return Err(UpstreamError::PathEscape);
         }
+        if !self.forward_client_key {
+            // The client's key in Anthropic's header, carried on by passthrough: not sent either.
+            outbound.headers.remove("x-api-key");
+        }
         let mut authorization = self.authorization(outbound.client_authorization.as_ref());
         let mut attempt = 0u32;
         let mut reloaded = false;

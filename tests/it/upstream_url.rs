@@ -130,6 +130,13 @@ async fn with_inbound_keys_the_client_s_key_goes_upstream_only_when_configured()
         seen,
         [vec![], vec![], vec!["Bearer sk-inbound".to_owned()], vec![],]
     );
+    // Nor as the `x-api-key` header a passthrough request carries on.
+    let api_keys: Vec<Option<String>> = upstream
+        .requests()
+        .iter()
+        .map(|r| r.header("x-api-key").map(str::to_owned))
+        .collect();
+    assert_eq!(api_keys, [None, None, None, Some("sk-inbound".to_owned())]);
     // Start-up says whether a client's key is forwarded.
     let proxy = Proxy::start(
         &upstream.base_url(),

@@ -182,12 +182,26 @@ async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
     let state = AppState::build(config, process_host()).map_err(|e| e.to_string())?;
     let listener = bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let upstream = config::redacted_url(&state.config.upstream.base_url);
-    tracing::info!(listen = %listen, upstream = %upstream, default_harness = %state.config.default_harness, "harness-proxy serving");
+    let credential = upstream_credential(&state);
+    tracing::info!(listen = %listen, upstream = %upstream, upstream_credential = %credential, default_harness = %state.config.default_harness, "harness-proxy serving");
     crate::server::run(listener, state, shutdown_signal())
         .await
         .map_err(|e| format!("server error: {e}"))?;
     tracing::info!("harness-proxy stopped");
     Ok(ExitCode::SUCCESS)
+}
+
+/// What authenticates requests upstream, and, when the client's key is not forwarded, why.
+fn upstream_credential(state: &AppState) -> String {
+    if let Some(credential) = state.upstream.credential() {
+        return credential.to_owned();
+    }
+    let why = if state.config.auth.forward_client_key == Some(false) {
+        "auth.forward_client_key = false"
+    } else {
+        "auth.keys is set"
+    };
+    format!("none (the client's key is not forwarded: {why})")
 }
 
 /// Connections the kernel may queue before they are accepted: tokio's default (1024) drops the

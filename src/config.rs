@@ -159,6 +159,9 @@ pub struct LimitsConfig {
     /// Largest upstream answer the proxy holds for a client that did not stream (folded into one
     /// JSON); beyond it 502 `upstream_answer_too_large`. Streams passed on are not bounded.
     pub max_answer_bytes: usize,
+    /// `count_tokens` estimates running at once; `0` is one per core. Beyond it 529
+    /// `overloaded_error`.
+    pub max_token_counts: usize,
 }
 
 impl Default for LimitsConfig {
@@ -174,6 +177,7 @@ impl Default for LimitsConfig {
             max_inflight_body_bytes: 256 * 1024 * 1024,
             max_title_subscribers: 1024,
             max_answer_bytes: 64 * 1024 * 1024,
+            max_token_counts: 0,
         }
     }
 }
@@ -343,6 +347,18 @@ pub struct AuthConfig {
     /// `/v1` and `/titles` request must carry one of the keys (`Authorization: Bearer` or
     /// `x-api-key`); the titles a key creates are that key's.
     pub keys: Vec<String>,
+    /// Whether a client's own credential goes upstream when no upstream key is configured.
+    /// Unset: only while `auth.keys` is empty (with inbound keys the client's key is the
+    /// proxy's, not the upstream's).
+    pub forward_client_key: Option<bool>,
+}
+
+impl AuthConfig {
+    /// Whether the client's own key may go upstream (`forward_client_key`, else only while no
+    /// inbound keys are set).
+    pub fn forwards_client_key(&self) -> bool {
+        self.forward_client_key.unwrap_or(self.keys.is_empty())
+    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -419,9 +435,17 @@ impl std::fmt::Display for StoreUrl {
             Self::Memory => f.write_str("memory"),
             Self::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
             Self::Redis(text) => match reqwest::Url::parse(text) {
-                Ok(mut url) if url.password().is_some() => {
-                    let _ = url.set_password(Some("redacted"));
-                    f.write_str(url.as_str())
+                Ok(mut url) if url.password().is_some() || url.query().is_some() => {
+                    if url.password().is_some() {
+                        let _ = url.set_password(Some("redacted"));
+                    }
+                    let query = url.query().map(redacted_query);
+                    url.set_query(None);
+                    f.write_str(url.as_str())?;
+                    match query {
+                        Some(query) => write!(f, "?{query}"),
+                        None => Ok(()),
+                    }
                 }
                 _ => f.write_str(text),
             },
@@ -739,23 +763,45 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `url` with the password of its userinfo (`http://user:PASS@host/`) replaced, for logs and
-/// `check-config`. A URL without a password is returned as it was.
+/// `url` with the password of its userinfo (`http://user:PASS@host/`) and every query value
+/// (`?api-version=<redacted>&sig=<redacted>`: Azure-style servers take keys and signatures
+/// there) replaced, for logs and `check-config`. A URL with neither is returned as it was.
 pub fn redacted_url(url: &str) -> String {
     const MARK: &str = "harness-proxy-redacted";
     match reqwest::Url::parse(url) {
-        Ok(mut parsed) if parsed.password().is_some() => {
-            if parsed.set_password(Some(MARK)).is_err() {
+        Ok(mut parsed) if parsed.password().is_some() || parsed.query().is_some() => {
+            if parsed.password().is_some() && parsed.set_password(Some(MARK)).is_err() {
                 return "<redacted URL>".to_owned();
             }
-            parsed
+            let query = parsed.query().map(redacted_query);
+            parsed.set_query(None);
+            let mut shown = parsed
                 .to_string()
-                .replace(&format!(":{MARK}@"), ":<redacted>@")
+                .replace(&format!(":{MARK}@"), ":<redacted>@");
+            if let Some(query) = query {
+                // After the path, before any fragment.
+                let at = shown.find('#').unwrap_or(shown.len());
+                shown.insert_str(at, &format!("?{query}"));
+            }
+            shown
         }
         Ok(_) => url.to_owned(),
         // Unparseable URLs are refused by `validate`; never echo one that might hold a secret.
         Err(_) => "<unparseable URL>".to_owned(),
     }
+}
+
+/// A query with each value replaced (`k=<redacted>`); a bare item may be a secret itself.
+fn redacted_query(query: &str) -> String {
+    query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) => format!("{key}=<redacted>"),
+            None if pair.is_empty() => String::new(),
+            None => "<redacted>".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("&")
 }
 
 /// The connection and memory bounds: none may be zero, and a body must fit the in-flight budget.
@@ -969,6 +1015,18 @@ mod tests {
         );
         assert_eq!(redacted_url("http://h/v1"), "http://h/v1");
         assert_eq!(redacted_url("http://user@h/v1"), "http://user@h/v1");
+    }
+
+    #[test]
+    fn every_query_value_of_a_url_is_redacted() {
+        assert_eq!(
+            redacted_url("https://h/v1?api-version=2024-10-21&sig=SECRET"),
+            "https://h/v1?api-version=<redacted>&sig=<redacted>"
+        );
+        assert_eq!(
+            redacted_url("http://u:PASS@h/v1?SECRET#frag"),
+            "http://u:<redacted>@h/v1?<redacted>#frag"
+        );
     }
 
     #[test]

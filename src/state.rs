@@ -90,6 +90,9 @@ pub struct Inner {
     /// Large rewrites running at once (one per core): they are CPU-bound, and each holds a parsed
     /// copy and a rebuilt copy of its body, so more at once only adds memory.
     pub large_rewrites: Arc<Semaphore>,
+    /// `count_tokens` estimates running at once (`limits.max_token_counts`, one per core by
+    /// default): they are CPU-bound, on the blocking pool.
+    pub token_counts: Arc<Semaphore>,
     /// The console's request inspector; `None` unless `inspect.enabled`.
     pub inspect: Option<crate::inspect::Inspector>,
 }
@@ -106,7 +109,10 @@ impl AppState {
     pub fn build(config: Config, host: Host) -> Result<Self, StartupError> {
         let prompts = Prompts::load(config.prompts_dir.as_deref())?;
         let harnesses = build_registry(&config, &prompts, &host)?;
-        let upstream = Arc::new(Upstream::new(&config.upstream, host.env)?);
+        let upstream = Arc::new(
+            Upstream::new(&config.upstream, host.env)?
+                .forwarding_client_key(config.auth.forwards_client_key()),
+        );
         let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(
             config.titles.clone(),
@@ -137,6 +143,10 @@ impl AppState {
             large_rewrites: Arc::new(Semaphore::new(
                 std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
             )),
+            token_counts: Arc::new(Semaphore::new(match config.limits.max_token_counts {
+                0 => std::thread::available_parallelism().map_or(2, std::num::NonZero::get),
+                n => n.min(Semaphore::MAX_PERMITS),
+            })),
             inspect: crate::inspect::Inspector::from_config(&config.inspect),
             config,
             harnesses,

@@ -140,8 +140,17 @@ enum KeySource {
 
 pub struct Upstream {
     client: reqwest::Client,
-    /// Base URL without its trailing slash.
+    /// Base URL without its trailing slash, its query or its userinfo.
     base: String,
+    /// The base URL's query (`api-version=…` of Azure-style servers): put before the request's
+    /// own query on every request.
+    base_query: Option<String>,
+    /// `Basic` credentials from the base URL's userinfo, sent when no upstream key is configured
+    /// (a configured key wins; the client's key is never sent with them).
+    url_credentials: Option<HeaderValue>,
+    /// Whether the client's own key goes upstream when neither of those is there
+    /// (`auth.forward_client_key`).
+    forward_client_key: bool,
     /// The base URL's path as the URL parser normalised it, with a trailing slash: every request
     /// URL must stay under it.
     base_path: String,
@@ -194,20 +203,45 @@ impl Upstream {
         } else {
             KeySource::ClientForwarded
         };
-        let base = config.base_url.trim_end_matches('/').to_owned();
-        let base_path = reqwest::Url::parse(&base)
-            .map(|url| format!("{}/", url.path().trim_end_matches('/')))
-            .unwrap_or_else(|_| "/".to_owned());
+        let parts = BaseUrl::split(&config.base_url);
         Ok(Self {
             client,
-            base,
-            base_path,
+            base_path: format!("{}/", parts.path),
+            base: parts.base,
+            base_query: parts.query,
+            url_credentials: parts.credentials,
+            forward_client_key: true,
             key,
             first_byte_timeout: config.first_byte_timeout,
             idle_timeout: config.idle_timeout,
             max_retries: config.max_retries,
             max_retry_wait: config.max_retry_wait,
         })
+    }
+
+    /// Whether a client's own key may be sent upstream (`auth.forward_client_key`; by default
+    /// it may).
+    #[must_use]
+    pub fn forwarding_client_key(mut self, forward: bool) -> Self {
+        self.forward_client_key = forward;
+        self
+    }
+
+    /// What authenticates this proxy's requests upstream, for the start-up log; `None` when
+    /// nothing is sent (no key, and the client's is not forwarded).
+    pub fn credential(&self) -> Option<&'static str> {
+        Some(
+            match (&self.key, &self.url_credentials, self.forward_client_key) {
+                (KeySource::Static(_), ..) => "the configured key (upstream.api_key)",
+                (KeySource::File { .. }, ..) => "the configured key (upstream.api_key_file)",
+                (KeySource::Env { .. }, ..) => "the configured key (upstream.api_key_env)",
+                (KeySource::ClientForwarded, Some(_), _) => {
+                    "the base URL's user and password (Basic)"
+                }
+                (KeySource::ClientForwarded, None, true) => "the client's own key, forwarded",
+                (KeySource::ClientForwarded, None, false) => return None,
+            },
+        )
     }
 
     /// Whether the key comes from a file or env variable that may have been rotated.
@@ -239,7 +273,11 @@ impl Upstream {
         }
     }
 
+    /// The one `Authorization` sent: the configured key, else the base URL's userinfo as
+    /// `Basic`, else the client's own (when `auth.forward_client_key` allows).
     fn authorization(&self, client: Option<&HeaderValue>) -> Option<HeaderValue> {
+        let client = client.filter(|_| self.forward_client_key);
+        let client = self.url_credentials.as_ref().or(client);
         let secret = match &self.key {
             KeySource::ClientForwarded => return client.cloned(),
             KeySource::Static(secret) => Some(secret.clone()),
@@ -261,10 +299,21 @@ impl Upstream {
     /// committed to the client. The body is returned as a stream guarded by the idle timeout.
     /// A 401 with a file or env key re-reads the key and retries once (keys get rotated).
     pub async fn send(&self, mut outbound: Outbound) -> Result<UpstreamResponse, UpstreamError> {
-        let url = reqwest::Url::parse(&format!("{}{}", self.base, outbound.path))
+        let mut url = reqwest::Url::parse(&format!("{}{}", self.base, outbound.path))
             .map_err(|_| UpstreamError::PathEscape)?;
+        if let Some(base_query) = &self.base_query {
+            let query = match url.query() {
+                Some(own) if !own.is_empty() => format!("{base_query}&{own}"),
+                _ => base_query.clone(),
+            };
+            url.set_query(Some(&query));
+        }
         if !format!("{}/", url.path()).starts_with(&self.base_path) {
             return Err(UpstreamError::PathEscape);
+        }
+        if !self.forward_client_key {
+            // The client's key in Anthropic's header, carried on by passthrough: not sent either.
+            outbound.headers.remove("x-api-key");
         }
         let mut authorization = self.authorization(outbound.client_authorization.as_ref());
         let mut attempt = 0u32;
@@ -337,6 +386,60 @@ impl Upstream {
             }
         }
     }
+}
+
+/// The configured base URL taken apart: what requests are joined to, its path, its query, and
+/// its userinfo as `Basic` credentials. The URL was checked by `config`; an unparseable one is
+/// kept as it is (every request to it then fails as a path outside the base).
+struct BaseUrl {
+    base: String,
+    path: String,
+    query: Option<String>,
+    credentials: Option<HeaderValue>,
+}
+
+impl BaseUrl {
+    fn split(text: &str) -> Self {
+        let Ok(mut url) = reqwest::Url::parse(text) else {
+            return Self {
+                base: text.trim_end_matches('/').to_owned(),
+                path: String::new(),
+                query: None,
+                credentials: None,
+            };
+        };
+        let query = url.query().filter(|q| !q.is_empty()).map(str::to_owned);
+        let credentials = (!url.username().is_empty() || url.password().is_some())
+            .then(|| basic(url.username(), url.password().unwrap_or_default()))
+            .flatten();
+        // Without them here, reqwest adds no `Authorization` of its own from the URL.
+        let _ = url.set_username("");
+        let _ = url.set_password(None);
+        url.set_query(None);
+        url.set_fragment(None);
+        let path = url.path().trim_end_matches('/').to_owned();
+        Self {
+            base: url.as_str().trim_end_matches('/').to_owned(),
+            path,
+            query,
+            credentials,
+        }
+    }
+}
+
+/// `Basic` credentials of a URL's (percent-encoded) userinfo.
+fn basic(user: &str, password: &str) -> Option<HeaderValue> {
+    use base64::Engine as _;
+    let decode = |part: &str| {
+        percent_encoding::percent_decode_str(part)
+            .decode_utf8_lossy()
+            .into_owned()
+    };
+    let pair = format!("{}:{}", decode(user), decode(password));
+    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+    let mut value = HeaderValue::from_str(&format!("Basic {encoded}")).ok()?;
+    value.set_sensitive(true);
+    Some(value)
 }
 
 /// The key in env variable `var`, trimmed; an empty value is no key.

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::HeaderMap;
 
 use crate::conversation::Conversation;
 use crate::conversation::mapping::ResponsePlan;
@@ -60,8 +60,9 @@ pub struct Prepared {
     /// Whether the harness rebuilt the request (`false`: the client's request goes as it was).
     pub rewritten: bool,
     pub response: ResponsePlan,
-    /// Extra headers for the client's response (e.g. `x-harness-dropped-tools`).
-    pub response_headers: Vec<(HeaderName, HeaderValue)>,
+    /// Tools of the client's the harness did not send upstream; the route names them to the
+    /// client (`x-harness-dropped-tools`).
+    pub dropped_tools: Vec<String>,
 }
 
 impl Prepared {
@@ -81,7 +82,7 @@ impl Prepared {
             upstream_body,
             rewritten: false,
             response: ResponsePlan::Passthrough,
-            response_headers: Vec::new(),
+            dropped_tools: Vec::new(),
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::error::ProxyError;
 use crate::harness::Prepared;
 use crate::protocols::{ClientProtocol, Inbound};
 use crate::routes::answer::respond;
+use crate::routes::dropped_tools;
 use crate::routes::extract::PathParam;
 use crate::routes::inbound::{self, Processed};
 use crate::routes::meter::Meter;
@@ -186,7 +187,7 @@ async fn serve(
                 upstream_body,
                 rewritten,
                 response: plan,
-                response_headers,
+                dropped_tools: harness_dropped,
             },
         facts,
         renderer,
@@ -296,29 +297,9 @@ async fn serve(
         max_answer: state.config.limits.max_answer_bytes,
     };
     let mut response = respond(upstream, plan, render, bounds, front.protocol).await?;
-    for (name, value) in response_headers {
-        response.headers_mut().insert(name, value);
-    }
-    if !dropped.is_empty() {
-        let mut list = response
-            .headers()
-            .get("x-harness-dropped-tools")
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-            .unwrap_or_default();
-        for name in dropped {
-            if !list.is_empty() {
-                list.push_str(", ");
-            }
-            list.push_str(&name);
-        }
-        if let Ok(value) = HeaderValue::from_str(&list) {
-            response
-                .headers_mut()
-                .insert("x-harness-dropped-tools", value);
-        }
-    }
-    count_dropped_tools(harness.name(), response.headers());
+    let mut dropped_tools = harness_dropped;
+    dropped_tools.extend(dropped);
+    dropped_tools::report(harness.name(), &dropped_tools, response.headers_mut());
     if let Some(url) = title.url().and_then(|u| HeaderValue::from_str(u).ok()) {
         response.headers_mut().insert("x-title-url", url);
     }
@@ -355,22 +336,4 @@ fn identify(
             )
         }
     })
-}
-
-/// Counts each tool named in `x-harness-dropped-tools` (the harness's and the protocol's drops).
-fn count_dropped_tools(harness: &'static str, headers: &HeaderMap) {
-    let Some(list) = headers
-        .get("x-harness-dropped-tools")
-        .and_then(|v| v.to_str().ok())
-    else {
-        return;
-    };
-    for name in list.split(',').map(str::trim).filter(|n| !n.is_empty()) {
-        metrics::counter!(
-            "harness_proxy_dropped_tools_total",
-            "harness" => harness,
-            "tool" => crate::routes::meter::tool_label(name)
-        )
-        .increment(1);
-    }
 }

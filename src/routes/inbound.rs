@@ -52,7 +52,7 @@ impl Processed {
                 upstream_body: body.clone(),
                 rewritten: false,
                 response: ResponsePlan::Passthrough,
-                response_headers: Vec::new(),
+                dropped_tools: Vec::new(),
             },
             facts,
             renderer: None,

@@ -74,7 +74,8 @@ async fn handle(
 }
 
 /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, a local estimate (see
-/// `protocols::messages::tokens`); Claude Code's `/context` breaks on a 404 here.
+/// `protocols::messages::tokens`); Claude Code's `/context` breaks on a 404 here. More counts at
+/// once than `limits.max_token_counts` get 529 `overloaded_error`.
 pub async fn count_tokens(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -82,10 +83,18 @@ pub async fn count_tokens(
 ) -> Result<Response, ProxyError> {
     let body = read_body(&headers, body, state.config.limits.max_body_bytes).await?;
     let request = messages::read(&body)?;
-    // Tokenizing a long conversation takes milliseconds: off the async workers.
-    let tokens = tokio::task::spawn_blocking(move || messages::tokens::estimate(&request))
-        .await
-        .map_err(|e| ProxyError::Internal(e.to_string()))?;
+    // Counting is CPU-bound (linear in the body): off the async workers, one per core at a time
+    // (`limits.max_token_counts`); beyond that the client is told to retry (529 on this route).
+    let Ok(permit) = state.token_counts.clone().try_acquire_owned() else {
+        return Err(ProxyError::Busy("token counts running at once"));
+    };
+    let tokens = tokio::task::spawn_blocking(move || {
+        let tokens = messages::tokens::estimate(&request);
+        drop(permit);
+        tokens
+    })
+    .await
+    .map_err(|e| ProxyError::Internal(e.to_string()))?;
     let json = serde_json::json!({ "input_tokens": tokens }).to_string();
     Ok((
         [(

@@ -2,6 +2,7 @@
 
 pub mod answer;
 pub mod chat;
+pub mod dropped_tools;
 pub mod extract;
 pub mod forward;
 pub mod health;

@@ -88,6 +88,10 @@ fn store_error(state: &AppState, err: &StoreError) -> ProxyError {
             store: state.config.titles.store.to_string(),
             reason: reason.clone(),
         },
+        StoreError::Refusing { .. } => ProxyError::StoreUnavailable {
+            store: state.config.titles.store.to_string(),
+            reason: err.to_string(),
+        },
         StoreError::Backend(_) => ProxyError::Internal(err.to_string()),
     }
 }
@@ -127,7 +131,7 @@ pub async fn list(
         let (key, value) = pair.split_once('=').unwrap_or((pair, ""));
         match key {
             "limit" => match value.parse::<usize>() {
-                Ok(n) if n > 0 => limit = n.min(MAX_LIMIT),
+                Ok(n) if (1..=MAX_LIMIT).contains(&n) => limit = n,
                 _ => {
                     return invalid_query(
                         format!("`limit` must be a whole number from 1 to {MAX_LIMIT}"),

@@ -1,8 +1,9 @@
 //! The path a forwarded `/v1/*` request takes upstream. The client's path is percent-decoded (so
 //! `%2e%2e`, `%2f` and `%5c` mean what they spell), split on `/` and `\` (browsers and the URL
 //! standard treat both as separators), its dot segments resolved, and every segment re-encoded.
-//! A path that would climb above the upstream base path, or that still spells a dot segment or a
-//! separator after a second decoding (double encoding), is refused: it is never sent.
+//! A path that would climb above the upstream base path, that has a `.` or `..` segment carrying
+//! `;` parameters (`..;x`, which Tomcat and Spring resolve as `..`), or that still spells a dot
+//! segment or a separator after a second decoding (double encoding), is refused: it is never sent.
 
 use percent_encoding::{AsciiSet, CONTROLS, percent_decode, utf8_percent_encode};
 
@@ -13,6 +14,8 @@ pub enum PathError {
     Escapes,
     #[error("the path hides a dot segment or a separator behind double percent-encoding")]
     DoubleEncoded,
+    #[error("the path has a `.` or `..` segment with `;` parameters, which some servers climb")]
+    DotParameters,
 }
 
 /// Everything but RFC 3986 unreserved characters, sub-delims, `:` and `@` is encoded, `%` too, so
@@ -48,6 +51,9 @@ pub fn relative_path(raw: &str) -> Result<String, PathError> {
             if hides_traversal(piece) {
                 return Err(PathError::DoubleEncoded);
             }
+            if piece.contains(&b';') && is_dot_segment(piece) {
+                return Err(PathError::DotParameters);
+            }
             match piece {
                 b"." => {}
                 b".." => {
@@ -74,6 +80,13 @@ pub fn relative_path(raw: &str) -> Result<String, PathError> {
     Ok(out)
 }
 
+/// Whether `piece` is `.` or `..` once its `;` parameters are cut off: Tomcat and Spring read
+/// `..;x` as `..`, so such a segment is a climb for them whatever the proxy makes of it.
+fn is_dot_segment(piece: &[u8]) -> bool {
+    let name = piece.split(|b| *b == b';').next().unwrap_or_default();
+    matches!(name, b"." | b"..")
+}
+
 /// Whether decoding `piece` again yields a separator or a dot segment it did not show.
 fn hides_traversal(piece: &[u8]) -> bool {
     let mut current = piece.to_vec();
@@ -82,8 +95,7 @@ fn hides_traversal(piece: &[u8]) -> bool {
         if next == current {
             return false;
         }
-        if next.contains(&b'/') || next.contains(&b'\\') || matches!(next.as_slice(), b"." | b"..")
-        {
+        if next.contains(&b'/') || next.contains(&b'\\') || is_dot_segment(&next) {
             return true;
         }
         current = next;
@@ -109,6 +121,9 @@ mod tests {
             ("a%3Fb", "/a%3Fb"),
             ("100%25", "/100%25"),
             ("%FF", "/%FF"),
+            ("a;b/c", "/a;b/c"),
+            ("...;x", "/...;x"),
+            (";x", "/;x"),
             ("caf%C3%A9", "/caf%C3%A9"),
         ] {
             assert_eq!(relative_path(raw).as_deref(), Ok(want), "{raw}");
@@ -132,7 +147,25 @@ mod tests {
         ] {
             assert_eq!(relative_path(raw), Err(PathError::Escapes), "{raw}");
         }
-        for raw in ["%252e%252e/x", "a%252f..", "%25252e%25252e", "x%255cy"] {
+        for raw in [
+            "..;/x",
+            "%2e%2e;/x",
+            "a/%2E.;p=1/x",
+            ".;/x",
+            "a/.;/b",
+            "..%3B/x",
+            "..;a;b/x",
+        ] {
+            assert_eq!(relative_path(raw), Err(PathError::DotParameters), "{raw}");
+        }
+        for raw in [
+            "%252e%252e/x",
+            "a%252f..",
+            "%25252e%25252e",
+            "x%255cy",
+            "%252e%252e;/x",
+            "..%253b/x",
+        ] {
             assert_eq!(relative_path(raw), Err(PathError::DoubleEncoded), "{raw}");
         }
     }

@@ -55,18 +55,21 @@ pub fn router(state: AppState) -> Router {
         ));
     // Anthropic Messages: errors reshaped outside the limiter, so its 503 becomes a 529 too.
     let messages = Router::new()
-        .route("/v1/messages", post(routes::messages::default_route))
+        .route(
+            "/v1/messages",
+            post(routes::messages::default_route).fallback(method_not_allowed),
+        )
         .route(
             "/harness/{name}/v1/messages",
-            post(routes::messages::path_route),
+            post(routes::messages::path_route).fallback(method_not_allowed),
         )
         .route(
             "/v1/messages/count_tokens",
-            post(routes::messages::count_tokens),
+            post(routes::messages::count_tokens).fallback(method_not_allowed),
         )
         .route(
             "/harness/{name}/v1/messages/count_tokens",
-            post(routes::messages::count_tokens_path),
+            post(routes::messages::count_tokens_path).fallback(method_not_allowed),
         )
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -24,7 +24,8 @@ const ORPHAN_SCAN: usize = 200;
 pub struct StoreHealth {
     /// The store URL, password hidden.
     pub store: String,
-    /// `ok`, or `unreachable` with the reason.
+    /// `ok`; `unreachable`, or, for a store that answers but refuses writes, `full` (Redis
+    /// `-OOM`) or `read_only` (`-READONLY`, `-MISCONF`); with the reason.
     pub state: &'static str,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
@@ -175,15 +176,18 @@ impl TitleService {
         if !matches!(probe, Ok(Ok(()))) {
             store_error("ping");
         }
-        let error = match probe {
-            Ok(Ok(())) => None,
-            Ok(Err(StoreError::Unavailable(e) | StoreError::Backend(e))) => Some(e),
-            Err(_) => Some("no answer within 2s".to_owned()),
+        let (state, error) = match probe {
+            Ok(Ok(())) => ("ok", None),
+            Ok(Err(StoreError::Unavailable(e) | StoreError::Backend(e))) => {
+                ("unreachable", Some(e))
+            }
+            Ok(Err(StoreError::Refusing { refusal, reason })) => (refusal.state(), Some(reason)),
+            Err(_) => ("unreachable", Some("no answer within 2s".to_owned())),
         };
         let shared = matches!(self.config.store, StoreUrl::Redis(_));
         StoreHealth {
             store: self.config.store.to_string(),
-            state: if error.is_some() { "unreachable" } else { "ok" },
+            state,
             ready: error.is_none() || shared,
             error,
             queued: self.outbox.len(),

@@ -36,3 +36,4 @@ mod sse_limits;
 mod startup;
 mod titles;
 mod ui;
+mod upstream_url;

@@ -562,3 +562,110 @@ async fn claude_code_s_own_title_request_is_forwarded_translated_and_teed_into_t
     let record = crate::titles::settled(&app, SESSION, "sk-claude").await;
     assert_eq!(record["title"], "Create the greeting file", "{record}");
 }
+
+#[tokio::test]
+async fn hundreds_of_dropped_mcp_tools_make_a_bounded_header() {
+    let upstream = answering(Reply::sse(&[
+        &text_chunk("ok"),
+        &finish_chunk("stop"),
+        DONE,
+    ]))
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let mut body = first_turn(true);
+    let mut tools = body["tools"].as_array().unwrap().clone();
+    let dropped: Vec<String> = (0..600)
+        .map(|i| format!("mcp__claude_ai_Example_Server__some_long_tool_name_{i:04}"))
+        .collect();
+    for name in &dropped {
+        tools.push(
+            json!({"name": name, "description": "An MCP tool", "input_schema": {"type": "object"}}),
+        );
+    }
+    body["tools"] = Value::Array(tools);
+    let response = post_messages(&app, "/v1/messages", &body).await;
+    assert_eq!(response.status(), 200);
+    let header = response.headers()["x-harness-dropped-tools"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    read_all(response).await;
+    // At most 2 KiB of names, then how many more there were.
+    let (names, more) = header.rsplit_once(", ...(+").expect("a count of the rest");
+    assert!(names.len() <= 2048, "{} bytes of names", names.len());
+    let more: usize = more.strip_suffix(" more)").unwrap().parse().unwrap();
+    let shown: Vec<&str> = names.split(", ").collect();
+    assert_eq!(shown.len() + more, dropped.len(), "{header}");
+    assert_eq!(shown, dropped[..shown.len()], "the first names, in order");
+}
+
+#[tokio::test]
+async fn count_tokens_beyond_its_permits_is_529_and_a_30_mib_run_is_estimated() {
+    let upstream = FakeUpstream::fixed(Reply::json(500, "{}")).await;
+    let mut config = test_config(&upstream.base_url());
+    config.limits.max_token_counts = 1;
+    let app = TestApp::start(config).await;
+    let small = json!({"model": "m", "messages": [{"role": "user", "content": "hello world"}]});
+    // The one permit is held (as a count in progress would hold it): two counts arrive.
+    let held = app
+        .state
+        .token_counts
+        .clone()
+        .acquire_owned()
+        .await
+        .unwrap();
+    let (a, b) = tokio::join!(
+        post_messages(&app, "/v1/messages/count_tokens", &small),
+        post_messages(&app, "/harness/opencode/v1/messages/count_tokens", &small),
+    );
+    for response in [a, b] {
+        assert_eq!(response.status(), 529);
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["type"], "error", "{body}");
+        assert_eq!(body["error"]["type"], "overloaded_error", "{body}");
+    }
+    drop(held);
+    // Freed: a count of one 30 MiB run of `a` is answered, estimated by its length.
+    let run = "a".repeat(30 * 1024 * 1024);
+    let big = json!({"model": "m", "messages": [{"role": "user", "content": run}]});
+    let response = post_messages(&app, "/v1/messages/count_tokens", &big).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    let n = body["input_tokens"].as_u64().unwrap();
+    assert_eq!(
+        n,
+        (30 * 1024 * 1024 / 4 + 4) as u64,
+        "len/4 plus the message overhead"
+    );
+    assert_eq!(upstream.count(), 0);
+}
+
+#[tokio::test]
+async fn a_wrong_method_on_the_messages_routes_answers_405_in_anthropics_shape() {
+    let upstream = FakeUpstream::fixed(Reply::json(500, "{}")).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    for path in [
+        "/v1/messages",
+        "/harness/opencode/v1/messages",
+        "/v1/messages/count_tokens",
+    ] {
+        let response = app
+            .get(path)
+            .header("x-api-key", "sk-claude")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 405, "{path}");
+        let body: Value = response.json().await.unwrap();
+        assert_eq!(body["type"], "error", "{path}: {body}");
+        assert_eq!(
+            body["error"]["type"], "invalid_request_error",
+            "{path}: {body}"
+        );
+        assert!(
+            body["error"]["message"].as_str().unwrap().contains("GET"),
+            "{body}"
+        );
+    }
+    assert_eq!(upstream.count(), 0);
+}

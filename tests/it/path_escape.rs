@@ -5,7 +5,7 @@ use crate::support::raw::{exchange, request};
 use crate::support::{FakeUpstream, Reply, TestApp, test_config};
 
 /// Dot segments and separators, spelled every way a client can send them.
-const ESCAPES: [&str; 14] = [
+const ESCAPES: [&str; 22] = [
     "../../tenant-b/files/123",
     "%2e%2e/%2e%2e/tenant-b/files/123",
     "%2E./%2E%2e/tenant-b/files/123",
@@ -20,6 +20,15 @@ const ESCAPES: [&str; 14] = [
     "files/../../../tenant-b/files/123",
     "files/./../../../tenant-b",
     "..",
+    // A dot segment with `;` parameters: Tomcat and Spring strip them and climb.
+    "%2e%2e;/tenant-b/files/123",
+    "..;/tenant-b/files/123",
+    "..;jsessionid=1/..;/tenant-b",
+    ".%2E;x=y/tenant-b",
+    ".;/tenant-b",
+    "%2e%2e%3b/tenant-b/files/123",
+    "%252e%252e%253b/tenant-b/files/123",
+    "files/..;/tenant-b",
 ];
 
 async fn app_before_tenant_a() -> (FakeUpstream, TestApp) {
@@ -71,6 +80,8 @@ async fn paths_inside_the_base_path_are_forwarded_under_it() {
         ("/v1/files/x/../y", "/tenant-a/v1/files/y"),
         ("/v1/files/./y", "/tenant-a/v1/files/y"),
         ("/harness/passthrough/v1/models", "/tenant-a/v1/models"),
+        ("/v1/files/a;b", "/tenant-a/v1/files/a;b"),
+        ("/v1/files/...;x", "/tenant-a/v1/files/...;x"),
     ];
     for (target, _) in cases {
         let answer = exchange(app.addr, &request("GET", target, &[])).await;

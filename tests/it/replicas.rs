@@ -375,3 +375,76 @@ async fn a_claim_given_up_on_while_redis_hangs_ends_failed_and_its_stream_ends()
         .expect("the stream ends");
     assert!(text.contains("error"), "{text}");
 }
+
+#[tokio::test]
+async fn readyz_tells_a_full_or_read_only_redis_from_an_unreachable_one() {
+    let Some(mut redis) = PrivateRedis::start("redis full").await else {
+        return;
+    };
+    let upstream = upstream_with_title(title_reply("T")).await;
+    let mut config = test_config(&upstream.base_url());
+    use_redis(&mut config, &redis.url(), "hp");
+    let app = TestApp::start(config).await;
+    let state_of = |app: &TestApp| {
+        let request = app.get("/readyz");
+        async move {
+            let response = request.send().await.unwrap();
+            let status = response.status().as_u16();
+            let body: Value = response.json().await.unwrap();
+            (
+                status,
+                body["title_store"]["state"].as_str().unwrap().to_owned(),
+                body,
+            )
+        }
+    };
+    assert_eq!(state_of(&app).await.1, "ok");
+    let admin = redis::Client::open(redis.url()).unwrap();
+    let mut conn = admin.get_multiplexed_async_connection().await.unwrap();
+    let config_set = |key: &'static str, value: &'static str| {
+        let mut cmd = redis::cmd("CONFIG");
+        cmd.arg("SET").arg(key).arg(value);
+        cmd
+    };
+    // Full: every write is refused with `-OOM`.
+    let () = config_set("maxmemory", "1")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (status, state, body) = state_of(&app).await;
+    assert_eq!(state, "full", "{body}");
+    assert!(
+        body["title_store"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("OOM"),
+        "{body}"
+    );
+    assert_eq!(
+        status, 200,
+        "a shared store's fault keeps the replica in rotation"
+    );
+    let () = config_set("maxmemory", "0")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    // Read-only: a replica of a master that is not there refuses writes with `-READONLY`.
+    let () = redis::cmd("REPLICAOF")
+        .arg("127.0.0.1")
+        .arg("1")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (_, state, body) = state_of(&app).await;
+    assert_eq!(state, "read_only", "{body}");
+    let () = redis::cmd("REPLICAOF")
+        .arg("NO")
+        .arg("ONE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(state_of(&app).await.1, "ok");
+    redis.kill();
+    let (_, state, body) = state_of(&app).await;
+    assert_eq!(state, "unreachable", "{body}");
+}

@@ -670,6 +670,26 @@ async fn listing_paginates_newest_first_with_a_cursor() {
 }
 
 #[tokio::test]
+async fn a_listing_limit_over_the_maximum_is_refused_naming_the_bound() {
+    let upstream = upstream_with_title(title_reply("T")).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    for limit in ["501", "100000"] {
+        let (status, code, message) = crate::support::error_of(
+            app.get(&format!("/titles?limit={limit}"))
+                .bearer_auth("k")
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        assert_eq!((status, code.as_str()), (400, "invalid_query"), "{limit}");
+        assert!(message.contains("500"), "names the bound: {message}");
+    }
+    let page: Value = app.get_json("/titles?limit=500", "k").await;
+    assert_eq!(page["has_more"], false, "{page}");
+}
+
+#[tokio::test]
 async fn titles_survive_a_restart_with_sqlite() {
     let upstream = upstream_with_title(title_reply("Persistent title")).await;
     let dir = tempfile::tempdir().unwrap();

@@ -13,7 +13,7 @@ pub mod tools;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
-use http::{HeaderMap, HeaderName, HeaderValue};
+use http::HeaderMap;
 
 use std::sync::Arc;
 
@@ -320,12 +320,6 @@ impl Harness for Opencode {
             return Ok(Prepared::unchanged(&request));
         }
         let built = self.build(request.conversation, request.headers, request.now)?;
-        let mut response_headers = Vec::new();
-        if !built.dropped_tools.is_empty()
-            && let Ok(value) = HeaderValue::from_str(&built.dropped_tools.join(","))
-        {
-            response_headers.push((HeaderName::from_static("x-harness-dropped-tools"), value));
-        }
         Ok(Prepared {
             upstream_body: built.body,
             rewritten: true,
@@ -334,7 +328,7 @@ impl Harness for Opencode {
                 include_usage: built.include_usage,
                 calls: built.calls,
             }),
-            response_headers,
+            dropped_tools: built.dropped_tools,
         })
     }
 }

@@ -3,6 +3,12 @@
 //! the text is counted with OpenAI's `o200k_base` encoding (embedded by `tiktoken-rs`) plus a
 //! small fixed overhead per message, tool and image. Close enough for Claude Code's `/context`
 //! view and its compaction threshold; never billing-exact.
+//!
+//! Linear in the text for any input: the text is cut into runs of one character class
+//! (whitespace, letters and digits, anything else); a run longer than `MAX_ENCODED_RUN` bytes is
+//! estimated as one token per `BYTES_PER_TOKEN` bytes and never encoded, and the short runs are
+//! encoded together in chunks of at most `MAX_ENCODED_CHUNK` bytes, cut where whitespace starts
+//! (where the encoding would split anyway). Memory stays that of one chunk.
 
 use serde_json::Value;
 
@@ -14,11 +20,19 @@ const PER_MESSAGE: usize = 4;
 const PER_TOOL: usize = 8;
 /// What an image is counted as (Anthropic bills ~1,600 tokens for a 1,092×1,092 image).
 const PER_IMAGE: usize = 1_600;
+/// A run of one character class longer than this many bytes is not encoded but estimated by
+/// its length: BPE time grows faster than a piece's length (a 30 MiB run of one letter took 20 s
+/// of CPU and 1.7 GB), and such runs (base64, hashes, minified code, padding) are rare in prose.
+const MAX_ENCODED_RUN: usize = 256;
+/// Bytes per token for an estimated run: o200k averages about 4 bytes of English text per token.
+const BYTES_PER_TOKEN: usize = 4;
+/// Short runs are handed to the encoder together, in chunks of at most this many bytes.
+const MAX_ENCODED_CHUNK: usize = 8 * 1024;
 
 /// The request's estimated input tokens.
 pub fn estimate(request: &MessagesRequest) -> usize {
     let bpe = tiktoken_rs::o200k_base_singleton();
-    let count = |text: &str| bpe.encode_ordinary(text).len();
+    let count = |text: &str| count_text(text, &mut |piece| bpe.encode_ordinary(piece).len());
     let mut total = request
         .system
         .as_ref()
@@ -40,6 +54,79 @@ pub fn estimate(request: &MessagesRequest) -> usize {
             .map_or(0, |schema| count(&schema.to_string()));
     }
     total
+}
+
+/// The tokens of `text`, with `encode` the BPE encoder: long runs estimated by their length,
+/// the rest encoded in bounded chunks (see the module's doc).
+fn count_text(text: &str, encode: &mut dyn FnMut(&str) -> usize) -> usize {
+    let mut total = 0;
+    // Start of the short runs not encoded yet.
+    let mut pending = 0;
+    let mut runs = Runs::new(text);
+    while let Some((start, end, class)) = runs.next_run() {
+        let len = end - start;
+        if len > MAX_ENCODED_RUN {
+            if pending < start {
+                total += encode(&text[pending..start]);
+            }
+            total += len.div_ceil(BYTES_PER_TOKEN);
+            pending = end;
+        } else if end - pending > MAX_ENCODED_CHUNK
+            || (class == Class::Space && start - pending >= MAX_ENCODED_CHUNK / 2)
+        {
+            // `start - pending` is within the bound: the check passed for the run before.
+            total += encode(&text[pending..start]);
+            pending = start;
+        }
+    }
+    if pending < text.len() {
+        total += encode(&text[pending..]);
+    }
+    total
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Space,
+    Word,
+    Other,
+}
+
+fn class_of(c: char) -> Class {
+    if c.is_whitespace() {
+        Class::Space
+    } else if c.is_alphanumeric() {
+        Class::Word
+    } else {
+        Class::Other
+    }
+}
+
+/// The maximal runs of one `Class` in a text, as byte ranges.
+struct Runs<'a> {
+    chars: std::iter::Peekable<std::str::CharIndices<'a>>,
+    len: usize,
+}
+
+impl<'a> Runs<'a> {
+    fn new(text: &'a str) -> Self {
+        Self {
+            chars: text.char_indices().peekable(),
+            len: text.len(),
+        }
+    }
+
+    fn next_run(&mut self) -> Option<(usize, usize, Class)> {
+        let (start, first) = self.chars.next()?;
+        let class = class_of(first);
+        while let Some(&(at, c)) = self.chars.peek() {
+            if class_of(c) != class {
+                return Some((start, at, class));
+            }
+            self.chars.next();
+        }
+        Some((start, self.len, class))
+    }
 }
 
 fn text_tokens(text: &Text, count: &dyn Fn(&str) -> usize) -> usize {
@@ -69,6 +156,55 @@ mod tests {
 
     fn estimate_of(body: serde_json::Value) -> usize {
         estimate(&serde_json::from_value(body).expect("messages request"))
+    }
+
+    /// Every piece handed to the BPE encoder, by length.
+    fn encoded_pieces(text: &str) -> (usize, Vec<usize>) {
+        let mut seen = Vec::new();
+        let total = count_text(text, &mut |piece| {
+            seen.push(piece.len());
+            piece.len() / 4
+        });
+        (total, seen)
+    }
+
+    #[test]
+    fn a_30_mib_run_never_reaches_the_encoder_and_is_estimated_by_length() {
+        let run = "a".repeat(30 * 1024 * 1024);
+        let (total, seen) = encoded_pieces(&run);
+        assert!(
+            seen.is_empty(),
+            "encoded pieces: {:?}",
+            &seen[..seen.len().min(4)]
+        );
+        assert_eq!(total, run.len().div_ceil(BYTES_PER_TOKEN));
+        // Long whitespace runs and long runs between ordinary words: same rule.
+        let mixed = format!(
+            "hello {} world{}end",
+            "b".repeat(10_000),
+            " ".repeat(10_000)
+        );
+        let (_, seen) = encoded_pieces(&mixed);
+        assert!(
+            seen.iter().all(|&n| n <= MAX_ENCODED_CHUNK),
+            "chunks: {seen:?}"
+        );
+    }
+
+    #[test]
+    fn ordinary_text_is_encoded_in_bounded_chunks_with_the_same_count() {
+        // 270 KB of prose: encoded, never in one piece, and counted as the whole text is.
+        let prose = "The quick brown fox jumps over the lazy dog. ".repeat(6_000);
+        let (_, seen) = encoded_pieces(&prose);
+        assert!(seen.len() > 1, "{} chunks", seen.len());
+        assert!(
+            seen.iter().all(|&n| n <= MAX_ENCODED_CHUNK),
+            "chunks over the bound"
+        );
+        let bpe = tiktoken_rs::o200k_base_singleton();
+        let whole = bpe.encode_ordinary(&prose).len();
+        let chunked = count_text(&prose, &mut |piece| bpe.encode_ordinary(piece).len());
+        assert_eq!(chunked, whole, "{} chunks", seen.len());
     }
 
     #[test]

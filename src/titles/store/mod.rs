@@ -110,6 +110,28 @@ pub enum StoreError {
     Unavailable(String),
     #[error("title store: {0}")]
     Backend(String),
+    /// The store answers but refuses writes: full (Redis `-OOM`) or read-only (`-READONLY`
+    /// replica, `-MISCONF` failed snapshot). Unlike `Unavailable`, retrying soon rarely helps;
+    /// someone must free memory or fix the server.
+    #[error("title store refuses writes ({}): {reason}", .refusal.state())]
+    Refusing { refusal: Refusal, reason: String },
+}
+
+/// Why a store that answers refuses writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    Full,
+    ReadOnly,
+}
+
+impl Refusal {
+    /// The word `/readyz` shows as the store's `state`.
+    pub fn state(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::ReadOnly => "read_only",
+        }
+    }
 }
 
 #[async_trait]

@@ -21,6 +21,8 @@ pub use fake_upstream::{FakeUpstream, Recorded, Reply, Step};
 pub struct TestApp {
     pub addr: SocketAddr,
     pub client: reqwest::Client,
+    /// The running app's shared state, for tests that hold one of its permits.
+    pub state: AppState,
     shutdown: Option<oneshot::Sender<()>>,
     pub server: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
@@ -59,13 +61,18 @@ impl TestApp {
             .expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (tx, rx) = oneshot::channel::<()>();
-        let server = tokio::spawn(harness_proxy::server::run(listener, state, async move {
-            let _ = rx.await;
-        }));
+        let server = tokio::spawn(harness_proxy::server::run(
+            listener,
+            state.clone(),
+            async move {
+                let _ = rx.await;
+            },
+        ));
         let client = reqwest::Client::builder().build().expect("client");
         Self {
             addr,
             client,
+            state,
             shutdown: Some(tx),
             server: Some(server),
         }

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Mutex;
 
-use crate::titles::store::StoreError;
+use crate::titles::store::{Refusal, StoreError};
 
 /// After a failed connection attempt, calls fail at once for this long instead of each waiting.
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(500);
@@ -73,8 +73,42 @@ pub(crate) fn unavailable(err: impl std::fmt::Display) -> StoreError {
 
 pub(crate) fn classify(err: &redis::RedisError) -> StoreError {
     if err.is_io_error() || err.is_timeout() || err.is_connection_dropped() {
-        unavailable(err)
-    } else {
-        StoreError::Backend(err.to_string())
+        return unavailable(err);
+    }
+    let refusal = match err.code() {
+        Some("OOM") => Refusal::Full,
+        Some("READONLY" | "MISCONF") => Refusal::ReadOnly,
+        _ => return StoreError::Backend(err.to_string()),
+    };
+    StoreError::Refusing {
+        refusal,
+        reason: err.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod classify_tests {
+    use super::*;
+
+    #[test]
+    fn a_full_or_read_only_redis_is_not_called_unreachable() {
+        let cases = [
+            ("OOM", Some(Refusal::Full)),
+            ("MISCONF", Some(Refusal::ReadOnly)),
+            ("READONLY", Some(Refusal::ReadOnly)),
+            ("WRONGTYPE", None),
+        ];
+        for (code, want) in cases {
+            let err = redis::make_extension_error(code.to_owned(), Some("refused".to_owned()));
+            let got = match classify(&err) {
+                StoreError::Refusing { refusal, .. } => Some(refusal),
+                StoreError::Backend(_) => None,
+                other @ StoreError::Unavailable(_) => panic!("{code}: {other}"),
+            };
+            assert_eq!(got, want, "{code}");
+        }
+        let io =
+            redis::RedisError::from(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert!(matches!(classify(&io), StoreError::Unavailable(_)));
     }
 }

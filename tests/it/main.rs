@@ -5,6 +5,7 @@
 mod support;
 
 mod bridge;
+mod browser_guard;
 mod calibrate;
 mod caller_auth;
 mod conversations;

@@ -56,7 +56,7 @@ async def one_stream(port, n):
     body = json.dumps({"model": "m", "stream": True, "messages": [
         {"role": "user", "content": f"question number {n}"}]}).encode()
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+    writer.write(b"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
                  b"authorization: Bearer sizing\r\nx-conversation-id: size-%d-%d\r\n"
                  b"content-length: %d\r\nconnection: close\r\n\r\n%s"
                  % (os.getpid(), n, len(body), body))

@@ -49,6 +49,10 @@ pub struct CalibrateArgs {
     /// Directory to write the prompt files into (as `opencode/…`, ready for --prompts-dir).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
+    /// Write what was captured without asking (otherwise a summary is shown and a terminal on
+    /// stdin must answer `y`).
+    #[arg(long)]
+    pub yes: bool,
 }
 
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
@@ -133,18 +137,31 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
     let addr = listener
         .local_addr()
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let token = crate::calibrate::token();
     println!(
-        "calibrate: listening on http://{addr}/v1
-  set it as options.baseURL of an `@ai-sdk/openai-compatible` provider in opencode.json,
+        "calibrate: listening on http://{addr}/{token}/v1
+  set it as options.baseURL of an `@ai-sdk/openai-compatible` provider in opencode.json (the path
+  holds a one-time token: requests without it are not captured),
   run `opencode run \"say hi\"` in an empty directory; stops once opencode sent its title and main requests (or on Ctrl-C)"
     );
-    let captures = crate::calibrate::capture(listener, shutdown_signal())
+    let captures = crate::calibrate::capture(listener, token, shutdown_signal())
         .await
         .map_err(|e| e.to_string())?;
     println!("calibrate: captured {} request(s)", captures.len());
     let host = process_host().info();
-    let outcome =
-        crate::calibrate::write(&args.out, &captures, &host).map_err(|e| e.to_string())?;
+    let files = crate::calibrate::extract_files(&captures, &host).map_err(|e| e.to_string())?;
+    println!(
+        "\nto be written under {}:",
+        args.out.join("opencode").display()
+    );
+    for line in crate::calibrate::summary(&files) {
+        println!("  {line}");
+    }
+    if !args.yes {
+        confirm(&args.out)?;
+    }
+    let outcome = crate::calibrate::write_files(&args.out, &files, &captures, &host)
+        .map_err(|e| e.to_string())?;
     for path in &outcome.written {
         println!("wrote {}", path.display());
     }
@@ -172,6 +189,34 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
         args.out.display()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// Asks on stdin whether to write; anything but a terminal's `y` refuses.
+fn confirm(out: &std::path::Path) -> Result<(), String> {
+    use std::io::{BufRead, IsTerminal, Write};
+    let stdin = std::io::stdin();
+    if !stdin.is_terminal() {
+        return Err(format!(
+            "calibrate: nothing written to {}: stdin is not a terminal, so no one can confirm the \
+             summary above; check it and rerun with --yes to write without asking",
+            out.display()
+        ));
+    }
+    print!("write these files? [y/N] ");
+    let _ = std::io::stdout().flush();
+    let mut answer = String::new();
+    stdin
+        .lock()
+        .read_line(&mut answer)
+        .map_err(|e| format!("calibrate: nothing written: cannot read stdin: {e}"))?;
+    if crate::calibrate::is_yes(&answer) {
+        Ok(())
+    } else {
+        Err(format!(
+            "calibrate: nothing written to {} (not confirmed)",
+            out.display()
+        ))
+    }
 }
 
 async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {

@@ -55,6 +55,7 @@ pub struct Config {
     pub auth: AuthConfig,
     pub clients: ClientsConfig,
     pub inspect: InspectConfig,
+    pub server: ServerConfig,
 }
 
 impl Default for Config {
@@ -75,6 +76,7 @@ impl Default for Config {
             auth: AuthConfig::default(),
             clients: ClientsConfig::default(),
             inspect: InspectConfig::default(),
+            server: ServerConfig::default(),
         }
     }
 }
@@ -476,6 +478,18 @@ impl Default for InspectConfig {
     }
 }
 
+/// Who may call the proxy from a web browser (`server::browser_guard`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Browser origins (`scheme://host[:port]`) allowed besides the proxy's own, e.g. the public
+    /// origin of a reverse proxy that changes `Host`.
+    pub allowed_origins: Vec<String>,
+    /// `Host` names (no port) served besides the loopback names; `*` serves any. Empty: only
+    /// loopback names on a loopback listener, any name on another.
+    pub allowed_hosts: Vec<String>,
+}
+
 /// Values given on the command line; `None` leaves the lower layers in charge.
 #[derive(Debug, Clone, Default)]
 pub struct FlagOverrides {
@@ -754,6 +768,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     if config.inspect.enabled && config.inspect.capacity == 0 {
         return Err(bad("inspect.capacity", "must be greater than 0".into()));
     }
+    validate_server(&config.server)?;
     if config.harness_header.parse::<http::HeaderName>().is_err() {
         return Err(bad(
             "harness_header",
@@ -802,6 +817,50 @@ fn redacted_query(query: &str) -> String {
         })
         .collect::<Vec<_>>()
         .join("&")
+}
+
+/// Allowed origins must be origins, allowed hosts bare names: a typo must not open the door wider.
+fn validate_server(server: &ServerConfig) -> Result<(), ConfigError> {
+    let bad = |key: &str, message: String| ConfigError::Key {
+        key: format!("server.{key}"),
+        origin: String::new(),
+        message,
+    };
+    let not_an_origin = |text: &str| {
+        let text = text.trim();
+        reqwest::Url::parse(text).map_or(true, |url| {
+            !matches!(url.scheme(), "http" | "https")
+                || url.host_str().is_none_or(str::is_empty)
+                || url.path() != "/"
+                || text.ends_with('/')
+                || url.query().is_some()
+                || url.fragment().is_some()
+                || !url.username().is_empty()
+                || url.password().is_some()
+        })
+    };
+    if let Some(entry) = server.allowed_origins.iter().find(|o| not_an_origin(o)) {
+        return Err(bad(
+            "allowed_origins",
+            format!(
+                "`{entry}` is not an origin like `https://console.example:8443` (scheme, host, optional port; no path)"
+            ),
+        ));
+    }
+    if let Some(entry) = server.allowed_hosts.iter().find(|h| {
+        let h = h.trim();
+        h.is_empty()
+            || (h != "*" && !(h.starts_with('[') && h.ends_with(']')) && h.contains(':'))
+            || h.contains(['/', ' ', '@', '?', '#'])
+    }) {
+        return Err(bad(
+            "allowed_hosts",
+            format!(
+                "`{entry}` is not a host name without a port, like `proxy.internal`, `10.0.0.7`, `[fd00::7]` or `*`"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The connection and memory bounds: none may be zero, and a body must fit the in-flight budget.
@@ -982,6 +1041,21 @@ mod tests {
                 "HARNESS_PROXY__LIMITS__MAX_TITLE_SUBSCRIBERS",
                 "none",
                 "limits.max_title_subscribers",
+            ),
+            (
+                "HARNESS_PROXY__SERVER__ALLOWED_ORIGINS",
+                "[\"https://console.example/ui\"]",
+                "server.allowed_origins",
+            ),
+            (
+                "HARNESS_PROXY__SERVER__ALLOWED_ORIGINS",
+                "[\"null\"]",
+                "server.allowed_origins",
+            ),
+            (
+                "HARNESS_PROXY__SERVER__ALLOWED_HOSTS",
+                "[\"proxy.internal:8080\"]",
+                "server.allowed_hosts",
             ),
         ];
         for (var, value, key) in cases {

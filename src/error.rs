@@ -30,6 +30,13 @@ pub enum ProxyError {
     MethodNotAllowed { method: String, path: String },
     #[error("{0}")]
     Unauthorized(&'static str),
+    /// A POST whose body is not declared JSON (`server::browser_guard`).
+    #[error("{0}")]
+    UnsupportedMediaType(String),
+    /// Refused for who is asking, not what (`server::browser_guard`: a web page's origin, a Host
+    /// that is not this proxy's); `code` names the rule.
+    #[error("{message}")]
+    Forbidden { code: &'static str, message: String },
     #[error("{what} not found")]
     ResourceNotFound { what: String },
     #[error("the proxy is at its limit of concurrent requests; retry shortly")]
@@ -82,6 +89,8 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::UnsupportedMediaType(_) => StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Self::Forbidden { .. } => StatusCode::FORBIDDEN,
             Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. } => {
                 StatusCode::SERVICE_UNAVAILABLE
             }
@@ -103,6 +112,8 @@ impl ProxyError {
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::Unauthorized(_) => "unauthorized",
+            Self::UnsupportedMediaType(_) => "unsupported_media_type",
+            Self::Forbidden { code, .. } => code,
             Self::Overloaded | Self::Busy(_) => "overloaded",
             Self::RequestTimeout(_) => "request_timeout",
             Self::StoreUnavailable { .. } => "store_unavailable",

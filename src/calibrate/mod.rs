@@ -4,6 +4,12 @@
 //! then says how they differ from the built-in prompts (`report`) and whether the `opencode`
 //! harness now rewrites a request exactly as that opencode sent it (`check`).
 //!
+//! Only the operator's opencode is captured: the base URL it prints holds a one-time random token
+//! (a request without it is 404 and not kept), the proxy's browser guard refuses what a web page
+//! would send (`server::browser_guard`: non-JSON POSTs, foreign origins, rebinding Host names),
+//! and the captures are bounded in count and bytes. What was captured is summarised (`summary`)
+//! for the operator to confirm before anything is written.
+//!
 //! Not part of serving: it shares no state with the proxy and never talks to a model server.
 
 pub mod check;
@@ -16,7 +22,7 @@ use std::sync::{Arc, Mutex};
 
 use axum::Router;
 use axum::body::Bytes;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{Method, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
@@ -24,8 +30,17 @@ use tokio::net::TcpListener;
 use tokio::sync::Notify;
 
 use self::extract::{Capture, Files, Machine};
+use crate::config::ServerConfig;
 use crate::harness::opencode::tools::HostInfo;
 use crate::prompts::Prompts;
+use crate::server::browser_guard::{self, BrowserPolicy};
+
+/// Most requests kept before the pair arrives (opencode sends two); beyond it 503, not kept.
+pub const MAX_CAPTURES: usize = 16;
+/// Most body bytes kept in all; a request that would pass it is 503 and not kept.
+pub const MAX_CAPTURE_BYTES: usize = 8 * 1024 * 1024;
+/// Longest single request body read (an opencode request is tens of KiB); beyond it 413.
+pub const MAX_REQUEST_BYTES: usize = 2 * 1024 * 1024;
 
 /// What a calibration found and wrote.
 #[derive(Debug)]
@@ -54,20 +69,49 @@ pub enum CalibrateError {
 }
 
 #[derive(Default)]
+struct Held {
+    captures: Vec<Capture>,
+    /// Body bytes of the captures, as they came.
+    bytes: usize,
+}
+
 struct Shared {
-    captures: Mutex<Vec<Capture>>,
+    /// The first path segment every request must carry.
+    token: String,
+    captures: Mutex<Held>,
     /// Told when a main request and a title request have both arrived.
     complete: Notify,
 }
 
+/// A fresh one-time token for the base URL: 128 bits from the OS's CSRNG (uuid v4 reads
+/// `getrandom`), as 32 hex digits.
+pub fn token() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
 /// Serves the capture endpoint until opencode has sent its main and its title request, or
-/// `stop` resolves; answers in-flight requests before returning what was captured.
+/// `stop` resolves; answers in-flight requests before returning what was captured. Only requests
+/// under `/{token}/` are answered and kept.
 pub async fn capture(
     listener: TcpListener,
+    token: String,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Vec<Capture>, CalibrateError> {
-    let shared = Arc::new(Shared::default());
-    let app = Router::new().fallback(answer).with_state(shared.clone());
+    let listen = listener.local_addr().map_err(CalibrateError::Serve)?;
+    let policy = Arc::new(BrowserPolicy::new(listen, &ServerConfig::default()));
+    let shared = Arc::new(Shared {
+        token,
+        captures: Mutex::new(Held::default()),
+        complete: Notify::new(),
+    });
+    let app = Router::new()
+        .fallback(answer)
+        .layer(DefaultBodyLimit::max(MAX_REQUEST_BYTES))
+        .layer(axum::middleware::from_fn_with_state(
+            policy,
+            browser_guard::guard,
+        ))
+        .with_state(shared.clone());
     let done = shared.clone();
     axum::serve(listener, app)
         .with_graceful_shutdown(async move {
@@ -81,7 +125,7 @@ pub async fn capture(
     let captures = shared
         .captures
         .lock()
-        .map(|c| c.clone())
+        .map(|held| held.captures.clone())
         .unwrap_or_default();
     Ok(captures)
 }
@@ -92,7 +136,13 @@ async fn answer(
     uri: Uri,
     body: Bytes,
 ) -> Response {
-    let path = uri.path().to_owned();
+    let Some(path) = under_token(uri.path(), &shared.token) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            "not found: use the base URL calibrate printed, token included",
+        );
+    };
+    let path = path.to_owned();
     if method == Method::GET && path.ends_with("/models") {
         return axum::Json(json!({"object": "list", "data": []})).into_response();
     }
@@ -102,6 +152,7 @@ async fn answer(
             "calibrate only answers chat completions",
         );
     }
+    let size = body.len();
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return error(StatusCode::BAD_REQUEST, "request body is not JSON");
     };
@@ -109,7 +160,20 @@ async fn answer(
         && body["messages"][1]["content"] == "Generate a title for this conversation:\n";
     let model = body["model"].as_str().unwrap_or("calibrate").to_owned();
     let stream = body["stream"].as_bool().unwrap_or(false);
-    if let Ok(mut captures) = shared.captures.lock() {
+    if let Ok(mut held) = shared.captures.lock() {
+        if held.captures.len() >= MAX_CAPTURES || held.bytes + size > MAX_CAPTURE_BYTES {
+            return error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "calibrate already holds {} request(s), {} bytes (at most {MAX_CAPTURES} \
+                     and {MAX_CAPTURE_BYTES} bytes); restart it to capture again",
+                    held.captures.len(),
+                    held.bytes
+                ),
+            );
+        }
+        held.bytes += size;
+        let captures = &mut held.captures;
         captures.push(Capture { path, body });
         let has_title = captures.iter().any(|c| extract::is_title(&c.body));
         let has_main = captures
@@ -158,6 +222,15 @@ fn canned(model: &str, text: &str, stream: bool) -> Response {
     ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()
 }
 
+/// The rest of `path` after `/{token}`, the token compared in constant time; `None` without it.
+fn under_token<'a>(path: &'a str, token: &str) -> Option<&'a str> {
+    use subtle::ConstantTimeEq;
+    let rest = path.strip_prefix('/')?;
+    let (first, rest) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let same = first.len() == token.len() && bool::from(first.as_bytes().ct_eq(token.as_bytes()));
+    same.then_some(rest)
+}
+
 fn error(status: StatusCode, message: &str) -> Response {
     let body = json!({"error": {"message": message, "type": "invalid_request_error", "param": null, "code": null}});
     (status, axum::Json(body)).into_response()
@@ -165,6 +238,12 @@ fn error(status: StatusCode, message: &str) -> Response {
 
 /// Writes the prompt files under `out/opencode/`, then reports on them.
 pub fn write(out: &Path, captures: &[Capture], host: &HostInfo) -> Result<Outcome, CalibrateError> {
+    let files = extract_files(captures, host)?;
+    write_files(out, &files, captures, host)
+}
+
+/// The prompt files the captures make on this machine, not yet written.
+pub fn extract_files(captures: &[Capture], host: &HostInfo) -> Result<Files, CalibrateError> {
     let machine = Machine {
         shell: host.shell.clone(),
         temp_dir: Path::new(&host.temp_dir)
@@ -172,7 +251,70 @@ pub fn write(out: &Path, captures: &[Capture], host: &HostInfo) -> Result<Outcom
             .display()
             .to_string(),
     };
-    let files = extract::extract(captures, &machine)?;
+    Ok(extract::extract(captures, &machine)?)
+}
+
+/// Longest first line shown in the summary, in characters.
+const SHOWN_CHARS: usize = 160;
+
+/// What the operator is asked to confirm before the files are written: the system prompt's size
+/// and first line, the title prompt's first line, the tool names. Control and bidi characters
+/// are shown escaped, so a captured text cannot rewrite the terminal.
+pub fn summary(files: &Files) -> Vec<String> {
+    let first_line = |text: &str| shown(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""));
+    let mut lines = vec![format!(
+        "system prompt: {} chars, first line: {}",
+        files.system.chars().count(),
+        first_line(&files.system)
+    )];
+    lines.push(match &files.title {
+        Some(title) => format!("title prompt: {}", first_line(title)),
+        None => "title prompt: none captured (the built-in one stays)".to_owned(),
+    });
+    lines.push(format!("skills: {} chars", files.skills.chars().count()));
+    let names: Vec<String> = serde_json::from_str::<Value>(&files.tools)
+        .ok()
+        .and_then(|tools| {
+            tools.as_array().map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| shown(t["function"]["name"].as_str().unwrap_or("?")))
+                    .collect()
+            })
+        })
+        .unwrap_or_default();
+    lines.push(format!("tools ({}): {}", names.len(), names.join(", ")));
+    lines
+}
+
+fn shown(text: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in text.chars().enumerate() {
+        if i == SHOWN_CHARS {
+            out.push('…');
+            break;
+        }
+        if c.is_control() || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}') {
+            out.extend(c.escape_unicode());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Whether an answer to "write these?" is yes.
+pub fn is_yes(answer: &str) -> bool {
+    matches!(answer.trim().to_ascii_lowercase().as_str(), "y" | "yes")
+}
+
+/// Writes `files` under `out/opencode/`, then reports on them.
+pub fn write_files(
+    out: &Path,
+    files: &Files,
+    captures: &[Capture],
+    host: &HostInfo,
+) -> Result<Outcome, CalibrateError> {
     let dir = out.join("opencode");
     std::fs::create_dir_all(&dir).map_err(|source| CalibrateError::Write {
         path: dir.clone(),
@@ -185,7 +327,7 @@ pub fn write(out: &Path, captures: &[Capture], host: &HostInfo) -> Result<Outcom
         title,
         tools,
         notes,
-    } = &files;
+    } = files;
     for (name, text) in [
         ("system.md", Some(system)),
         ("skills.md", Some(skills)),
@@ -202,7 +344,7 @@ pub fn write(out: &Path, captures: &[Capture], host: &HostInfo) -> Result<Outcom
     }
     let builtin = Prompts::load(None)?;
     let calibrated = Prompts::load(Some(out))?;
-    let differences = report::differences(&files, &builtin);
+    let differences = report::differences(files, &builtin);
     let rewrite = captures
         .iter()
         .find(|c| extract::main_system(&c.body).is_some())
@@ -214,4 +356,49 @@ pub fn write(out: &Path, captures: &[Capture], host: &HostInfo) -> Result<Outcom
         differences,
         rewrite,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_paths_under_the_whole_token_pass() {
+        let token = token();
+        assert_eq!(token.len(), 32);
+        assert_ne!(token, super::token(), "fresh each time");
+        let under = |path: &str| under_token(path, &token).map(str::to_owned);
+        assert_eq!(
+            under(&format!("/{token}/v1/models")),
+            Some("/v1/models".to_owned())
+        );
+        assert_eq!(under(&format!("/{token}")), Some("".to_owned()));
+        assert_eq!(under("/v1/chat/completions"), None);
+        assert_eq!(under(&format!("/{}/v1", &token[..31])), None);
+        assert_eq!(under(&format!("/{token}0/v1")), None);
+        assert_eq!(under(&format!("/x/{token}/v1")), None);
+    }
+
+    #[test]
+    fn the_summary_shows_captured_text_escaped_and_cut() {
+        let files = Files {
+            system: "\n\x1b[2K\u{202e}You are EVIL Code.\nAlways run it.\n".to_owned(),
+            skills: String::new(),
+            title: Some("x".repeat(500)),
+            tools: r#"[{"function":{"name":"bash"}},{"function":{"name":"re\u001bad"}}]"#
+                .to_owned(),
+            notes: Vec::new(),
+        };
+        let lines = summary(&files);
+        assert_eq!(
+            lines[0],
+            "system prompt: 40 chars, first line: \\u{1b}[2K\\u{202e}You are EVIL Code."
+        );
+        assert_eq!(
+            lines[1].chars().count(),
+            "title prompt: ".len() + SHOWN_CHARS + 1
+        );
+        assert_eq!(lines[3], "tools (2): bash, re\\u{1b}ad");
+        assert!(is_yes(" Y\n") && is_yes("yes") && !is_yes("") && !is_yes("no"));
+    }
 }

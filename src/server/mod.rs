@@ -4,6 +4,7 @@
 pub mod access_log;
 mod activity;
 mod admit;
+pub mod browser_guard;
 pub mod inbound_auth;
 pub mod json_errors;
 mod listen;
@@ -26,6 +27,13 @@ use crate::routes;
 use crate::state::AppState;
 
 pub fn router(state: AppState) -> Router {
+    // Every route but `/healthz` (it says only "ok") refuses web pages first, inside the route's
+    // own error shaping: `browser_guard`.
+    let policy = std::sync::Arc::new(browser_guard::BrowserPolicy::new(
+        state.config.listen,
+        &state.config.server,
+    ));
+    let guard = || axum::middleware::from_fn_with_state(policy.clone(), browser_guard::guard);
     let proxied = Router::new()
         .route("/v1/chat/completions", post(routes::chat::default_route))
         .route(
@@ -52,7 +60,8 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             inbound_auth::require_key,
-        ));
+        ))
+        .route_layer(guard());
     // Anthropic Messages: errors reshaped outside the limiter, so its 503 becomes a 529 too.
     let messages = Router::new()
         .route(
@@ -79,6 +88,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             inbound_auth::require_key,
         ))
+        .route_layer(guard())
         .route_layer(axum::middleware::from_fn(
             routes::messages::anthropic_errors,
         ));
@@ -88,7 +98,8 @@ pub fn router(state: AppState) -> Router {
         .route("/api/hello", get(routes::messages::hello))
         .route("/harness/{name}", get(routes::messages::hello))
         .route("/harness/{name}/", get(routes::messages::hello))
-        .route("/harness/{name}/api/hello", get(routes::messages::hello));
+        .route("/harness/{name}/api/hello", get(routes::messages::hello))
+        .route_layer(guard());
     let titles = Router::new()
         .route("/titles", get(routes::titles::list))
         .route("/titles/{id}", get(routes::titles::get_one))
@@ -98,18 +109,22 @@ pub fn router(state: AppState) -> Router {
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             inbound_auth::require_key_or_admin,
-        ));
-    Router::new()
+        ))
+        .route_layer(guard());
+    let console = Router::new()
         .route("/ui", get(routes::ui::page))
         .route("/ui/app.js", get(routes::ui::script))
         .route("/ui/style.css", get(routes::ui::style))
+        .route("/readyz", get(routes::health::readyz))
+        .route("/metrics", get(routes::health::metrics))
+        .route_layer(guard());
+    Router::new()
+        .merge(console)
         .merge(proxied)
         .merge(messages)
         .merge(probes)
         .merge(titles)
         .route("/healthz", get(routes::health::healthz))
-        .route("/readyz", get(routes::health::readyz))
-        .route("/metrics", get(routes::health::metrics))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(axum::middleware::from_fn(json_errors::json_errors))

@@ -67,13 +67,14 @@ fn title_request() -> Value {
 #[tokio::test]
 async fn captured_opencode_requests_become_a_prompts_directory_that_reproduces_them() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let token = calibrate::token();
     let url = format!(
-        "http://{}/v1/chat/completions",
+        "http://{}/{token}/v1/chat/completions",
         listener.local_addr().unwrap()
     );
     // Never told: the capture must end by itself once both requests arrived.
     let (_keep, stop) = tokio::sync::oneshot::channel::<()>();
-    let capture = tokio::spawn(calibrate::capture(listener, async move {
+    let capture = tokio::spawn(calibrate::capture(listener, token, async move {
         let _ = stop.await;
     }));
     let client = reqwest::Client::new();
@@ -137,40 +138,123 @@ async fn captured_opencode_requests_become_a_prompts_directory_that_reproduces_t
     );
 }
 
-/// The command itself: it prints where it listens, ends by itself once opencode's two requests
-/// came, writes the files and prints the rewrite check.
+/// The bytes held are bounded too: a request that would pass `MAX_CAPTURE_BYTES` is 503 and not
+/// kept, and what was kept is all `capture` returns.
 #[tokio::test]
-async fn the_calibrate_command_listens_captures_and_reports() {
-    use std::io::{BufRead, BufReader, Read};
-    use std::process::{Command, Stdio};
-
-    let out = tempfile::tempdir().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_harness-proxy"))
-        .args(["calibrate", "opencode", "--listen", "127.0.0.1:0", "--out"])
-        .arg(out.path())
-        .env_clear()
-        .env("TMPDIR", "/scratch")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let first = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        stdout.read_line(&mut line).unwrap();
-        (line, stdout)
-    });
-    let (line, mut stdout) = tokio::time::timeout(std::time::Duration::from_secs(20), first)
-        .await
-        .expect("the command says where it listens")
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("calibrate: listening on ")
-        .unwrap_or_else(|| panic!("{line}"))
-        .to_owned();
+async fn captures_beyond_the_byte_bound_are_refused_and_not_kept() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let token = calibrate::token();
+    let url = format!(
+        "http://{}/{token}/v1/chat/completions",
+        listener.local_addr().unwrap()
+    );
+    let (stop_now, stop) = tokio::sync::oneshot::channel::<()>();
+    let capture = tokio::spawn(calibrate::capture(listener, token, async move {
+        let _ = stop.await;
+    }));
     let client = reqwest::Client::new();
+    let filler =
+        json!({"model": "m1", "messages": [{"role": "user", "content": "x".repeat(1024 * 1024)}]});
+    let size = filler.to_string().len();
+    let fits = calibrate::MAX_CAPTURE_BYTES / size;
+    assert!(
+        fits < calibrate::MAX_CAPTURES,
+        "the byte bound is the one met"
+    );
+    for i in 0..=fits {
+        let response = client.post(&url).json(&filler).send().await.unwrap();
+        let expected = if i < fits { 200 } else { 503 };
+        assert_eq!(response.status(), expected, "request {i}");
+    }
+    let _ = stop_now.send(());
+    let captures = tokio::time::timeout(std::time::Duration::from_secs(10), capture)
+        .await
+        .expect("the capture stops when told")
+        .unwrap()
+        .unwrap();
+    assert_eq!(captures.len(), fits);
+}
+
+/// A running `harness-proxy calibrate opencode` child: the base URL it printed (with its token)
+/// and its stdout so far.
+struct Command {
+    child: std::process::Child,
+    base: String,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+}
+
+impl Command {
+    async fn start(out: &std::path::Path, extra: &[&str]) -> Self {
+        use std::io::BufRead;
+        use std::process::Stdio;
+
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harness-proxy"))
+            .args(["calibrate", "opencode", "--listen", "127.0.0.1:0", "--out"])
+            .arg(out)
+            .args(extra)
+            .env_clear()
+            .env("TMPDIR", "/scratch")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let first = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            (line, stdout)
+        });
+        let (line, stdout) = tokio::time::timeout(std::time::Duration::from_secs(20), first)
+            .await
+            .expect("the command says where it listens")
+            .unwrap();
+        let base = line
+            .trim()
+            .strip_prefix("calibrate: listening on ")
+            .unwrap_or_else(|| panic!("{line}"))
+            .to_owned();
+        Self {
+            child,
+            base,
+            stdout,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`, without the token.
+    fn origin(&self) -> String {
+        let after_scheme = self.base.strip_prefix("http://").unwrap();
+        let authority = after_scheme.split('/').next().unwrap();
+        format!("http://{authority}")
+    }
+
+    /// Waits for the command to end: everything else it printed, and its exit status.
+    async fn finish(self) -> (String, std::process::ExitStatus) {
+        use std::io::Read;
+        let Self {
+            mut child,
+            mut stdout,
+            ..
+        } = self;
+        let rest = tokio::task::spawn_blocking(move || {
+            let mut text = String::new();
+            stdout.read_to_string(&mut text).unwrap();
+            let mut errors = String::new();
+            if let Some(mut stderr) = child.stderr.take() {
+                stderr.read_to_string(&mut errors).unwrap();
+            }
+            text.push_str(&errors);
+            (text, child.wait().unwrap())
+        });
+        tokio::time::timeout(std::time::Duration::from_secs(20), rest)
+            .await
+            .expect("the command ends once both requests came")
+            .unwrap()
+    }
+}
+
+async fn send_pair(client: &reqwest::Client, base: &str) -> Vec<u16> {
+    let mut statuses = Vec::new();
     for body in [title_request(), main_request()] {
         let response = client
             .post(format!("{base}/chat/completions"))
@@ -178,22 +262,127 @@ async fn the_calibrate_command_listens_captures_and_reports() {
             .send()
             .await
             .unwrap();
+        statuses.push(response.status().as_u16());
         read_all(response).await;
     }
-    let rest = tokio::task::spawn_blocking(move || {
-        let mut text = String::new();
-        stdout.read_to_string(&mut text).unwrap();
-        (text, child.wait().unwrap())
-    });
-    let (text, status) = tokio::time::timeout(std::time::Duration::from_secs(20), rest)
-        .await
-        .expect("the command ends once both requests came")
-        .unwrap();
+    statuses
+}
+
+/// The command itself: it prints where it listens (a base URL holding its one-time token), ends
+/// by itself once opencode's two requests came, shows what it captured, writes the files (told
+/// `--yes`) and prints the rewrite check.
+#[tokio::test]
+async fn the_calibrate_command_listens_captures_and_reports() {
+    let out = tempfile::tempdir().unwrap();
+    let command = Command::start(out.path(), &["--yes"]).await;
+    assert_eq!(
+        send_pair(&reqwest::Client::new(), &command.base).await,
+        [200, 200]
+    );
+    let (text, status) = command.finish().await;
     assert!(status.success(), "{text}");
     assert!(text.contains("captured 2 request(s)"), "{text}");
+    assert!(
+        text.contains("system prompt: ") && text.contains("You are Acme Code, a careful agent."),
+        "{text}"
+    );
+    assert!(text.contains("title prompt: You name sessions."), "{text}");
+    assert!(text.contains("tools (10): bash, edit, glob"), "{text}");
     assert!(
         text.contains("/temperature: rewrite 1 / opencode absent"),
         "{text}"
     );
     assert!(out.path().join("opencode/tools.json").is_file());
+}
+
+/// Issue 17 item 9: only the operator's opencode, told the printed base URL, is captured. A
+/// request without the token is 404 and not kept; a page's `text/plain` POST or foreign Origin is
+/// refused even with the token; and what a capture holds is bounded.
+#[tokio::test]
+async fn calibrate_captures_only_json_requests_that_carry_its_token_and_within_a_bound() {
+    let out = tempfile::tempdir().unwrap();
+    let command = Command::start(out.path(), &["--yes"]).await;
+    let client = reqwest::Client::new();
+    assert!(
+        command.base.len() > command.origin().len() + "/v1".len() + 20,
+        "a token in the base URL: {}",
+        command.base
+    );
+    // The probe's pair, without the token (at the root, and under a guessed token): not captured.
+    let guessed = format!("{}/00000000000000000000000000000000/v1", command.origin());
+    for base in [format!("{}/v1", command.origin()), guessed] {
+        assert_eq!(send_pair(&client, &base).await, [404, 404], "{base}");
+        let models = client.get(format!("{base}/models")).send().await.unwrap();
+        assert_eq!(models.status(), 404);
+    }
+    // With the token, as a web page would send it.
+    let url = format!("{}/chat/completions", command.base);
+    for body in [title_request(), main_request()] {
+        let plain = client
+            .post(&url)
+            .header("content-type", "text/plain")
+            .header("origin", "http://evil.example")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(plain.status(), 415);
+        let foreign = client
+            .post(&url)
+            .header("origin", "http://evil.example")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(foreign.status(), 403);
+        let rebound = client
+            .post(&url)
+            .header("host", "evil.example")
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(rebound.status(), 403);
+    }
+    // Requests that are neither opencode's title nor its main request pile up to the bound only.
+    let filler =
+        json!({"model": "m1", "messages": [{"role": "user", "content": "x".repeat(1000)}]});
+    let mut statuses = Vec::new();
+    for _ in 0..40 {
+        let response = client.post(&url).json(&filler).send().await.unwrap();
+        statuses.push(response.status().as_u16());
+    }
+    let kept = statuses.iter().take_while(|s| **s == 200).count();
+    assert_eq!(kept, calibrate::MAX_CAPTURES, "{statuses:?}");
+    assert!(statuses[kept..].iter().all(|s| *s == 503), "{statuses:?}");
+    // Nothing refused was captured: the process is still waiting for opencode's pair.
+    let mut command = command;
+    assert!(
+        command.child.try_wait().unwrap().is_none(),
+        "still capturing"
+    );
+    command.child.kill().unwrap();
+    let _ = command.child.wait();
+    assert!(!out.path().join("opencode").exists());
+}
+
+/// Without `--yes` the command shows what it captured and asks; with stdin closed (no one to
+/// answer) it writes nothing and says so.
+#[tokio::test]
+async fn without_yes_and_with_stdin_closed_calibrate_writes_nothing() {
+    let out = tempfile::tempdir().unwrap();
+    let command = Command::start(out.path(), &[]).await;
+    assert_eq!(
+        send_pair(&reqwest::Client::new(), &command.base).await,
+        [200, 200]
+    );
+    let (text, status) = command.finish().await;
+    assert!(!status.success(), "{text}");
+    assert!(
+        text.contains("You are Acme Code, a careful agent."),
+        "the summary: {text}"
+    );
+    assert!(text.contains("--yes"), "{text}");
+    assert!(text.contains("nothing written"), "{text}");
+    assert!(!out.path().join("opencode").exists(), "{text}");
 }

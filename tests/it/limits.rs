@@ -64,7 +64,7 @@ async fn read_response(stream: &mut TcpStream) -> String {
 
 fn head(length: usize, extra: &str) -> String {
     format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nhost: proxy\r\ncontent-type: application/json\r\n\
+        "POST /v1/chat/completions HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n\
          x-harness: passthrough\r\ncontent-length: {length}\r\n{extra}\r\n"
     )
 }

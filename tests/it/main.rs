@@ -6,6 +6,7 @@ mod support;
 
 mod answer_limits;
 mod bridge;
+mod browser_guard;
 mod calibrate;
 mod caller_auth;
 mod conversations;

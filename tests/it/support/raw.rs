@@ -48,9 +48,15 @@ pub async fn exchange(addr: SocketAddr, request: &[u8]) -> RawResponse {
     parse_response(&raw)
 }
 
-/// `METHOD target HTTP/1.1` with a host, `connection: close` and the extra header lines given.
+/// `METHOD target HTTP/1.1` with a loopback host, `connection: close`, for a POST a JSON
+/// content type (as every agent sends; the browser guard refuses others), and the extra header
+/// lines given.
 pub fn request(method: &str, target: &str, extra_headers: &[&str]) -> Vec<u8> {
-    let mut text = format!("{method} {target} HTTP/1.1\r\nhost: proxy\r\nconnection: close\r\n");
+    let mut text =
+        format!("{method} {target} HTTP/1.1\r\nhost: localhost\r\nconnection: close\r\n");
+    if method == "POST" {
+        text.push_str("content-type: application/json\r\n");
+    }
     for h in extra_headers {
         text.push_str(h);
         text.push_str("\r\n");

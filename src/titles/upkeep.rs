@@ -217,3 +217,77 @@ impl TitleService {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use chrono::Utc;
+
+    use super::TitleService;
+    use crate::config::{Config, StoreUrl};
+    use crate::titles::store::memory::MemoryStore;
+    use crate::titles::store::{Status, TitleRecord, TitleStore};
+    use crate::upstream::Upstream;
+
+    fn pending(id: &str, instance: &str, minutes_ago: i64) -> TitleRecord {
+        let at = Utc::now() - chrono::Duration::minutes(minutes_ago);
+        TitleRecord {
+            owner: "o".into(),
+            id: id.into(),
+            title: None,
+            status: Status::Pending,
+            error: None,
+            model: "m".into(),
+            harness: "opencode".into(),
+            protocol: "chat".into(),
+            created_at: at,
+            updated_at: at,
+            instance: instance.into(),
+            text: String::new(),
+        }
+    }
+
+    #[tokio::test]
+    async fn only_own_old_pending_titles_nobody_runs_here_are_failed() {
+        let config = Config::default();
+        let mut titles = config.titles.clone();
+        titles.store = StoreUrl::Memory;
+        titles.instance_id = Some("me".into());
+        let upstream =
+            Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
+        let store = Arc::new(MemoryStore::new(100));
+        let service =
+            TitleService::new(titles, String::new(), store.clone(), upstream).expect("service");
+        for record in [
+            pending("stranded", "me", 60),
+            pending("running", "me", 60),
+            pending("young", "me", 0),
+            pending("theirs", "other", 60),
+        ] {
+            assert!(store.claim(&record).await.expect("claim"));
+        }
+        let _live = service
+            .live
+            .register(pending("running", "me", 60))
+            .expect("registered");
+
+        service.fail_own_orphans().await;
+
+        let status = |id: &'static str| {
+            let store = store.clone();
+            async move {
+                store
+                    .get(Some("o"), id)
+                    .await
+                    .expect("get")
+                    .expect("kept")
+                    .status
+            }
+        };
+        assert_eq!(status("stranded").await, Status::Failed);
+        assert_eq!(status("running").await, Status::Pending);
+        assert_eq!(status("young").await, Status::Pending);
+        assert_eq!(status("theirs").await, Status::Pending);
+    }
+}

@@ -26,6 +26,9 @@ pub enum UpstreamError {
     /// One SSE event of the answer grew past `limits.max_sse_event_bytes`.
     #[error("an upstream SSE event exceeds limits.max_sse_event_bytes ({0} bytes)")]
     EventTooLarge(usize),
+    /// An event that is not a Chat Completions chunk (its start).
+    #[error("the upstream sent an event that is not a chat completions chunk: {0}")]
+    InvalidEvent(String),
     /// The answer of a client that did not stream grew past `limits.max_answer_bytes`.
     #[error(
         "the upstream's answer exceeds limits.max_answer_bytes ({0} bytes), the most the proxy holds for a client that does not stream"
@@ -47,6 +50,7 @@ impl UpstreamError {
             Self::Unreachable(_)
             | Self::Interrupted(_)
             | Self::EventTooLarge(_)
+            | Self::InvalidEvent(_)
             | Self::AnswerTooLarge(_) => StatusCode::BAD_GATEWAY,
             Self::Reported { code, .. } if *code == "upstream_timeout" => {
                 StatusCode::GATEWAY_TIMEOUT
@@ -64,6 +68,7 @@ impl UpstreamError {
             Self::Interrupted(_) => "upstream_interrupted",
             Self::EventTooLarge(_) => "upstream_event_too_large",
             Self::AnswerTooLarge(_) => "upstream_answer_too_large",
+            Self::InvalidEvent(_) => "upstream_invalid_event",
             Self::Reported { code, .. } => code,
             Self::PathEscape => "invalid_path",
         }
@@ -76,6 +81,7 @@ impl UpstreamError {
             "upstream_timeout",
             "upstream_event_too_large",
             "upstream_answer_too_large",
+            "upstream_invalid_event",
             "upstream_unreachable",
         ]
         .into_iter()

@@ -17,6 +17,7 @@ use futures_util::{Stream, StreamExt};
 use crate::api::error::sse_error_event;
 use crate::error::ProxyError;
 use crate::protocols::chat::calls::{translate_completion, translate_completion_json};
+use crate::protocols::chat::shaper::ShapeError;
 use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::protocols::{ClientProtocol, Renderer};
 use crate::routes::proxy::{
@@ -253,9 +254,7 @@ async fn fold(
 
 fn fold_error(err: FoldError) -> ProxyError {
     match err {
-        FoldError::BadChunk(message) => ProxyError::Upstream(UpstreamError::Interrupted(format!(
-            "failed to parse chat completions chunk: {message}"
-        ))),
+        FoldError::BadChunk(message) => ProxyError::Upstream(UpstreamError::InvalidEvent(message)),
         FoldError::TooLarge(too_large) => {
             ProxyError::Upstream(UpstreamError::EventTooLarge(too_large.limit))
         }
@@ -307,13 +306,18 @@ impl Stream for ShapedBody {
             let mut out = Vec::new();
             match this.inner.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(chunk))) => {
-                    if let Err(too_large) = this.shaper.push(&chunk, &mut out) {
+                    if let Err(stopped) = this.shaper.push(&chunk, &mut out) {
                         // Ending here drops the upstream request with this body.
                         this.done = true;
-                        let err = UpstreamError::EventTooLarge(too_large.limit);
+                        let err = match stopped {
+                            ShapeError::TooLarge(too_large) => {
+                                UpstreamError::EventTooLarge(too_large.limit)
+                            }
+                            ShapeError::Invalid(what) => UpstreamError::InvalidEvent(what),
+                        };
                         metrics::counter!("harness_proxy_upstream_stream_errors_total")
                             .increment(1);
-                        tracing::warn!(code = err.code(), error = %err, "upstream event too large");
+                        tracing::warn!(code = err.code(), error = %err, "upstream stream stopped");
                         out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
                     }
                 }

@@ -98,3 +98,60 @@ async fn a_close_delimited_answer_that_finished_is_a_success() {
         assert_eq!(upstream.heads().len(), 3);
     }
 }
+
+/// The error event the upstream sent mid-stream, after some text.
+const UPSTREAM_ERROR: &str = "data: {\"error\":{\"message\":\"overloaded\",\"type\":\"server_error\",\"code\":\"overloaded\"}}\n\n";
+
+#[tokio::test]
+async fn an_upstream_error_event_mid_stream_reaches_a_chat_client_once() {
+    let upstream = RawUpstream::start(close_delimited(&format!(
+        "{}{UPSTREAM_ERROR}",
+        text_chunk("partial")
+    )))
+    .await;
+    let app = app_before(&upstream).await;
+    let response = app.chat("opencode", &chat_body(true)).await;
+    let text = read_all(response).await;
+    let errors: Vec<String> = data_lines(&text)
+        .into_iter()
+        .filter(|d| d.contains("\"error\""))
+        .collect();
+    assert_eq!(errors.len(), 1, "{text:?}");
+    assert!(errors[0].contains("overloaded"), "{text:?}");
+}
+
+#[tokio::test]
+async fn upstream_garbage_is_one_rule_streaming_or_folded() {
+    for garbage in [
+        "data: not a chunk at all\n\n",
+        "data: {\"choices\":[{\"ind\n\n",
+        "data: [1, 2]\n\n",
+    ] {
+        let body = format!(
+            "{}{garbage}{}{DONE}",
+            text_chunk("partial"),
+            finish_chunk("stop")
+        );
+        let upstream = RawUpstream::start(close_delimited(&body)).await;
+        let app = app_before(&upstream).await;
+        // Streaming: what came before is kept, the garbage is not forwarded, one error ends it.
+        let text = read_all(app.chat("opencode", &chat_body(true)).await).await;
+        assert!(text.starts_with(&text_chunk("partial")), "{text:?}");
+        let last = data_lines(&text).pop().unwrap();
+        let event: serde_json::Value = serde_json::from_str(&last).expect("JSON");
+        assert_eq!(event["error"]["code"], "upstream_invalid_event", "{text:?}");
+        for data in data_lines(&text) {
+            assert!(
+                serde_json::from_str::<serde_json::Value>(&data).is_ok(),
+                "{data:?}"
+            );
+        }
+        // Folded: the same code, 502.
+        let (status, code, _) = error_of(app.chat("opencode", &chat_body(false)).await).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (502, "upstream_invalid_event"),
+            "{garbage:?}"
+        );
+    }
+}

@@ -77,8 +77,15 @@ impl Folder {
     }
 
     pub fn finish(mut self, fallback_model: &str) -> Result<Completion, FoldError> {
-        if let Some(event) = self.decoder.finish() {
-            self.event(event.data.as_deref())?;
+        // A trailing event without its blank line is where a cut fell: half an event is an
+        // interruption (as for a streaming client), not garbage.
+        if let Some(event) = self.decoder.finish()
+            && !self.ended
+        {
+            match self.event(event.data.as_deref()) {
+                Err(FoldError::BadChunk(_)) => return Err(FoldError::Unfinished),
+                other => other?,
+            }
         }
         if !self.ended {
             return Err(FoldError::Unfinished);

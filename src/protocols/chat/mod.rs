@@ -22,6 +22,35 @@ pub use shaper::Shaper;
 /// Whether these bytes (one SSE event or line of a Chat Completions stream) mark the end of the
 /// answer: a string `finish_reason` or `[DONE]`. A stream that ends without either was cut short.
 /// A byte search, so passthrough can use it without parsing.
+/// Whether an event's data is a JSON object's text, by its shape (valid UTF-8, `{…}`): the cheap
+/// check every forwarded event gets; a chunk that passes it but does not parse is the client's
+/// to judge, as from the upstream itself.
+pub fn is_json_object(data: &[u8]) -> bool {
+    let Ok(text) = std::str::from_utf8(data) else {
+        return false;
+    };
+    let text = text.trim();
+    text.starts_with('{') && text.ends_with('}')
+}
+
+/// Whether an event is the upstream's own error object (`{"error": …}` at the top level).
+pub fn is_error_event(data: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Probe {
+        error: Option<serde::de::IgnoredAny>,
+    }
+    ERROR_KEY.find(data).is_some()
+        && serde_json::from_slice::<Probe>(data).is_ok_and(|probe| probe.error.is_some())
+}
+
+/// The start of an event's data, for an error message (lossy, at most 64 characters).
+pub fn excerpt(data: &[u8]) -> String {
+    String::from_utf8_lossy(data).chars().take(64).collect()
+}
+
+static ERROR_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"error\""));
+
 pub fn ends_answer(bytes: &[u8]) -> bool {
     FINISH_MARKERS
         .iter()

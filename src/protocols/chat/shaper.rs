@@ -1,4 +1,9 @@
 //! Stream → stream shaping. Every event is forwarded with its original bytes unless it must change.
+//!
+//! One rule for what is not an answer chunk, here and in the folder: an upstream error object
+//! (`{"error": …}`) is forwarded and ends the answer (the client gets that one error, nothing
+//! added); an event whose data is not a JSON object (garbage, a half chunk, non-UTF-8) is not
+//! forwarded, and the stream ends with one `upstream_invalid_event` error (502 when folded).
 
 use std::sync::Arc;
 
@@ -13,8 +18,19 @@ pub struct Shaper {
     decoder: Decoder,
     include_usage: bool,
     calls: Option<StreamCalls>,
-    /// A `finish_reason` or `[DONE]` went by: the answer is whole.
+    /// A `finish_reason`, `[DONE]` or the upstream's own error event went by: nothing is to be
+    /// added at the end.
     ended: bool,
+}
+
+/// Why the shaper stopped a stream: the caller ends it with one error event.
+#[derive(Debug, thiserror::Error)]
+pub enum ShapeError {
+    #[error(transparent)]
+    TooLarge(#[from] EventTooLarge),
+    /// An event that is not a Chat Completions chunk (what it was, cut short).
+    #[error("the upstream sent an event that is not a chat completions chunk: {0}")]
+    Invalid(String),
 }
 
 impl Shaper {
@@ -41,10 +57,10 @@ impl Shaper {
 
     /// Feeds upstream bytes; appends what the client must receive to `out`. An event past the
     /// size limit is an error: the caller ends the stream.
-    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Bytes>) -> Result<(), EventTooLarge> {
+    pub fn push(&mut self, chunk: &[u8], out: &mut Vec<Bytes>) -> Result<(), ShapeError> {
         self.decoder.push(chunk);
         while let Some(event) = self.decoder.next_event()? {
-            self.event(event, out);
+            self.event(event, out)?;
         }
         Ok(())
     }
@@ -58,7 +74,8 @@ impl Shaper {
                 self.ended = true;
             }
             if self.ended {
-                self.event(event, out);
+                // A trailing event after the end: forwarded if it is one, never a reason to fail.
+                let _ = self.event(event, out);
             }
         }
         // Calls held back for translation are whole events; they go out even before an error.
@@ -68,12 +85,24 @@ impl Shaper {
         self.ended
     }
 
-    fn event(&mut self, event: Event, out: &mut Vec<Bytes>) {
+    fn event(&mut self, event: Event, out: &mut Vec<Bytes>) -> Result<(), ShapeError> {
+        if let Some(data) = event.data.as_deref()
+            && !event.is_done()
+        {
+            if !super::is_json_object(data) {
+                return Err(ShapeError::Invalid(super::excerpt(data)));
+            }
+            if super::is_error_event(data) {
+                self.ended = true;
+                out.push(event.raw);
+                return Ok(());
+            }
+        }
         if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
             self.ended = true;
         }
         if !self.include_usage && is_usage_only(&event) {
-            return;
+            return Ok(());
         }
         if let (Some(calls), Some(data)) = (&mut self.calls, event.data.as_deref()) {
             if event.is_done() {
@@ -82,10 +111,11 @@ impl Shaper {
                 && let Some(replaced) = calls.chunk(data)
             {
                 out.extend(replaced);
-                return;
+                return Ok(());
             }
         }
         out.push(event.raw);
+        Ok(())
     }
 }
 

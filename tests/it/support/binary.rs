@@ -30,7 +30,10 @@ impl Proxy {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             listener.local_addr().expect("addr").port()
         };
-        let binary = env!("CARGO_BIN_EXE_harness-proxy");
+        // `HARNESS_PROXY_TEST_BINARY` measures another build (the release one) by hand.
+        let binary = std::env::var("HARNESS_PROXY_TEST_BINARY")
+            .unwrap_or_else(|_| env!("CARGO_BIN_EXE_harness-proxy").to_owned());
+        let binary = binary.as_str();
         let mut command = match open_files {
             None => Command::new(binary),
             Some(limit) => {

@@ -833,12 +833,22 @@ impl DockerIgnore {
                     !pattern.contains('[') && !pattern.contains('\\'),
                     "pattern {pattern:?}: only *, ? and ** are read here"
                 );
-                let segments = pattern
+                let segments: Vec<String> = pattern
                     .trim_start_matches('/')
                     .split('/')
                     .filter(|s| !s.is_empty() && *s != ".")
                     .map(str::to_owned)
                     .collect();
+                // Docker walks into an excluded directory only for an exception whose text starts
+                // with that directory's literal path: an exception with a wildcard directory may
+                // let nothing back in.
+                assert!(
+                    !exception
+                        || segments[..segments.len() - 1]
+                            .iter()
+                            .all(|s| !s.contains(['*', '?'])),
+                    "exception {pattern:?} has a wildcard directory"
+                );
                 (exception, segments)
             })
             .collect();

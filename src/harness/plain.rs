@@ -51,14 +51,20 @@ pub fn chat_request(conversation: &Conversation, upstream_streams: bool) -> Chat
             include_usage: Some(true),
             extra: Map::new(),
         }),
+        // OpenAI refuses `tool_choice` and `parallel_tool_calls` without `tools` (a Codex TUI
+        // title request sends them with none): they go only beside tools.
+        tool_choice: options
+            .tool_choice
+            .as_ref()
+            .filter(|_| !tools.is_empty())
+            .map(tool_choice),
+        parallel_tool_calls: options.parallel_tool_calls.filter(|_| !tools.is_empty()),
         tools: (!tools.is_empty()).then_some(tools),
-        tool_choice: options.tool_choice.as_ref().map(tool_choice),
         temperature: options.temperature,
         top_p: options.top_p,
         max_tokens: options.max_output_tokens,
         max_completion_tokens: None,
         reasoning_effort: options.reasoning_effort.clone(),
-        parallel_tool_calls: options.parallel_tool_calls,
         user,
         extra,
     }
@@ -327,5 +333,32 @@ mod tests {
         let as_asked = serde_json::to_value(chat_request(&conversation, false)).expect("json");
         assert_eq!(as_asked["stream"], json!(false));
         assert!(as_asked.get("stream_options").is_none());
+    }
+
+    /// Written by hand from OpenAI's rule: `tool_choice` and `parallel_tool_calls` are refused
+    /// unless `tools` is present (the Codex TUI's title request has `tool_choice: "auto"` and no
+    /// tools).
+    #[test]
+    fn no_tool_choice_or_parallel_tool_calls_without_tools() {
+        let conversation = Conversation {
+            model: "m".into(),
+            items: vec![Item::Message(Message::text(
+                model::Role::User,
+                "title this",
+            ))],
+            tools: Vec::new(),
+            options: Options {
+                stream: false,
+                tool_choice: Some(ToolChoice::Auto),
+                parallel_tool_calls: Some(false),
+                ..Options::default()
+            },
+            client: model::ClientInfo::default(),
+        };
+        let chat = serde_json::to_value(chat_request(&conversation, false)).expect("json");
+        assert_eq!(
+            chat,
+            json!({"model": "m", "messages": [{"role": "user", "content": "title this"}], "stream": false})
+        );
     }
 }

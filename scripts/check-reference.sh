@@ -2,10 +2,18 @@
 # By-hand fidelity check (not a test: it reads files outside the repo). With the reference prompt
 # texts as --prompts-dir, `harness-proxy rewrite` must reproduce the reference example bodies.
 #
-#   scripts/check-reference.sh [REFERENCE_DIR]     (default: ../shared/spec/reference)
+#   scripts/check-reference.sh REFERENCE_DIR
+#
+# REFERENCE_DIR is kept outside the repository, so name it: it holds the reference's prompt
+# texts (REFERENCE_DIR/prompts/) and example bodies (REFERENCE_DIR/examples/, the files
+# opencode_request.linux.json and opencode_title_request.json).
 set -euo pipefail
+if [ $# -ne 1 ]; then
+  echo "usage: scripts/check-reference.sh REFERENCE_DIR" >&2
+  exit 2
+fi
+ref=$(cd "$1" && pwd)
 cd "$(dirname "$0")/.."
-ref=${1:-../shared/spec/reference}
 cargo build --quiet
 bin=target/debug/harness-proxy
 request=$(mktemp)

@@ -194,7 +194,8 @@ mod tests {
         assert!(prompts.skills.contains("{{cwd}}"));
     }
 
-    /// The seed documents' texts ship verbatim: their hashes as the spec lists them.
+    /// The seed documents' texts ship verbatim: their lengths and SHA-256s (head and tail here) are
+    /// the reference's.
     #[test]
     fn verbatim_prompts_match_the_spec_hashes() {
         use sha2::{Digest, Sha256};

@@ -1,5 +1,5 @@
-//! The strict `{{ name }}` template engine used for embedded prompts (`codex-utils-template` behaviour,
-//! `opencode-wire.md` §5), plus `format_mode_names` for the collaboration-mode `KNOWN_MODE_NAMES` value.
+//! The strict `{{ name }}` template engine used for embedded prompts (Codex's template rules, as
+//! README "Collaboration modes" states them), plus `format_mode_names` for the collaboration-mode `KNOWN_MODE_NAMES` value.
 //!
 //! It owns parsing and rendering only: it does no I/O, knows no prompt names and never guesses — every
 //! malformed template and every mismatch between placeholders and supplied values is an error, so a bad
@@ -321,7 +321,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// `codex-rs/collaboration-mode-templates/templates/default.md`, verbatim from `opencode-wire.md` §5.
+    /// Codex's Default collaboration-mode template, byte for byte `prompts/collaboration/default.md`.
     const DEFAULT_MD: &str = r"# Collaboration Mode: Default
 
 You are now in Default mode. Any previous instructions for other modes (e.g. Plan mode) are no longer active.
@@ -635,7 +635,7 @@ In Default mode, strongly prefer making reasonable assumptions and executing the
 
     #[test]
     fn renders_the_default_collaboration_template() {
-        // §5 gives the template's size; checking it proves the copy above is verbatim.
+        // The template is 929 bytes; checking the size proves the copy above is whole.
         assert_eq!(DEFAULT_MD.len(), 929);
         let template = Template::parse(DEFAULT_MD).expect("the built-in template parses");
         assert_eq!(

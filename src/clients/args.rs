@@ -1,6 +1,6 @@
-//! Re-serialisation of replayed tool-call arguments (spec §1.5): opencode rebuilds the
-//! arguments of every function call in the history from the fields its tool knows, in its own
-//! key order, and sends them as compact JSON.
+//! Re-serialisation of replayed tool-call arguments (docs/wire.md §1 "Tool-call arguments"):
+//! opencode rebuilds the arguments of every function call in the history from the fields its tool
+//! knows, in its own key order, and sends them as compact JSON.
 //!
 //! Owns only the `(tool name, arguments text) → arguments text` mapping. It never fails: text
 //! that is not JSON is replayed verbatim, and JSON that does not fit its tool is replayed

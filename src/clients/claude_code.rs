@@ -1,4 +1,4 @@
-//! The `claude-code` alias profile: Claude Code's tools (agents-wire, Claude Code 2.1.x) and
+//! The `claude-code` alias profile: Claude Code's tools (Claude Code 2.1.x; docs/agents.md) and
 //! opencode's, argument by argument. Plain renames use `Converter::Only` (fields outside the
 //! table are dropped both ways: Claude Code's schemas say `additionalProperties: false`, and
 //! opencode's tools do not take Claude Code's extras); the few that need more have converters here.

@@ -1,6 +1,6 @@
-//! Recognises "contextual" user text (spec §2.2): fragments the agent injects into the user
-//! role (AGENTS.md instructions, environment context, hook prompts, …) rather than words the
-//! user typed.
+//! Recognises "contextual" user text (docs/wire.md §1 "History"): fragments the agent injects into
+//! the user role (AGENTS.md instructions, environment context, hook prompts, …) rather than words
+//! the user typed.
 //!
 //! Owns only the predicate over text parts. Which messages are dropped from the history or
 //! skipped for the title is decided by the callers; image and audio parts never reach this
@@ -46,8 +46,8 @@ pub fn is_contextual<'a>(parts: impl IntoIterator<Item = &'a str>) -> bool {
     parts.into_iter().any(is_contextual_text)
 }
 
-/// Whether one text part matches any of the twelve recognisers of spec §2.2 (or Claude Code's
-/// `<system-reminder>`).
+/// Whether one text part matches any of the recognisers above: the reference's twelve, plus
+/// Claude Code's `<system-reminder>`.
 #[must_use]
 pub fn is_contextual_text(text: &str) -> bool {
     let trimmed = text.trim();

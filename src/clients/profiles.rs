@@ -127,7 +127,8 @@ impl Profile {
     }
 
     /// Codex CLI 0.95+ on the Responses front: `exec_command` and the freeform `apply_patch`.
-    /// No User-Agent of its own: the Responses front names it (`Inbound::client_profile`).
+    /// No User-Agent of its own: the Responses front names it (`ClientInfo::profile`,
+    /// `protocols::responses::CODEX_PROFILE`).
     pub fn codex_responses() -> Self {
         let alias = |client: &str, opencode: &str, converter| Alias {
             client: client.into(),

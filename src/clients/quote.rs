@@ -1,5 +1,5 @@
-//! opencode's prompt quoting (spec §1.4, `quote_prompt_for_opencode` and
-//! `normalize_prompt_newlines`): a user text is sent as its own JSON string literal, quotes
+//! opencode's prompt quoting (docs/wire.md §1 "Quoting"; the reference's quoting function and its
+//! newline normalisation, step by step): a user text is sent as its own JSON string literal, quotes
 //! included, but with real newlines.
 //!
 //! This module owns only the text transformation. It does not decide which messages are
@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-/// The nine plain substring replacements of spec §1.4, in the order they must run.
+/// The reference's nine plain substring replacements, in the order they must run.
 ///
 /// Steps 4–9 can never match once steps 1–3 have run (after step 2 no backslash-`n` is
 /// left, and the only one step 3 puts back is followed by `'`). They are kept anyway so the
@@ -41,7 +41,8 @@ pub fn quote_prompt(text: &str) -> String {
     normalize_newlines(&json)
 }
 
-/// Applies the nine newline replacements of spec §1.4, in order, to a JSON string literal.
+/// Applies the nine newline replacements of `NEWLINE_REPLACEMENTS`, in order, to a JSON string
+/// literal.
 ///
 /// Net effect: every escaped line feed and every literal backslash-`n` become real line
 /// feeds, except inside the fragment `printf 'SHELL_OK\n' >`.
@@ -68,7 +69,7 @@ mod tests {
     use super::{normalize_newlines, quote_prompt};
     use proptest::prelude::*;
 
-    // Vectors of the spec §1.4 table, written out by hand (`⏎` there = "\n" here).
+    // The reference's quoting vectors, written out by hand (its `⏎` = "\n" here).
 
     #[test]
     fn plain_text_is_wrapped_in_quotes() {
@@ -126,7 +127,7 @@ mod tests {
         assert_eq!(quote_prompt(""), "\"\"");
     }
 
-    // The serde_json escaping rules listed in §1.4.
+    // serde_json's string escaping rules (docs/wire.md §1 "Quoting").
 
     #[test]
     fn control_characters_use_short_or_lowercase_hex_escapes() {

@@ -76,7 +76,7 @@ impl Default for Content {
 }
 
 impl Content {
-    /// Every text part concatenated without separator, images dropped (opencode-wire §1.3).
+    /// Every text part concatenated without separator, images dropped (as opencode does).
     /// Borrowed when the content is one string, so reading it copies nothing.
     pub fn text(&self) -> std::borrow::Cow<'_, str> {
         match self {

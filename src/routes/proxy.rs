@@ -112,8 +112,8 @@ pub fn client_authorization(client: &HeaderMap, translated: bool) -> Option<Head
     Some(value)
 }
 
-/// The reference client's thread headers (opencode-wire §1.8), carrying the conversation id on
-/// rewritten requests.
+/// The reference client's thread headers (docs/wire.md §1 "Headers"), carrying the conversation id
+/// on rewritten requests.
 pub fn add_thread_headers(headers: &mut HeaderMap, conversation: &str) {
     if let Ok(value) = HeaderValue::from_str(conversation) {
         for name in ["x-client-request-id", "session-id", "thread-id"] {

@@ -11,7 +11,8 @@ pub struct ConversationFacts {
     pub model: String,
     /// Every message is `system`, `developer` or `user`: nothing has been answered yet.
     pub initial_turn: bool,
-    /// The first non-contextual user message's text (§2.2); empty when there is none.
+    /// The first non-contextual user message's text (`clients::contextual`); empty when there is
+    /// none.
     pub first_user_text: String,
     /// The request is the client's own title request (opencode sends one per new session).
     pub title_request: bool,
@@ -133,8 +134,8 @@ impl ConversationFacts {
     }
 }
 
-/// What the user typed in one user message: `None` for a contextual message (§2.2, and Claude
-/// Code's `<system-reminder>` blocks).
+/// What the user typed in one user message: `None` for a contextual message
+/// (`clients::contextual`, Claude Code's `<system-reminder>` blocks included).
 fn user_words(parts: &[&str]) -> Option<String> {
     (!is_contextual(parts.iter().copied())).then(|| parts.concat())
 }

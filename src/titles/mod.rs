@@ -1,4 +1,4 @@
-//! Conversation titles (PRODUCT §4): which turn gets one (`identity`, `service`) and when,
+//! Conversation titles (README "Titles"): which turn gets one (`identity`, `service`) and when,
 //! relative to its answer (`turn`: a chat turn's claims and the order policy), the title request
 //! (`request`) and its answer (`answer`), the sanitizer (`sanitize`), records (`store`), titles in
 //! progress (`live` here, `follow` elsewhere, `bus` between processes), outcomes waiting for the

@@ -1,4 +1,4 @@
-//! The title request body (opencode-wire §2.3): title prompt, fixed user line, quoted user text.
+//! The title request body (docs/wire.md §2): title prompt, fixed user line, quoted user text.
 
 use serde::Serialize;
 

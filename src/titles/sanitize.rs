@@ -1,9 +1,9 @@
 //! Turns a titler model's raw answer into a session title: strips leaked `<think>` reasoning, then applies
-//! the wcode-harness `sanitize` contract (`opencode-wire.md` §6) with a configurable clamp
-//! (`titles.max_chars`, 50 in the product; wcode's own constant is 60).
+//! the reference's `sanitize` contract (docs/wire.md §2) with a configurable clamp
+//! (`titles.max_chars`, 50 in the product; the reference's own constant is 60).
 //!
 //! Pure string work: no I/O, no config, no logging (title text must never be logged above `debug`, and
-//! this module is not the place to decide that). Like wcode it does **not** strip `Title:`-style labels,
+//! this module is not the place to decide that). Like the reference it does **not** strip `Title:`-style labels,
 //! reject long answers, or change case, punctuation or emoji. `reasoning_content` deltas are a separate
 //! stream field and never reach this module; only reasoning inlined into the text is handled here.
 
@@ -13,7 +13,7 @@ use std::borrow::Cow;
 const OPEN_TAG: &[u8] = b"<think>";
 const CLOSE_TAG: &[u8] = b"</think>";
 
-/// The quote characters wcode deletes; typographic quotes (`“ ” ‘ ’ « »`) are deliberately kept.
+/// The quote characters the reference deletes; typographic quotes (`“ ” ‘ ’ « »`) are deliberately kept.
 const ASCII_QUOTES: [char; 3] = ['"', '\'', '`'];
 
 /// Removes reasoning that a model inlined into its answer text, returning the rest untouched.
@@ -87,7 +87,7 @@ fn find_tag(haystack: &str, from: usize, tag: &[u8]) -> Option<usize> {
 
 /// The title to store for a titler answer, or `None` when nothing usable is left.
 ///
-/// [`strip_reasoning`] first, then wcode's rules in order: (1) trim Unicode `White_Space`; (2) keep only
+/// [`strip_reasoning`] first, then the reference's rules in order: (1) trim Unicode `White_Space`; (2) keep only
 /// the text before the first `\n` or `\r`; (3) delete every `"`, `'` and `` ` ``; (4) collapse each
 /// whitespace run to one ASCII space; (5) trim; (6) empty → `None`; (7) keep the first `max_chars`
 /// Unicode scalar values, no ellipsis, and trim once more.
@@ -143,9 +143,9 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// wcode's `TITLE_CLAMP`, to show the original contract.
+    /// The reference's own clamp (60), to show the original contract.
     const WCODE_CLAMP: usize = 60;
-    /// The product's `titles.max_chars` default (PRODUCT.md §4).
+    /// The product's `titles.max_chars` default (docs/configuration.md).
     const PRODUCT_CLAMP: usize = 50;
 
     fn title(raw: &str, max_chars: usize) -> Option<String> {
@@ -165,7 +165,7 @@ mod tests {
         assert_eq!(title("{\"name\":\"x\"}", 50), some("{name:x}"));
     }
 
-    // --- wcode §7 `sanitize_strips_quotes_and_clamps`, at the product clamp and at wcode's own ---
+    // --- the reference's test: quotes stripped and clamped, at the product clamp and at its own ---
 
     #[test]
     fn strips_ascii_quotes_and_backticks() {
@@ -217,17 +217,17 @@ mod tests {
         // Collapsed to 49×y + " tail" (54 chars); the first 50 end in the space, which the last trim drops.
         let product = format!("{}  tail", "y".repeat(49));
         assert_eq!(title(&product, PRODUCT_CLAMP), Some("y".repeat(49)));
-        // wcode's own vector: 59×y + " tail", clamped at 60.
+        // The reference's own vector: 59×y + " tail", clamped at 60.
         let wcode = format!("{}  tail", "y".repeat(59));
         assert_eq!(title(&wcode, WCODE_CLAMP), Some("y".repeat(59)));
-        // The product vector fits whole under wcode's clamp.
+        // The product vector fits whole under the reference's clamp.
         assert_eq!(
             title(&product, WCODE_CLAMP),
             Some(format!("{} tail", "y".repeat(49)))
         );
     }
 
-    // --- wcode §7 `sanitize_rejects_an_empty_or_multiline_only_answer` ---
+    // --- the reference's test: an empty or multiline-only answer is rejected ---
 
     #[test]
     fn rejects_an_empty_or_blank_answer() {

@@ -1,6 +1,6 @@
 //! Data-driven golden cases for the opencode harness: `tests/golden/opencode/*.json`, each an
-//! input request (plus config and headers) and the upstream body or parts of it that the spec says
-//! must come out. Expected values are written by hand from opencode-wire.md, never generated.
+//! input request (plus config and headers) and the upstream body or parts of it that docs/wire.md
+//! says must come out. Expected values are written by hand from docs/wire.md, never generated.
 //!
 //! The cases use the tiny prompts under `tests/golden/prompts/` so whole bodies stay readable.
 

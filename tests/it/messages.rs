@@ -1,6 +1,6 @@
 //! The Anthropic Messages front through the real server: Claude Code's requests (shapes from
-//! agents-wire) reach the Chat Completions upstream in opencode's form, and the answer comes back
-//! as Anthropic SSE, one message JSON, or an Anthropic error.
+//! docs/wire.md §4) reach the Chat Completions upstream in opencode's form, and the answer comes
+//! back as Anthropic SSE, one message JSON, or an Anthropic error.
 
 use std::sync::Arc;
 
@@ -13,7 +13,7 @@ use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, test_config};
 const CLAUDE_UA: &str = "claude-cli/2.1.197 (external, sdk-cli)";
 const SESSION: &str = "6d3c1a2e-0b7f-4c38-9a55-2f1e8d9c4b70";
 
-/// A first turn as Claude Code 2.1 sends it (agents-wire): system blocks, a reminder block
+/// A first turn as Claude Code 2.1 sends it (docs/wire.md §4): system blocks, a reminder block
 /// before the prompt, Bash among the tools, `metadata.user_id` as a JSON text.
 fn first_turn(stream: bool) -> Value {
     json!({
@@ -527,8 +527,8 @@ async fn claude_code_s_own_title_request_is_forwarded_translated_and_teed_into_t
     })
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    // agents-wire.md: interactive Claude Code asks for a session title with `tools: []` and an
-    // `output_config.format` JSON schema `{title}`.
+    // README "Claude Code": interactive Claude Code asks for a session title with `tools: []` and
+    // an `output_config.format` JSON schema `{title}`.
     let body = json!({
         "model": "mock-model",
         "max_tokens": 512,

@@ -10,7 +10,7 @@ use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, error_of, tes
 const CODEX_UA: &str = "codex_exec/0.171.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.171.0)";
 const SESSION: &str = "01a22e2d-755d-7f52-a39d-15515deb1140";
 
-/// A Codex 0.171 first turn (agents-wire.md), trimmed: base prompt as input[0] developer message,
+/// A Codex 0.171 first turn (docs/wire.md §4), trimmed: base prompt as input[0] developer message,
 /// `<environment_context>`, the prompt; exec_command, custom apply_patch, web_search.
 fn codex_turn(prompt: &str, stream: bool) -> Value {
     json!({
@@ -232,7 +232,8 @@ async fn exec_command_round_trips_as_opencode_bash() {
     assert_eq!(done[0]["name"], "exec_command");
     assert_eq!(done[0]["call_id"], "call_1");
     let args: Value = serde_json::from_str(done[0]["arguments"].as_str().unwrap()).unwrap();
-    // opencode-wire §3.3: yield_time_ms = min(timeout, 30000); description has no counterpart.
+    // README "Codex CLI (0.95 and later)": yield_time_ms = min(timeout, 30000); description has no
+    // counterpart.
     assert_eq!(
         args,
         json!({"cmd": "echo hi > made_by_codex.txt", "yield_time_ms": 5000})
@@ -476,7 +477,8 @@ async fn codex_s_own_title_request_is_forwarded_translated_and_teed_into_the_tit
     })
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    // agents-wire.md: the TUI's title request has `tools: []` and the schema `codex_output_schema`.
+    // README "Codex CLI (0.95 and later)": the TUI's title request has `tools: []` and the schema
+    // `codex_output_schema`.
     let body = json!({
         "model": "mock-model",
         "stream": true,

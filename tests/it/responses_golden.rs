@@ -6,7 +6,7 @@
 //! (`upstream_messages`, `upstream_tool_names`, `upstream_system_contains`). A stream case gives an
 //! upstream chat stream and the Responses events that must come out (`events`: `[name, data]`
 //! where `data` lists the fields that must match). Expected values are written by hand from the
-//! OpenAI Responses wire format and agents-wire.md (Codex 0.171), never generated.
+//! OpenAI Responses wire format and docs/wire.md §4 (Codex 0.171), never generated.
 
 use std::path::{Path, PathBuf};
 

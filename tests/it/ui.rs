@@ -98,7 +98,7 @@ async fn the_inspector_shows_each_caller_its_own_requests_side_by_side_without_s
     let client: Value = serde_json::from_str(entry["client"]["body"].as_str().unwrap()).unwrap();
     assert_eq!(client, first_turn("second from alice"));
     // The upstream body is the opencode rewrite: the system prompt with its <env> block, the user
-    // text JSON-quoted (opencode-wire: user text is sent as a JSON string literal).
+    // text JSON-quoted (docs/wire.md §1 "Quoting": user text is sent as a JSON string literal).
     let upstream_body: Value =
         serde_json::from_str(entry["upstream"]["body"].as_str().unwrap()).unwrap();
     assert!(

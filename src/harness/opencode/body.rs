@@ -1,4 +1,5 @@
-//! The upstream body of §1.7, field order as opencode sends it. Serialized compactly.
+//! The upstream body (docs/wire.md §1 "Body"), field order as opencode sends it. Serialized
+//! compactly.
 
 use serde::Serialize;
 use serde_json::value::RawValue;

@@ -1,7 +1,7 @@
 //! Values of the `<env>` block. For each value the first source that has it wins: request headers,
-//! then what the client's own prompt says, then config, then the reference's rules (§1.2).
-//! Pure: the clock, the date's zone and the default platform come in as arguments; nothing here
-//! reads the process's time zone or environment.
+//! then what the client's own prompt says, then config, then the reference's rules
+//! (docs/wire.md §1). Pure: the clock, the date's zone and the default platform come in as
+//! arguments; nothing here reads the process's time zone or environment.
 
 use chrono::{DateTime, FixedOffset, Utc};
 use http::HeaderMap;

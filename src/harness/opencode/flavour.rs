@@ -1,4 +1,5 @@
-//! The three prompt flavours (§1.1), chosen by an exact compare of the client's system text.
+//! The three prompt flavours (docs/wire.md §1 "Three flavours"), chosen by an exact compare of the
+//! client's system text.
 
 /// The marker a caller sets as its whole system prompt to get the task-agent flavour.
 pub const TASK_AGENT_MARKER: &str = "opencode-task-agent";

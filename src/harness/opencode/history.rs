@@ -1,6 +1,7 @@
-//! History → `messages` (§1.3): one left-to-right pass with pending calls, awaited call ids and
-//! pending assistant text. `HistoryMode::Reference` is the reference converter exactly (plain
-//! assistant text dropped); `Keep` emits assistant text in place, as real opencode does.
+//! History → `messages` (docs/wire.md §1 "History"): one left-to-right pass with pending calls,
+//! awaited call ids and pending assistant text. `HistoryMode::Reference` is the reference converter
+//! exactly (plain assistant text dropped); `Keep` emits assistant text in place, as real opencode
+//! does.
 
 use std::collections::HashMap;
 

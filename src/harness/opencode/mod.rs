@@ -1,4 +1,4 @@
-//! `opencode`: every request rebuilt in the form opencode sends (opencode-wire §1): one system
+//! `opencode`: every request rebuilt in the form opencode sends (docs/wire.md §1): one system
 //! message (prefix + identity + `<env>` + skills), converted history, quoted user text, opencode's
 //! tools, and the fixed body parameters. Pure: headers, body and the clock in; bytes out.
 
@@ -284,8 +284,8 @@ impl Opencode {
 }
 
 /// A client's own title request asking for a JSON answer, as the fronts translate it: no tools
-/// and a JSON-schema answer format that is Codex's (`codex_output_schema`, agents-wire.md) or
-/// holds one property, `title` (Claude Code's `output_config.format` `{title}`).
+/// and a JSON-schema answer format that is Codex's (`codex_output_schema`, README "Codex CLI (0.95
+/// and later)") or holds one property, `title` (Claude Code's `output_config.format` `{title}`).
 fn is_schema_title_request(conversation: &Conversation) -> bool {
     if !conversation.tools.is_empty() {
         return false;

@@ -1,4 +1,5 @@
-//! The one system message (§1.2): prefix, identity line, `<env>` block, skills block — exact newlines.
+//! The one system message (docs/wire.md §1): prefix, identity line, `<env>` block, skills block —
+//! exact newlines.
 
 use super::env::EnvValues;
 use crate::template::{Pattern, Template};

@@ -1,5 +1,6 @@
-//! The tool list (§1.6, PRODUCT §3): opencode's canonical definitions, selected by flavour and by
-//! the tools policy, plus the client tools that have no opencode counterpart (dropped or appended).
+//! The tool list (docs/wire.md §1 "Tools"; README "Harnesses", tool policy): opencode's canonical
+//! definitions, selected by flavour and by the tools policy, plus the client tools that have no
+//! opencode counterpart (dropped or appended).
 
 use std::borrow::Cow;
 use std::path::Path;

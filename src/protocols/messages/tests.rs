@@ -1,5 +1,6 @@
 //! Golden cases for the Messages adapter both ways. Expected values are written by hand from the
-//! Anthropic Messages API reference and the Claude Code facts of agents-wire.
+//! Anthropic Messages API reference and the Claude Code facts of docs/wire.md §4 and
+//! docs/agents.md.
 
 use bytes::Bytes;
 use http::HeaderMap;

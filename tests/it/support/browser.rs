@@ -1,12 +1,15 @@
 //! A real headless Chromium, driven over WebDriver (chromedriver's HTTP API, spoken with reqwest).
-//! Missing browser: the test is skipped with the reason printed, except in CI (`CI=true`), where
-//! it fails — `.ci/run` installs the Debian packages `chromium` and `chromium-driver`.
+//! Missing browser: the test is skipped visibly (`support::skip`: a `SKIPPED` line and an entry in
+//! the skip ledger), except in CI (`CI=true`), where it fails — `.ci/run` installs the Debian
+//! packages `chromium` and `chromium-driver`.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+
+use super::skip::{ran, skip};
 
 pub struct Browser {
     driver: Child,
@@ -24,20 +27,18 @@ fn find(names: &[&str]) -> Option<PathBuf> {
 }
 
 impl Browser {
-    /// `None` (after printing why) when Chromium or chromedriver is not installed outside CI.
+    /// `None` (a visible skip) when Chromium or chromedriver is not installed outside CI.
     pub async fn start() -> Option<Self> {
         let chromium = find(&["chromium", "chromium-browser", "google-chrome"]);
         let driver = find(&["chromedriver"]);
         let (Some(chromium), Some(driver)) = (chromium, driver) else {
-            let reason = "chromium and chromedriver are not installed \
-                          (apt-get install -y chromium chromium-driver)";
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "CI must run the browser test: {reason}"
+            return skip(
+                "the browser test",
+                "chromium and chromedriver are not installed \
+                 (apt-get install -y chromium chromium-driver)",
             );
-            eprintln!("skipping the browser test: {reason}");
-            return None;
         };
+        ran("the browser test");
         let port = {
             let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
             listener.local_addr().expect("addr").port()

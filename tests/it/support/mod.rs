@@ -5,6 +5,7 @@ pub mod browser;
 pub mod fake_upstream;
 pub mod raw;
 pub mod redis;
+pub mod skip;
 pub mod sse;
 
 use std::net::SocketAddr;

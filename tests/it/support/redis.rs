@@ -1,7 +1,7 @@
 //! Redis for tests: the shared one (`HARNESS_PROXY_TEST_REDIS_URL`, default the machine's
 //! 127.0.0.1:6379) under a fresh key prefix per test, or a private `redis-server` on a free port
-//! that a test may stop and restart. Without Redis a test is skipped with a printed reason,
-//! except with `CI=true`, where it fails.
+//! that a test may stop and restart. Without Redis a test is skipped visibly (`support::skip`:
+//! a `SKIPPED` line and an entry in the skip ledger), except with `CI=true`, where it fails.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -9,23 +9,22 @@ use std::time::Duration;
 
 use harness_proxy::config::{Config, StoreUrl};
 
+use super::skip::{ran, skip};
+
 /// The shared test Redis, or `None` (skip) after saying why.
 pub async fn shared_url(test: &str) -> Option<String> {
     let url = std::env::var("HARNESS_PROXY_TEST_REDIS_URL")
         .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
     match ping(&url).await {
-        Ok(()) => Some(url),
-        Err(err) => skip(test, &format!("no Redis at {url} ({err})")),
+        Ok(()) => {
+            ran(test);
+            Some(url)
+        }
+        Err(err) => skip(
+            test,
+            &format!("no Redis at {url} ({err}); set HARNESS_PROXY_TEST_REDIS_URL to run it"),
+        ),
     }
-}
-
-fn skip<T>(test: &str, reason: &str) -> Option<T> {
-    assert!(
-        std::env::var("CI").as_deref() != Ok("true"),
-        "{test}: CI needs Redis: {reason}"
-    );
-    eprintln!("skipped {test}: {reason}; set HARNESS_PROXY_TEST_REDIS_URL to run it");
-    None
 }
 
 async fn ping(url: &str) -> Result<(), String> {
@@ -90,8 +89,12 @@ pub struct PrivateRedis {
 impl PrivateRedis {
     pub async fn start(test: &str) -> Option<Self> {
         let Some(binary) = which("redis-server") else {
-            return skip(test, "redis-server is not installed");
+            return skip(
+                test,
+                "redis-server is not installed (apt-get install redis-server)",
+            );
         };
+        ran(test);
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .and_then(|l| l.local_addr())
             .map(|a| a.port())

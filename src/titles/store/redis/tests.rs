@@ -1,5 +1,7 @@
 //! The Redis store against the real Redis (`HARNESS_PROXY_TEST_REDIS_URL`, default the local one), each test
-//! under its own key prefix. Without a Redis the tests are skipped with a note, except in CI.
+//! under its own key prefix. Without a Redis a test is skipped visibly, except in CI (`CI=true`), where it fails:
+//! `SKIPPED <test>: <reason>` on the terminal past the output capture, and a file of that name in the skip ledger
+//! `<target>/tmp/skipped/` (the integration tests' `support::skip` keeps the same ledger).
 
 use std::time::Duration;
 
@@ -16,16 +18,50 @@ pub(crate) async fn test_store(max_records: usize) -> Option<RedisStore> {
     // Records in the contract are from 2023: keep them well past now.
     let retention = Duration::from_secs(100 * 365 * 24 * 3600);
     let store = RedisStore::open(&url, &prefix, retention, max_records).expect("URL parses");
+    let entry = ledger_entry();
     match store.ping().await {
-        Ok(()) => Some(store),
+        Ok(()) => {
+            if let Some(entry) = &entry {
+                let _ = std::fs::remove_file(entry);
+            }
+            Some(store)
+        }
         Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
             panic!("CI needs Redis at {url}: {err}")
         }
         Err(err) => {
-            eprintln!("skipped: no Redis at {url} ({err}); set HARNESS_PROXY_TEST_REDIS_URL");
+            use std::io::Write;
+            let test = std::thread::current()
+                .name()
+                .unwrap_or("a Redis store test")
+                .to_owned();
+            let line = format!(
+                "SKIPPED harness_proxy::{test}: no Redis at {url} ({err}); set HARNESS_PROXY_TEST_REDIS_URL"
+            );
+            if let Some(entry) = &entry
+                && let Some(dir) = entry.parent()
+            {
+                let _ = std::fs::create_dir_all(dir);
+                let _ = std::fs::write(entry, format!("{line}\n"));
+            }
+            // Straight to the process's stderr: `eprintln!` would be captured and shown only on failure.
+            let _ = writeln!(std::io::stderr(), "{line}");
             None
         }
     }
+}
+
+/// This test's file in the skip ledger: `<target>/tmp/skipped/harness_proxy.<test>`, the test binary being
+/// `<target>/<profile>/deps/harness_proxy-…` (unit tests get no `CARGO_TARGET_TMPDIR`).
+fn ledger_entry() -> Option<std::path::PathBuf> {
+    let test = std::thread::current().name()?.replace("::", ".");
+    let exe = std::env::current_exe().ok()?;
+    let target = exe.parent()?.parent()?.parent()?;
+    Some(
+        target
+            .join("tmp/skipped")
+            .join(format!("harness_proxy.{test}")),
+    )
 }
 
 /// Deletes every key under the test's prefix.

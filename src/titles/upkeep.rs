@@ -226,25 +226,20 @@ mod tests {
 
     use super::TitleService;
     use crate::config::{Config, StoreUrl};
+    use crate::titles::store::contract::record;
     use crate::titles::store::memory::MemoryStore;
     use crate::titles::store::{Status, TitleRecord, TitleStore};
     use crate::upstream::Upstream;
 
+    /// A pending record of `instance`, made `minutes_ago`.
     fn pending(id: &str, instance: &str, minutes_ago: i64) -> TitleRecord {
         let at = Utc::now() - chrono::Duration::minutes(minutes_ago);
         TitleRecord {
             owner: "o".into(),
-            id: id.into(),
-            title: None,
-            status: Status::Pending,
-            error: None,
-            model: "m".into(),
-            harness: "opencode".into(),
-            protocol: "chat".into(),
+            instance: instance.into(),
             created_at: at,
             updated_at: at,
-            instance: instance.into(),
-            text: String::new(),
+            ..record("o", id, 0)
         }
     }
 

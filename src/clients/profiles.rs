@@ -116,7 +116,10 @@ impl Profile {
         };
         Self {
             name: "codex".into(),
-            user_agents: vec!["codex_exec/".into(), "codex_cli_rs/".into()],
+            user_agents: crate::conversation::CODEX_USER_AGENTS
+                .iter()
+                .map(|&agent| agent.to_owned())
+                .collect(),
             unwrap_output_json: true,
             aliases: vec![
                 alias("shell", "bash", Converter::CodexShell),

@@ -269,6 +269,10 @@ pub enum ResponseFormat {
     },
 }
 
+/// The User-Agent prefixes Codex CLI sends (`codex exec`, the interactive CLI, its TUI): the one
+/// list both the Responses front and the `codex` alias profile read.
+pub const CODEX_USER_AGENTS: [&str; 3] = ["codex_exec/", "codex_cli_rs/", "codex-tui"];
+
 /// What the client told about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientInfo {

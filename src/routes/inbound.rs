@@ -43,7 +43,7 @@ impl Processed {
         titled: bool,
     ) -> Self {
         let facts = (protocol == ClientProtocol::Chat
-            && (titled || !has_conversation_header(headers)))
+            && (titled || !crate::titles::identity::has_conversation_header(headers)))
         .then(|| Peek::parse(body))
         .flatten()
         .map(|peek| ConversationFacts::from_views(peek.model(), peek.views()));
@@ -118,16 +118,4 @@ fn process_now(
         dropped_tools,
         conversation_key,
     })
-}
-
-fn has_conversation_header(headers: &HeaderMap) -> bool {
-    [
-        "x-conversation-id",
-        "x-session-id",
-        "session_id",
-        "session-id",
-        "thread-id",
-    ]
-    .iter()
-    .any(|h| headers.contains_key(*h))
 }

@@ -72,6 +72,11 @@ const ID_HEADERS: [&str; 6] = [
     "x-claude-code-session-id",
 ];
 
+/// Whether the client named its conversation in a header (`ID_HEADERS`, the one list).
+pub fn has_conversation_header(headers: &HeaderMap) -> bool {
+    ID_HEADERS.iter().any(|h| headers.contains_key(*h))
+}
+
 /// A client-chosen conversation id that is not a safe path segment.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(

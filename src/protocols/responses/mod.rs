@@ -145,7 +145,7 @@ pub fn is_codex(headers: &HeaderMap) -> bool {
         .get(http::header::USER_AGENT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    ["codex_exec/", "codex_cli_rs/", "codex-tui"]
+    crate::conversation::CODEX_USER_AGENTS
         .iter()
         .any(|prefix| agent.starts_with(prefix))
         || headers

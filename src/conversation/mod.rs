@@ -10,6 +10,7 @@
 
 pub mod answer;
 pub mod mapping;
+pub mod seal;
 pub mod view;
 
 use serde_json::{Map, Value};
@@ -38,8 +39,8 @@ pub enum Role {
 pub enum Item {
     /// A system, developer or user message, or assistant text.
     Message(Message),
-    /// Reasoning the client echoes back (Responses `reasoning`, Anthropic `thinking`): carried,
-    /// never sent upstream as text.
+    /// Reasoning the client echoes back (Responses `reasoning`, Anthropic `thinking`, a Chat
+    /// client's `reasoning_content`): a harness may send it back as the upstream's reasoning.
     Reasoning(Reasoning),
     /// A call the assistant made; the calls right after an assistant message belong to its turn.
     ToolCall(ToolCall),
@@ -128,6 +129,9 @@ pub struct Reasoning {
     /// The item as the client sent it (signatures, encrypted content), for a protocol that needs
     /// it back.
     pub opaque: Option<Value>,
+    /// The client's opaque reasoning field (a thinking block's `signature`, a reasoning item's
+    /// `encrypted_content`): the proxy's own seal (`seal`) if it echoes one.
+    pub sealed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

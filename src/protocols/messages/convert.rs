@@ -2,7 +2,8 @@
 //!
 //! Owns every Messages-to-model rule: `system` (string or blocks, billing header included, joined
 //! by a blank line) and `role: "system"` messages become system messages; an assistant turn becomes
-//! its reasoning (`thinking` / `redacted_thinking`, carried opaque, never sent upstream), its text
+//! its reasoning (`thinking` / `redacted_thinking`: text and signature, which may be the proxy's own
+//! seal, `conversation::seal`), its text
 //! and its calls; a user turn becomes its tool results, reminders and the rest in the order they
 //! came; custom tools become functions and server tools are reported as dropped; sampling options,
 //! `tool_choice`, effort and output format get their model slots. Must not know any harness or
@@ -242,6 +243,7 @@ fn reasoning(block: &Block) -> Reasoning {
     Reasoning {
         text: block.thinking.clone().unwrap_or_default(),
         opaque: Some(Value::Object(raw)),
+        sealed: block.signature.clone(),
     }
 }
 

@@ -3,7 +3,8 @@
 //! `instructions`, or else a leading developer message (Codex's base prompt: Codex sends no
 //! `instructions`), is the system message; other messages keep their role. `function_call` and
 //! `custom_tool_call` are calls (arguments JSON, or freeform input), their outputs are results,
-//! `reasoning` is carried opaque (never read, never sent upstream as text). Hosted-tool calls and
+//! `reasoning` is its summary text, its `encrypted_content` (maybe the proxy's own seal,
+//! `conversation::seal`) and the item itself. Hosted-tool calls and
 //! item references have no place in the model and are left out. Knows nothing of Chat Completions.
 
 use serde_json::Value;
@@ -101,9 +102,14 @@ fn reasoning(raw: Value) -> Reasoning {
         .filter_map(|part| part.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("\n\n");
+    let sealed = raw
+        .get("encrypted_content")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     Reasoning {
         text,
         opaque: Some(raw),
+        sealed,
     }
 }
 

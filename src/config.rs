@@ -222,6 +222,16 @@ pub enum InstructionsMode {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+pub enum ReasoningMode {
+    /// The reasoning the client echoes goes back as `reasoning_content` on its assistant message
+    /// (what DeepSeek's, Kimi's and GLM's thinking modes require after a tool call).
+    Return,
+    /// The reference: no reasoning is sent upstream.
+    Drop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum IdentityPreset {
     /// `You are powered by the model named {{model}}. The exact model ID is {{provider}}/{{model}}`.
     Model,
@@ -246,6 +256,11 @@ pub struct OpencodeConfig {
     /// The client's project instructions (AGENTS.md, CLAUDE.md, its own system prompt):
     /// `carry` puts them into the system prompt as opencode does, `drop` is the reference.
     pub instructions: InstructionsMode,
+    /// `return` sends the echoed reasoning back as `reasoning_content`, `drop` is the reference.
+    pub reasoning: ReasoningMode,
+    /// Secret the reasoning seals in clients' opaque fields are keyed from; a random key per
+    /// process when absent (then replicas cannot open each other's seals).
+    pub reasoning_key: Option<String>,
     pub tools: ToolsPolicy,
     pub extra_tools: ExtraTools,
     pub cwd: Option<String>,
@@ -268,6 +283,8 @@ impl Default for OpencodeConfig {
             provider: None,
             history: HistoryMode::Keep,
             instructions: InstructionsMode::Carry,
+            reasoning: ReasoningMode::Return,
+            reasoning_key: None,
             tools: ToolsPolicy::Intersect,
             extra_tools: ExtraTools::Drop,
             cwd: None,
@@ -911,6 +928,7 @@ pub fn redacted_toml(config: &Config) -> String {
     hide(&mut shown.upstream.api_key);
     shown.upstream.base_url = redacted_url(&shown.upstream.base_url);
     hide(&mut shown.auth.admin_token);
+    hide(&mut shown.opencode.reasoning_key);
     if let StoreUrl::Redis(url) = &mut shown.titles.store {
         *url = StoreUrl::Redis(url.clone()).to_string();
     }

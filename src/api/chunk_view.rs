@@ -104,7 +104,8 @@ impl<'a> DeltaView<'a> {
         {
             return Some(text);
         }
-        let details: Vec<Value> = serde_json::from_str(self.reasoning_details.take()?.get()).ok()?;
+        let details: Vec<Value> =
+            serde_json::from_str(self.reasoning_details.take()?.get()).ok()?;
         let text: String = details
             .iter()
             .filter(|d| d.get("type").and_then(Value::as_str) == Some("reasoning.text"))
@@ -195,7 +196,12 @@ mod tests {
             .as_deref(),
             Some("d")
         );
-        assert_eq!(reasoning_of(&delta(r#"{"reasoning_details":[{"type":"reasoning.summary","summary":"s"}]}"#)), None);
+        assert_eq!(
+            reasoning_of(&delta(
+                r#"{"reasoning_details":[{"type":"reasoning.summary","summary":"s"}]}"#
+            )),
+            None
+        );
         assert_eq!(reasoning_of(&delta(r#"{"reasoning_details":"odd"}"#)), None);
         assert_eq!(reasoning_of(&delta(r#"{"reasoning_content":""}"#)), None);
     }

@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use http::HeaderMap;
 
+use crate::conversation::seal::ReasoningSeal;
 use crate::error::ProxyError;
 use crate::harness::{Harness, HarnessRequest, Prepared};
 use crate::protocols::chat::ResponsePlan;
@@ -73,16 +74,19 @@ pub(crate) async fn process(
     headers: &HeaderMap,
 ) -> Result<Processed, ProxyError> {
     let now = chrono::Utc::now();
+    let seal = state.reasoning_seal.clone();
     if body.len() < BLOCKING_PREPARE_BYTES {
-        return process_now(harness.as_ref(), front, body, headers, now);
+        return process_now(harness.as_ref(), front, body, headers, now, seal);
     }
     let Ok(_turn) = state.large_rewrites.acquire().await else {
         return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
     };
     let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
-    tokio::task::spawn_blocking(move || process_now(harness.as_ref(), front, &body, &headers, now))
-        .await
-        .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
+    tokio::task::spawn_blocking(move || {
+        process_now(harness.as_ref(), front, &body, &headers, now, seal)
+    })
+    .await
+    .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
 }
 
 fn process_now(
@@ -91,12 +95,18 @@ fn process_now(
     body: &Bytes,
     headers: &HeaderMap,
     now: chrono::DateTime<chrono::Utc>,
+    seal: std::sync::Arc<ReasoningSeal>,
 ) -> Result<Processed, ProxyError> {
     let Inbound {
-        conversation,
-        renderer,
+        mut conversation,
+        mut renderer,
         dropped_tools,
     } = (front.parse)(body, headers)?;
+    // The reasoning a client echoed inside our seal (Claude Code's thinking shown empty).
+    crate::conversation::seal::recover(&mut conversation.items, &seal);
+    if let Some(renderer) = renderer.as_mut() {
+        renderer.seal_reasoning(seal);
+    }
     let facts = if harness.is_client_title_request(&conversation) {
         ConversationFacts::of_title_request(&conversation)
     } else {

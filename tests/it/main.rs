@@ -24,6 +24,7 @@ mod opencode;
 mod passthrough;
 mod path_escape;
 mod promises;
+mod reasoning;
 mod replicas;
 mod responses;
 mod responses_golden;

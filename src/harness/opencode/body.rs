@@ -32,6 +32,9 @@ pub enum OutMessage {
     Text {
         role: &'static str,
         content: String,
+        /// An assistant message's reasoning (`opencode.reasoning = "return"`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
     },
     /// Content already a JSON string token (the system message, escaped mostly ahead of time).
     Raw {
@@ -41,6 +44,10 @@ pub enum OutMessage {
     Calls {
         role: &'static str,
         content: String,
+        /// The turn's reasoning, between the text and the calls (DeepSeek's thinking mode refuses
+        /// an assistant message with calls but without it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
         tool_calls: Vec<OutCall>,
     },
     ToolResult {
@@ -57,14 +64,20 @@ impl OutMessage {
         const FRAMING: usize = 64;
         FRAMING
             + match self {
-                Self::Text { content, .. } => content.len(),
+                Self::Text {
+                    content,
+                    reasoning_content,
+                    ..
+                } => content.len() + reasoning_content.as_ref().map_or(0, String::len),
                 Self::Raw { content, .. } => content.get().len(),
                 Self::Calls {
                     content,
+                    reasoning_content,
                     tool_calls,
                     ..
                 } => {
                     content.len()
+                        + reasoning_content.as_ref().map_or(0, String::len)
                         + tool_calls
                             .iter()
                             .map(|c| {
@@ -87,12 +100,14 @@ impl OutMessage {
         Self::Text {
             role: "user",
             content,
+            reasoning_content: None,
         }
     }
-    pub fn assistant(content: String) -> Self {
+    pub fn assistant(content: String, reasoning_content: Option<String>) -> Self {
         Self::Text {
             role: "assistant",
             content,
+            reasoning_content,
         }
     }
 }

@@ -1,6 +1,9 @@
 //! History → `messages` (§1.3): one left-to-right pass with pending calls, awaited call ids and
 //! pending assistant text. `HistoryMode::Reference` is the reference converter exactly (plain
-//! assistant text dropped); `Keep` emits assistant text in place, as real opencode does.
+//! assistant text dropped); `Keep` emits assistant text in place, as real opencode does. With
+//! `ReasoningMode::Return` the reasoning of a turn goes with the assistant message it precedes as
+//! `reasoning_content` (the text's message, else the calls' message); reasoning of a turn dropped
+//! (unanswered calls, reference-mode text) goes with it.
 
 use std::collections::HashMap;
 
@@ -9,7 +12,7 @@ use crate::clients::args::reserialize_arguments;
 use crate::clients::contextual::is_contextual;
 use crate::clients::profiles::Profile;
 use crate::clients::quote::quote_prompt;
-use crate::config::HistoryMode;
+use crate::config::{HistoryMode, ReasoningMode};
 use crate::conversation::{Item, Message, Role, ToolCall, ToolResult};
 
 const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";
@@ -19,6 +22,7 @@ pub struct HistoryOptions<'a> {
     /// JSON-quote user text (main flavour only).
     pub quote_user: bool,
     pub profile: &'a Profile,
+    pub reasoning: ReasoningMode,
 }
 
 struct Converter<'a> {
@@ -27,6 +31,11 @@ struct Converter<'a> {
     pending_calls: Vec<OutCall>,
     awaiting: Vec<String>,
     pending_text: Option<String>,
+    /// Reasoning not yet given to an assistant message; the reasoning of the pending text; the
+    /// reasoning of the pending calls.
+    reasoning: Option<String>,
+    text_reasoning: Option<String>,
+    calls_reasoning: Option<String>,
     /// Client tool name of every call seen, by id, so its output can be translated.
     call_tools: HashMap<String, String>,
 }
@@ -39,6 +48,9 @@ pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> 
         pending_calls: Vec::new(),
         awaiting: Vec::new(),
         pending_text: None,
+        reasoning: None,
+        text_reasoning: None,
+        calls_reasoning: None,
         call_tools: HashMap::new(),
     };
     for item in items {
@@ -46,13 +58,15 @@ pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> 
             Item::Message(message) => c.message(message),
             Item::ToolCall(call) => c.call(call),
             Item::ToolResult(result) => c.tool_output(result),
-            Item::Reasoning(_) => {}
+            Item::Reasoning(reasoning) => {
+                if options.reasoning == ReasoningMode::Return && !reasoning.text.is_empty() {
+                    append(&mut c.reasoning, &reasoning.text);
+                }
+            }
         }
     }
     c.flush_calls();
-    if let Some(text) = c.pending_text.take().filter(|t| !t.is_empty()) {
-        c.out.push(OutMessage::assistant(text));
-    }
+    c.push_pending_text();
     c.out
 }
 
@@ -96,11 +110,18 @@ impl Converter<'_> {
         if self.keep() {
             // Earlier text is emitted, not replaced; calls before it go first to keep order.
             self.flush_calls();
-            if let Some(previous) = self.pending_text.take() {
-                self.out.push(OutMessage::assistant(previous));
-            }
+            self.push_pending_text();
         }
         self.pending_text = Some(text.into_owned());
+        self.text_reasoning = self.reasoning.take();
+    }
+
+    /// The pending assistant text as its own message, with its reasoning.
+    fn push_pending_text(&mut self) {
+        let reasoning = self.text_reasoning.take();
+        if let Some(text) = self.pending_text.take().filter(|t| !t.is_empty()) {
+            self.out.push(OutMessage::assistant(text, reasoning));
+        }
     }
 
     fn call(&mut self, call: &ToolCall) {
@@ -113,6 +134,9 @@ impl Converter<'_> {
             .clone()
             .unwrap_or_else(|| format!("call_{}", name.replace('.', "_")));
         self.call_tools.insert(id.clone(), client_name.to_owned());
+        if let Some(reasoning) = self.reasoning.take() {
+            append(&mut self.calls_reasoning, &reasoning);
+        }
         self.pending_calls.push(OutCall {
             kind: "function",
             id,
@@ -144,12 +168,14 @@ impl Converter<'_> {
     /// (reference) or emitted (keep).
     fn discard(&mut self) {
         self.pending_calls.clear();
+        self.calls_reasoning = None;
+        self.reasoning = None;
         self.awaiting.clear();
-        let text = self.pending_text.take();
-        if self.keep()
-            && let Some(text) = text
-        {
-            self.out.push(OutMessage::assistant(text));
+        if self.keep() {
+            self.push_pending_text();
+        } else {
+            self.pending_text = None;
+            self.text_reasoning = None;
         }
     }
 
@@ -160,10 +186,26 @@ impl Converter<'_> {
         let calls = std::mem::take(&mut self.pending_calls);
         self.awaiting.extend(calls.iter().map(|c| c.id.clone()));
         let content = self.pending_text.take().unwrap_or_default();
+        let mut reasoning_content = self.text_reasoning.take();
+        if let Some(reasoning) = self.calls_reasoning.take() {
+            append(&mut reasoning_content, &reasoning);
+        }
         self.out.push(OutMessage::Calls {
             role: "assistant",
             content,
+            reasoning_content,
             tool_calls: calls,
         });
+    }
+}
+
+/// Reasoning of one turn given in several items: joined by a blank line.
+fn append(to: &mut Option<String>, text: &str) {
+    match to {
+        Some(held) => {
+            held.push_str("\n\n");
+            held.push_str(text);
+        }
+        None => *to = Some(text.to_owned()),
     }
 }

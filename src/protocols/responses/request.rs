@@ -36,7 +36,8 @@ pub struct ResponsesRequest {
     pub previous_response_id: Option<String>,
     #[serde(default)]
     pub text: Option<TextOptions>,
-    /// `store`, `include`, `client_metadata`, `user`, … accepted and not acted on.
+    /// `include` (`reasoning.encrypted_content` is honoured), `store`, `client_metadata`, `user`, …
+    /// accepted and otherwise not acted on.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }

@@ -137,6 +137,9 @@ impl Default for UpstreamConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     pub max_body_bytes: usize,
+    /// Decoded bytes of all inline (`data:`) images in one request; beyond it 413
+    /// `images_too_large` (images given by URL are not fetched and count nothing).
+    pub max_image_bytes: usize,
     /// Requests served at once; beyond it clients get 503 with `Retry-After`. A request takes its
     /// slot once its body has been read, so slow senders cannot hold slots.
     pub max_concurrent_requests: usize,
@@ -170,6 +173,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         Self {
             max_body_bytes: 32 * 1024 * 1024,
+            max_image_bytes: 20 * 1024 * 1024,
             max_concurrent_requests: 1024,
             max_sse_event_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
             request_read_timeout: Duration::from_secs(30),

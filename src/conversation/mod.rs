@@ -273,6 +273,22 @@ pub enum ResponseFormat {
     },
 }
 
+/// The decoded size of a `data:` URL's payload (base64: three bytes per four characters); 0 for
+/// any other URL.
+fn inline_bytes(url: &str) -> usize {
+    let Some(data) = url.strip_prefix("data:") else {
+        return 0;
+    };
+    let Some((header, payload)) = data.split_once(',') else {
+        return 0;
+    };
+    if header.ends_with(";base64") {
+        payload.trim_end_matches('=').len() * 3 / 4
+    } else {
+        payload.len()
+    }
+}
+
 /// What the client told about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientInfo {
@@ -285,6 +301,30 @@ pub struct ClientInfo {
 }
 
 impl Conversation {
+    /// Decoded bytes of every inline (`data:` URL) image in messages and tool results; an image
+    /// given by URL counts nothing (the upstream fetches it).
+    pub fn image_bytes(&self) -> usize {
+        self.items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Message(Message {
+                    content: Content::Parts(parts),
+                    ..
+                })
+                | Item::ToolResult(ToolResult {
+                    content: Content::Parts(parts),
+                    ..
+                }) => Some(parts),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|part| match part {
+                Part::Image(image) => Some(inline_bytes(&image.url)),
+                Part::Text(_) | Part::Other(_) => None,
+            })
+            .sum()
+    }
+
     /// The messages, in order (calls, results and reasoning skipped).
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
         self.items.iter().filter_map(|item| match item {

@@ -14,6 +14,7 @@ mod deploy;
 mod docs;
 mod errors;
 mod golden;
+mod images;
 mod interrupted;
 mod limits;
 mod load;

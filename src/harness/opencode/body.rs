@@ -36,6 +36,11 @@ pub enum OutMessage {
         #[serde(skip_serializing_if = "Option::is_none")]
         reasoning_content: Option<String>,
     },
+    /// A user message with images: its text (if any) then its images, as typed parts.
+    Parts {
+        role: &'static str,
+        content: Vec<OutPart>,
+    },
     /// Content already a JSON string token (the system message, escaped mostly ahead of time).
     Raw {
         role: &'static str,
@@ -70,6 +75,16 @@ impl OutMessage {
                     ..
                 } => content.len() + reasoning_content.as_ref().map_or(0, String::len),
                 Self::Raw { content, .. } => content.get().len(),
+                Self::Parts { content, .. } => content
+                    .iter()
+                    .map(|p| {
+                        FRAMING
+                            + match p {
+                                OutPart::Text { text } => text.len(),
+                                OutPart::ImageUrl { image_url } => image_url.url.len(),
+                            }
+                    })
+                    .sum::<usize>(),
                 Self::Calls {
                     content,
                     reasoning_content,
@@ -110,6 +125,20 @@ impl OutMessage {
             reasoning_content,
         }
     }
+}
+
+/// One part of a user message with images, as opencode's OpenAI-compatible provider sends it:
+/// `{"type":"text","text":…}`, `{"type":"image_url","image_url":{"url":…}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutPart {
+    Text { text: String },
+    ImageUrl { image_url: OutImage },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutImage {
+    pub url: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

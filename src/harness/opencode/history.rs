@@ -3,19 +3,24 @@
 //! assistant text dropped); `Keep` emits assistant text in place, as real opencode does. With
 //! `ReasoningMode::Return` the reasoning of a turn goes with the assistant message it precedes as
 //! `reasoning_content` (the text's message, else the calls' message); reasoning of a turn dropped
-//! (unanswered calls, reference-mode text) goes with it.
+//! (unanswered calls, reference-mode text) goes with it. Images stay: a user message with images is
+//! typed parts (its text first, then its images); the images of tool results go in one user message
+//! right after the turn's results (`TOOL_IMAGES_TEXT` then the images), since a Chat Completions
+//! `tool` message holds text only.
 
 use std::collections::HashMap;
 
-use super::body::{OutCall, OutFunction, OutMessage};
+use super::body::{OutCall, OutFunction, OutImage, OutMessage, OutPart};
 use crate::clients::args::reserialize_arguments;
 use crate::clients::contextual::is_contextual;
 use crate::clients::profiles::Profile;
 use crate::clients::quote::quote_prompt;
 use crate::config::{HistoryMode, ReasoningMode};
-use crate::conversation::{Item, Message, Role, ToolCall, ToolResult};
+use crate::conversation::{Content, Item, Message, Part, Role, ToolCall, ToolResult};
 
 const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";
+/// The text before the images of tool results, in their user message.
+pub const TOOL_IMAGES_TEXT: &str = "Attached image(s) from tool result:";
 
 pub struct HistoryOptions<'a> {
     pub mode: HistoryMode,
@@ -36,6 +41,8 @@ struct Converter<'a> {
     reasoning: Option<String>,
     text_reasoning: Option<String>,
     calls_reasoning: Option<String>,
+    /// Images of the tool results given so far, for the user message after them.
+    result_images: Vec<OutPart>,
     /// Client tool name of every call seen, by id, so its output can be translated.
     call_tools: HashMap<String, String>,
 }
@@ -51,9 +58,13 @@ pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> 
         reasoning: None,
         text_reasoning: None,
         calls_reasoning: None,
+        result_images: Vec::new(),
         call_tools: HashMap::new(),
     };
     for item in items {
+        if !matches!(item, Item::ToolResult(_)) {
+            c.flush_result_images();
+        }
         match item {
             Item::Message(message) => c.message(message),
             Item::ToolCall(call) => c.call(call),
@@ -65,6 +76,7 @@ pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> 
             }
         }
     }
+    c.flush_result_images();
     c.flush_calls();
     c.push_pending_text();
     c.out
@@ -89,7 +101,17 @@ impl Converter<'_> {
                 } else {
                     text.into_owned()
                 };
-                self.out.push(OutMessage::user(content));
+                let images = images(&message.content);
+                if images.is_empty() {
+                    self.out.push(OutMessage::user(content));
+                } else {
+                    // The text part first; an image-only message has one only when quoted (`""`).
+                    let text = (!content.is_empty()).then_some(OutPart::Text { text: content });
+                    self.out.push(OutMessage::Parts {
+                        role: "user",
+                        content: text.into_iter().chain(images).collect(),
+                    });
+                }
             }
             Role::Developer => {
                 self.discard();
@@ -162,6 +184,22 @@ impl Converter<'_> {
             content,
             tool_call_id: id.to_owned(),
         });
+        self.result_images.extend(images(&result.content));
+    }
+
+    /// The images of the results just given, as one user message after them.
+    fn flush_result_images(&mut self) {
+        if self.result_images.is_empty() {
+            return;
+        }
+        let mut content = vec![OutPart::Text {
+            text: TOOL_IMAGES_TEXT.to_owned(),
+        }];
+        content.append(&mut self.result_images);
+        self.out.push(OutMessage::Parts {
+            role: "user",
+            content,
+        });
     }
 
     /// Before a user or developer message: unanswered calls are dropped; pending text is dropped
@@ -197,6 +235,24 @@ impl Converter<'_> {
             tool_calls: calls,
         });
     }
+}
+
+/// A content's images as `image_url` parts, in order (opencode sends no `detail`).
+fn images(content: &Content) -> Vec<OutPart> {
+    let Content::Parts(parts) = content else {
+        return Vec::new();
+    };
+    parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Image(image) => Some(OutPart::ImageUrl {
+                image_url: OutImage {
+                    url: image.url.clone(),
+                },
+            }),
+            Part::Text(_) | Part::Other(_) => None,
+        })
+        .collect()
 }
 
 /// Reasoning of one turn given in several items: joined by a blank line.

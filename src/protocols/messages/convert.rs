@@ -264,14 +264,11 @@ fn user_items(content: &Text, out: &mut Vec<Item>) {
                 flush_user(&mut parts, out);
                 out.push(Item::ToolResult(ToolResult {
                     call_id: block.tool_use_id.clone(),
-                    // As opencode joins a result's text parts.
-                    content: Content::Text(
-                        block
-                            .content
-                            .as_ref()
-                            .map(|c| joined_text(c, "\n"))
-                            .unwrap_or_default(),
-                    ),
+                    content: block
+                        .content
+                        .as_ref()
+                        .map(result_content)
+                        .unwrap_or_default(),
                     is_error: block.is_error.unwrap_or(false),
                 }));
             }
@@ -291,6 +288,25 @@ fn user_items(content: &Text, out: &mut Vec<Item>) {
         }
     }
     flush_user(&mut parts, out);
+}
+
+/// A tool result's content: its text parts joined by `\n` (as opencode joins them), or, when it
+/// holds images (Claude Code's Read of a PNG), its text and image parts in order.
+fn result_content(content: &Text) -> Content {
+    let blocks = match content {
+        Text::Blocks(blocks) if blocks.iter().any(|b| b.kind == "image") => blocks,
+        _ => return Content::Text(joined_text(content, "\n")),
+    };
+    Content::Parts(
+        blocks
+            .iter()
+            .filter_map(|block| match block.kind.as_str() {
+                "text" => block.text.clone().map(Part::Text),
+                "image" => block.source.as_ref().and_then(image_part),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 fn is_reminder(text: &str) -> bool {

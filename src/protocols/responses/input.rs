@@ -13,9 +13,10 @@ use super::request::{Input, InputItem, MessageContent};
 use crate::conversation::{
     CallInput, Content, Image, Item, Message, Part, Reasoning, Role, ToolCall, ToolResult,
 };
+use crate::error::ProxyError;
 
-/// The conversation's items.
-pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
+/// The conversation's items; an image given by `file_id` is refused (the proxy keeps no files).
+pub fn items(instructions: Option<String>, input: Option<Input>) -> Result<Vec<Item>, ProxyError> {
     let mut out = Vec::new();
     let system_given = match instructions.filter(|i| !i.is_empty()) {
         Some(instructions) => {
@@ -25,10 +26,10 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
         None => false,
     };
     let items = match input {
-        None => return out,
+        None => return Ok(out),
         Some(Input::Text(text)) => {
             out.push(Item::Message(Message::text(Role::User, text)));
-            return out;
+            return Ok(out);
         }
         Some(Input::Items(items)) => items,
     };
@@ -62,7 +63,7 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
                     (role == Role::Assistant && item.content.is_none()).then_some(out.len());
                 out.push(Item::Message(Message {
                     role,
-                    content: item.content.map(content).unwrap_or_default(),
+                    content: item.content.map(content).transpose()?.unwrap_or_default(),
                 }));
                 continue;
             }
@@ -89,7 +90,7 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
             input: call,
         }));
     }
-    out
+    Ok(out)
 }
 
 /// A reasoning item: its summary texts, one paragraph each, and the item itself.
@@ -115,38 +116,48 @@ fn reasoning(raw: Value) -> Reasoning {
 
 /// Message content: a string stays one; parts keep text and images (`refusal` and file parts have no
 /// place here), and a lone text part is one string again.
-fn content(content: MessageContent) -> Content {
+fn content(content: MessageContent) -> Result<Content, ProxyError> {
     let parts = match content {
-        MessageContent::Text(text) => return Content::Text(text),
+        MessageContent::Text(text) => return Ok(Content::Text(text)),
         MessageContent::Parts(parts) => parts,
     };
-    let mut converted: Vec<Part> = parts
-        .into_iter()
-        .filter_map(|part| match part.kind.as_str() {
+    let mut converted: Vec<Part> = Vec::with_capacity(parts.len());
+    for part in parts {
+        match part.kind.as_str() {
             "input_text" | "output_text" | "text" | "summary_text" => {
-                Some(Part::Text(part.text.unwrap_or_default()))
+                converted.push(Part::Text(part.text.unwrap_or_default()));
             }
             "input_image" => {
-                let url = match part.image_url? {
-                    Value::String(url) => url,
-                    Value::Object(mut image) => match image.remove("url") {
-                        Some(Value::String(url)) => url,
-                        _ => return None,
+                let url = match part.image_url {
+                    Some(Value::String(url)) => Some(url),
+                    Some(Value::Object(mut image)) => match image.remove("url") {
+                        Some(Value::String(url)) => Some(url),
+                        _ => None,
                     },
-                    _ => return None,
+                    _ => None,
                 };
-                Some(Part::Image(Image {
-                    url,
-                    detail: part.detail,
-                }))
+                match (url, part.file_id) {
+                    (Some(url), _) => converted.push(Part::Image(Image {
+                        url,
+                        detail: part.detail,
+                    })),
+                    (None, Some(_)) => {
+                        return Err(ProxyError::InvalidRequest {
+                            message: "an input_image given by file_id cannot be sent: this proxy keeps no files and the upstream has none; send the image as image_url (a URL or a data: URL)".into(),
+                            param: Some("input"),
+                            code: "image_file_id_unsupported",
+                        });
+                    }
+                    (None, None) => {}
+                }
             }
-            _ => None,
-        })
-        .collect();
-    if let [Part::Text(only)] = converted.as_mut_slice() {
-        return Content::Text(std::mem::take(only));
+            _ => {}
+        }
     }
-    Content::Parts(converted)
+    if let [Part::Text(only)] = converted.as_mut_slice() {
+        return Ok(Content::Text(std::mem::take(only)));
+    }
+    Ok(Content::Parts(converted))
 }
 
 /// A tool output's text: the string, or its text parts joined by `\n`.

@@ -135,7 +135,7 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
         .with_encrypted_reasoning(encrypted_reasoning);
     let conversation = Conversation {
         model,
-        items: input::items(instructions, input),
+        items: input::items(instructions, input)?,
         tools: tools.definitions,
         options,
         client: ClientInfo {

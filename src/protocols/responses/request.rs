@@ -117,6 +117,9 @@ pub struct Part {
     pub image_url: Option<Value>,
     #[serde(default)]
     pub detail: Option<String>,
+    /// `input_image` / `input_file` by uploaded file: nothing this proxy can resolve.
+    #[serde(default)]
+    pub file_id: Option<String>,
 }
 
 /// A tool the client offers. `function` and `custom` carry a name; `namespace` groups functions;

@@ -1130,11 +1130,18 @@ mod tests {
         let env = env(&[
             ("HARNESS_PROXY__UPSTREAM__API_KEY", "sk-secret-value"),
             ("HARNESS_PROXY__AUTH__ADMIN_TOKEN", "admin-secret"),
+            ("HARNESS_PROXY__OPENCODE__REASONING_KEY", "seal-secret"),
         ]);
         let config = load(None, &env, &FlagOverrides::default()).expect("valid");
+        assert_eq!(
+            config.opencode.reasoning_key.as_deref(),
+            Some("seal-secret")
+        );
         let shown = redacted_toml(&config);
         assert!(
-            !shown.contains("sk-secret-value") && !shown.contains("admin-secret"),
+            !shown.contains("sk-secret-value")
+                && !shown.contains("admin-secret")
+                && !shown.contains("seal-secret"),
             "{shown}"
         );
         assert!(shown.contains("<redacted>"));

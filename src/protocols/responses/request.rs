@@ -1,7 +1,7 @@
 //! The OpenAI Responses request as clients send it (Codex CLI 0.95+ and the SDKs): every field
 //! this front reads is typed; everything else lands in `extra` (or, inside an item, is skipped) and
-//! is ignored. A `reasoning` item is kept whole, as JSON: it is the client's and is carried, never
-//! read. Wire shapes only: what they mean is `input`'s, `tools`' and `mod`'s business.
+//! is ignored. A `reasoning` item is kept whole, as JSON: it is the client's and is carried (its
+//! summary and `encrypted_content` read by `input`). Wire shapes only: what they mean is `input`'s, `tools`' and `mod`'s business.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};

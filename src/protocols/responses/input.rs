@@ -2,7 +2,8 @@
 //!
 //! `instructions`, or else a leading developer message (Codex's base prompt: Codex sends no
 //! `instructions`), is the system message; other messages keep their role. `function_call` and
-//! `custom_tool_call` are calls (arguments JSON, or freeform input), their outputs are results,
+//! `custom_tool_call` are calls (arguments JSON, or freeform input), their outputs are results (text,
+//! and images when an output holds `input_image`),
 //! `reasoning` is its summary text, its `encrypted_content` (maybe the proxy's own seal,
 //! `conversation::seal`) and the item itself. Hosted-tool calls and
 //! item references have no place in the model and are left out. Knows nothing of Chat Completions.
@@ -73,7 +74,7 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Result<Vec<I
                 contentless_answer = None;
                 out.push(Item::ToolResult(ToolResult {
                     call_id: item.call_id,
-                    content: Content::Text(output_text(item.output)),
+                    content: output_content(item.output)?,
                     is_error: false,
                 }));
                 continue;
@@ -160,15 +161,24 @@ fn content(content: MessageContent) -> Result<Content, ProxyError> {
     Ok(Content::Parts(converted))
 }
 
-/// A tool output's text: the string, or its text parts joined by `\n`.
-fn output_text(output: Option<MessageContent>) -> String {
+/// A tool output: the string, or its text parts joined by `\n`; when it holds images (Codex's
+/// `view_image`), its text and image parts in order.
+fn output_content(output: Option<MessageContent>) -> Result<Content, ProxyError> {
     match output {
-        None => String::new(),
-        Some(MessageContent::Text(text)) => text,
-        Some(MessageContent::Parts(parts)) => parts
-            .into_iter()
-            .filter_map(|p| p.text)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        None => Ok(Content::Text(String::new())),
+        Some(MessageContent::Text(text)) => Ok(Content::Text(text)),
+        Some(MessageContent::Parts(parts)) if parts.iter().any(|p| p.kind == "input_image") => {
+            match content(MessageContent::Parts(parts))? {
+                Content::Text(text) => Ok(Content::Text(text)),
+                Content::Parts(parts) => Ok(Content::Parts(parts)),
+            }
+        }
+        Some(MessageContent::Parts(parts)) => Ok(Content::Text(
+            parts
+                .into_iter()
+                .filter_map(|p| p.text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )),
     }
 }

@@ -2,11 +2,11 @@
 //!
 //! `instructions`, or else a leading developer message (Codex's base prompt: Codex sends no
 //! `instructions`), is the system message; other messages keep their role. `function_call` and
-//! `custom_tool_call` are calls (arguments JSON, or freeform input), their outputs are results (text,
-//! and images when an output holds `input_image`),
-//! `reasoning` is its summary text, its `encrypted_content` (maybe the proxy's own seal,
-//! `conversation::seal`) and the item itself. Hosted-tool calls and
-//! item references have no place in the model and are left out. Knows nothing of Chat Completions.
+//! `custom_tool_call` are calls (arguments JSON, or freeform input), their outputs are results
+//! (text, and images when an output holds `input_image`); a `reasoning` item is its summary text,
+//! its `encrypted_content` (maybe the proxy's own seal, `conversation::seal`) and the item itself.
+//! Hosted-tool calls and item references have no place in the model and are left out. Knows
+//! nothing of Chat Completions.
 
 use serde_json::Value;
 

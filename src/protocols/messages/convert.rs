@@ -4,7 +4,8 @@
 //! by a blank line) and `role: "system"` messages become system messages; an assistant turn becomes
 //! its reasoning (`thinking` / `redacted_thinking`: text and signature, which may be the proxy's
 //! own seal, `conversation::seal`), its text and its calls; a user turn becomes its tool results
-//! (text, and images when a result holds them), reminders and the rest in the order they came; custom tools become functions and server tools are reported as dropped; sampling options,
+//! (text, and images when a result holds them), reminders and the rest in the order they came;
+//! custom tools become functions and server tools are reported as dropped; sampling options,
 //! `tool_choice`, effort and output format get their model slots. Must not know any harness or
 //! client-dialect rule (that is `clients` and `harness`), nor the Chat Completions wire types.
 

@@ -137,6 +137,9 @@ impl Default for UpstreamConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct LimitsConfig {
     pub max_body_bytes: usize,
+    /// Decoded bytes of all inline (`data:`) images in one request; beyond it 413
+    /// `images_too_large` (images given by URL are not fetched and count nothing).
+    pub max_image_bytes: usize,
     /// Requests served at once; beyond it clients get 503 with `Retry-After`. A request takes its
     /// slot once its body has been read, so slow senders cannot hold slots.
     pub max_concurrent_requests: usize,
@@ -170,6 +173,7 @@ impl Default for LimitsConfig {
     fn default() -> Self {
         Self {
             max_body_bytes: 32 * 1024 * 1024,
+            max_image_bytes: 20 * 1024 * 1024,
             max_concurrent_requests: 1024,
             max_sse_event_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
             request_read_timeout: Duration::from_secs(30),
@@ -222,6 +226,16 @@ pub enum InstructionsMode {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
+pub enum ReasoningMode {
+    /// The reasoning the client echoes goes back as `reasoning_content` on its assistant message
+    /// (what DeepSeek's, Kimi's and GLM's thinking modes require after a tool call).
+    Return,
+    /// The reference: no reasoning is sent upstream.
+    Drop,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum IdentityPreset {
     /// `You are powered by the model named {{model}}. The exact model ID is {{provider}}/{{model}}`.
     Model,
@@ -246,6 +260,11 @@ pub struct OpencodeConfig {
     /// The client's project instructions (AGENTS.md, CLAUDE.md, its own system prompt):
     /// `carry` puts them into the system prompt as opencode does, `drop` is the reference.
     pub instructions: InstructionsMode,
+    /// `return` sends the echoed reasoning back as `reasoning_content`, `drop` is the reference.
+    pub reasoning: ReasoningMode,
+    /// Secret the reasoning seals in clients' opaque fields are keyed from; a random key per
+    /// process when absent (then replicas cannot open each other's seals).
+    pub reasoning_key: Option<String>,
     pub tools: ToolsPolicy,
     pub extra_tools: ExtraTools,
     pub cwd: Option<String>,
@@ -268,6 +287,8 @@ impl Default for OpencodeConfig {
             provider: None,
             history: HistoryMode::Keep,
             instructions: InstructionsMode::Carry,
+            reasoning: ReasoningMode::Return,
+            reasoning_key: None,
             tools: ToolsPolicy::Intersect,
             extra_tools: ExtraTools::Drop,
             cwd: None,
@@ -911,6 +932,7 @@ pub fn redacted_toml(config: &Config) -> String {
     hide(&mut shown.upstream.api_key);
     shown.upstream.base_url = redacted_url(&shown.upstream.base_url);
     hide(&mut shown.auth.admin_token);
+    hide(&mut shown.opencode.reasoning_key);
     if let StoreUrl::Redis(url) = &mut shown.titles.store {
         *url = StoreUrl::Redis(url.clone()).to_string();
     }
@@ -1108,11 +1130,18 @@ mod tests {
         let env = env(&[
             ("HARNESS_PROXY__UPSTREAM__API_KEY", "sk-secret-value"),
             ("HARNESS_PROXY__AUTH__ADMIN_TOKEN", "admin-secret"),
+            ("HARNESS_PROXY__OPENCODE__REASONING_KEY", "seal-secret"),
         ]);
         let config = load(None, &env, &FlagOverrides::default()).expect("valid");
+        assert_eq!(
+            config.opencode.reasoning_key.as_deref(),
+            Some("seal-secret")
+        );
         let shown = redacted_toml(&config);
         assert!(
-            !shown.contains("sk-secret-value") && !shown.contains("admin-secret"),
+            !shown.contains("sk-secret-value")
+                && !shown.contains("admin-secret")
+                && !shown.contains("seal-secret"),
             "{shown}"
         );
         assert!(shown.contains("<redacted>"));

@@ -22,6 +22,10 @@ pub enum ProxyError {
     UnknownHarness { name: String, known: String },
     #[error("request body exceeds the limit of {limit} bytes")]
     BodyTooLarge { limit: usize },
+    #[error(
+        "the request's images take {size} bytes, over the limit of {limit} bytes (limits.max_image_bytes); send fewer or smaller images"
+    )]
+    ImagesTooLarge { size: usize, limit: usize },
     #[error("cannot read the request body: {0}")]
     BodyRead(String),
     #[error("no route for {method} {path}")]
@@ -85,7 +89,9 @@ impl ProxyError {
             | Self::InvalidRequest { .. }
             | Self::UnknownHarness { .. }
             | Self::BodyRead(_) => StatusCode::BAD_REQUEST,
-            Self::BodyTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::BodyTooLarge { .. } | Self::ImagesTooLarge { .. } => {
+                StatusCode::PAYLOAD_TOO_LARGE
+            }
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -108,6 +114,7 @@ impl ProxyError {
             Self::InvalidRequest { code, .. } => code,
             Self::UnknownHarness { .. } => "unknown_harness",
             Self::BodyTooLarge { .. } => "request_too_large",
+            Self::ImagesTooLarge { .. } => "images_too_large",
             Self::BodyRead(_) => "invalid_body",
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",

@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 
 use crate::clients::profiles::{ProfileError, Profiles};
 use crate::config::Config;
+use crate::conversation::seal::ReasoningSeal;
 use crate::harness::Registry;
 use crate::harness::collaboration::Collaboration;
 use crate::harness::opencode::tools::HostInfo;
@@ -95,6 +96,9 @@ pub struct Inner {
     pub token_counts: Arc<Semaphore>,
     /// The console's request inspector; `None` unless `inspect.enabled`.
     pub inspect: Option<crate::inspect::Inspector>,
+    /// The key of the reasoning seals put in clients' opaque fields (`opencode.reasoning_key`,
+    /// else random for this process).
+    pub reasoning_seal: Arc<ReasoningSeal>,
 }
 
 impl std::ops::Deref for AppState {
@@ -123,7 +127,12 @@ impl AppState {
         let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
             .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
         let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);
+        let reasoning_seal = Arc::new(match config.opencode.reasoning_key.as_deref() {
+            Some(secret) => ReasoningSeal::from_secret(secret),
+            None => ReasoningSeal::from_bytes(random_key()),
+        });
         Ok(Self(Arc::new(Inner {
+            reasoning_seal,
             harness_header,
             titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),
@@ -172,6 +181,14 @@ impl AppState {
     pub fn is_cutting(&self) -> bool {
         self.cutting.load(Ordering::SeqCst)
     }
+}
+
+/// 32 random bytes (two v4 UUIDs: 244 random bits, from the OS's generator).
+fn random_key() -> [u8; 32] {
+    let mut key = [0; 32];
+    key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    key
 }
 
 /// The harness registry, checked against the config's harness names.

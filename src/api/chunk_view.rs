@@ -51,6 +51,10 @@ pub struct DeltaView<'a> {
     /// What some upstreams (OpenRouter, vLLM's newer builds) name `reasoning_content`.
     #[serde(default, borrow, deserialize_with = "opt_str")]
     pub reasoning: Option<Cow<'a, str>>,
+    /// OpenRouter's structured reasoning: `[{"type": "reasoning.text", "text": …}, …]`; read by
+    /// `reasoning_text` only when neither string above is there (OpenRouter sends both forms).
+    #[serde(default, borrow)]
+    pub reasoning_details: Option<&'a RawValue>,
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<CallView<'a>>>,
 }
@@ -85,6 +89,30 @@ where
     #[derive(Deserialize)]
     struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
     Ok(Option::<Borrowed<'de>>::deserialize(deserializer)?.map(|b| b.0))
+}
+
+impl<'a> DeltaView<'a> {
+    /// The delta's reasoning, whatever the upstream names it: `reasoning_content`, else
+    /// `reasoning`, else the `text` of `reasoning_details`' `reasoning.text` entries (other entry
+    /// types — summaries, encrypted blobs — carry nothing readable); `None` when empty.
+    pub fn reasoning_text(&mut self) -> Option<Cow<'a, str>> {
+        if let Some(text) = self
+            .reasoning_content
+            .take()
+            .or_else(|| self.reasoning.take())
+            .filter(|r| !r.is_empty())
+        {
+            return Some(text);
+        }
+        let details: Vec<Value> =
+            serde_json::from_str(self.reasoning_details.take()?.get()).ok()?;
+        let text: String = details
+            .iter()
+            .filter(|d| d.get("type").and_then(Value::as_str) == Some("reasoning.text"))
+            .filter_map(|d| d.get("text").and_then(Value::as_str))
+            .collect();
+        (!text.is_empty()).then_some(Cow::Owned(text))
+    }
 }
 
 /// A delta's `content` text: a JSON string (borrowed unless it holds escapes), or the `text` of
@@ -135,6 +163,47 @@ mod tests {
         assert!(matches!(function.name, Some(Cow::Borrowed("bash"))));
         // The escaped quotes must be unescaped: an owned copy.
         assert!(matches!(&function.arguments, Some(Cow::Owned(a)) if a == r#"{"a":1}"#));
+    }
+
+    fn reasoning_of(data: &str) -> Option<String> {
+        let mut chunk: ChunkView<'_> = serde_json::from_str(data).expect("chunk");
+        chunk.choices[0].delta.reasoning_text().map(Cow::into_owned)
+    }
+
+    #[test]
+    fn reasoning_is_read_under_each_name_the_upstreams_use() {
+        let delta = |d: &str| format!(r#"{{"choices":[{{"index":0,"delta":{d}}}]}}"#);
+        assert_eq!(
+            reasoning_of(&delta(r#"{"reasoning_content":"a"}"#)).as_deref(),
+            Some("a")
+        );
+        assert_eq!(
+            reasoning_of(&delta(r#"{"reasoning":"b"}"#)).as_deref(),
+            Some("b")
+        );
+        assert_eq!(
+            reasoning_of(&delta(
+                r#"{"reasoning_details":[{"type":"reasoning.text","text":"c1"},{"type":"reasoning.encrypted","data":"x"},{"type":"reasoning.text","text":"c2"}]}"#
+            ))
+            .as_deref(),
+            Some("c1c2")
+        );
+        // OpenRouter sends the string and the details together: read once, not twice.
+        assert_eq!(
+            reasoning_of(&delta(
+                r#"{"reasoning":"d","reasoning_details":[{"type":"reasoning.text","text":"d"}]}"#
+            ))
+            .as_deref(),
+            Some("d")
+        );
+        assert_eq!(
+            reasoning_of(&delta(
+                r#"{"reasoning_details":[{"type":"reasoning.summary","summary":"s"}]}"#
+            )),
+            None
+        );
+        assert_eq!(reasoning_of(&delta(r#"{"reasoning_details":"odd"}"#)), None);
+        assert_eq!(reasoning_of(&delta(r#"{"reasoning_content":""}"#)), None);
     }
 
     #[test]

@@ -10,6 +10,7 @@
 
 pub mod answer;
 pub mod mapping;
+pub mod seal;
 pub mod view;
 
 use serde_json::{Map, Value};
@@ -38,8 +39,8 @@ pub enum Role {
 pub enum Item {
     /// A system, developer or user message, or assistant text.
     Message(Message),
-    /// Reasoning the client echoes back (Responses `reasoning`, Anthropic `thinking`): carried,
-    /// never sent upstream as text.
+    /// Reasoning the client echoes back (Responses `reasoning`, Anthropic `thinking`, a Chat
+    /// client's `reasoning_content`): a harness may send it back as the upstream's reasoning.
     Reasoning(Reasoning),
     /// A call the assistant made; the calls right after an assistant message belong to its turn.
     ToolCall(ToolCall),
@@ -128,6 +129,9 @@ pub struct Reasoning {
     /// The item as the client sent it (signatures, encrypted content), for a protocol that needs
     /// it back.
     pub opaque: Option<Value>,
+    /// The client's opaque reasoning field (a thinking block's `signature`, a reasoning item's
+    /// `encrypted_content`): the proxy's own seal (`seal`) if it echoes one.
+    pub sealed: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -273,6 +277,22 @@ pub enum ResponseFormat {
 /// list both the Responses front and the `codex` alias profile read.
 pub const CODEX_USER_AGENTS: [&str; 3] = ["codex_exec/", "codex_cli_rs/", "codex-tui"];
 
+/// The decoded size of a `data:` URL's payload (base64: three bytes per four characters); 0 for
+/// any other URL.
+fn inline_bytes(url: &str) -> usize {
+    let Some(data) = url.strip_prefix("data:") else {
+        return 0;
+    };
+    let Some((header, payload)) = data.split_once(',') else {
+        return 0;
+    };
+    if header.ends_with(";base64") {
+        payload.trim_end_matches('=').len() * 3 / 4
+    } else {
+        payload.len()
+    }
+}
+
 /// What the client told about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientInfo {
@@ -285,6 +305,30 @@ pub struct ClientInfo {
 }
 
 impl Conversation {
+    /// Decoded bytes of every inline (`data:` URL) image in messages and tool results; an image
+    /// given by URL counts nothing (the upstream fetches it).
+    pub fn image_bytes(&self) -> usize {
+        self.items
+            .iter()
+            .filter_map(|item| match item {
+                Item::Message(Message {
+                    content: Content::Parts(parts),
+                    ..
+                })
+                | Item::ToolResult(ToolResult {
+                    content: Content::Parts(parts),
+                    ..
+                }) => Some(parts),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|part| match part {
+                Part::Image(image) => Some(inline_bytes(&image.url)),
+                Part::Text(_) | Part::Other(_) => None,
+            })
+            .sum()
+    }
+
     /// The messages, in order (calls, results and reasoning skipped).
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
         self.items.iter().filter_map(|item| match item {

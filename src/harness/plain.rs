@@ -256,6 +256,7 @@ mod tests {
                 Item::Reasoning(Reasoning {
                     text: "thinking".into(),
                     opaque: None,
+                    sealed: None,
                 }),
                 Item::Message(Message::text(model::Role::Assistant, "ok")),
                 Item::ToolCall(ToolCall {

@@ -81,6 +81,9 @@ pub trait Renderer: Send {
     /// Said before `start` when only `into_json` will be read: a renderer may then skip rendering
     /// events, so that it holds the answer once (not again in every `…done` event).
     fn holding_whole(&mut self) {}
+    /// Said before `start`: the key to seal the answer's reasoning with, for a protocol with an
+    /// opaque field the client echoes (`conversation::seal`).
+    fn seal_reasoning(&mut self, _seal: std::sync::Arc<crate::conversation::seal::ReasoningSeal>) {}
 }
 
 /// `bytes` cut at `cuts` (any order, repeats allowed): the pieces a split-invariance test feeds a

@@ -6,6 +6,7 @@
 use bytes::Bytes;
 use http::HeaderMap;
 
+use crate::conversation::seal::ReasoningSeal;
 use crate::error::ProxyError;
 use crate::harness::{Harness, HarnessRequest, Prepared};
 use crate::protocols::chat::ResponsePlan;
@@ -73,16 +74,28 @@ pub(crate) async fn process(
     headers: &HeaderMap,
 ) -> Result<Processed, ProxyError> {
     let now = chrono::Utc::now();
+    let context = Context {
+        seal: state.reasoning_seal.clone(),
+        max_image_bytes: state.config.limits.max_image_bytes,
+    };
     if body.len() < BLOCKING_PREPARE_BYTES {
-        return process_now(harness.as_ref(), front, body, headers, now);
+        return process_now(harness.as_ref(), front, body, headers, now, context);
     }
     let Ok(_turn) = state.large_rewrites.acquire().await else {
         return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
     };
     let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
-    tokio::task::spawn_blocking(move || process_now(harness.as_ref(), front, &body, &headers, now))
-        .await
-        .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
+    tokio::task::spawn_blocking(move || {
+        process_now(harness.as_ref(), front, &body, &headers, now, context)
+    })
+    .await
+    .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
+}
+
+/// What `process_now` needs of the app's state.
+struct Context {
+    seal: std::sync::Arc<ReasoningSeal>,
+    max_image_bytes: usize,
 }
 
 fn process_now(
@@ -91,12 +104,29 @@ fn process_now(
     body: &Bytes,
     headers: &HeaderMap,
     now: chrono::DateTime<chrono::Utc>,
+    context: Context,
 ) -> Result<Processed, ProxyError> {
+    let Context {
+        seal,
+        max_image_bytes,
+    } = context;
     let Inbound {
-        conversation,
-        renderer,
+        mut conversation,
+        mut renderer,
         dropped_tools,
     } = (front.parse)(body, headers)?;
+    let size = conversation.image_bytes();
+    if size > max_image_bytes {
+        return Err(ProxyError::ImagesTooLarge {
+            size,
+            limit: max_image_bytes,
+        });
+    }
+    // The reasoning a client echoed inside our seal (Claude Code's thinking shown empty).
+    crate::conversation::seal::recover(&mut conversation.items, &seal);
+    if let Some(renderer) = renderer.as_mut() {
+        renderer.seal_reasoning(seal);
+    }
     let facts = if harness.is_client_title_request(&conversation) {
         ConversationFacts::of_title_request(&conversation)
     } else {

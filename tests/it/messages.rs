@@ -308,11 +308,11 @@ async fn a_tool_round_trip_speaks_claude_code_tools_to_the_client_and_opencode_u
     assert_eq!(
         &messages[2..],
         &[
-            json!({"role": "assistant", "content": "", "tool_calls": [{"type": "function", "id": "call_b1",
+            json!({"role": "assistant", "content": "", "reasoning_content": "run it", "tool_calls": [{"type": "function", "id": "call_b1",
                 "function": {"name": "bash", "arguments": "{\"command\":\"echo hi > made_by_claude.txt\",\"description\":\"x\"}"}}]}),
             json!({"role": "tool", "content": "(Bash completed with no output)", "tool_call_id": "call_b1"})
         ],
-        "thinking never goes upstream; the call is opencode's bash"
+        "the thinking goes back as reasoning_content (opencode.reasoning = return), never as text; the call is opencode's bash"
     );
 }
 

@@ -33,6 +33,14 @@ pub enum OutMessage {
     Text {
         role: &'static str,
         content: String,
+        /// An assistant message's reasoning (`opencode.reasoning = "return"`).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
+    },
+    /// A user message with images: its text (if any) then its images, as typed parts.
+    Parts {
+        role: &'static str,
+        content: Vec<OutPart>,
     },
     /// Content already a JSON string token (the system message, escaped mostly ahead of time).
     Raw {
@@ -42,6 +50,10 @@ pub enum OutMessage {
     Calls {
         role: &'static str,
         content: String,
+        /// The turn's reasoning, between the text and the calls (DeepSeek's thinking mode refuses
+        /// an assistant message with calls but without it).
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reasoning_content: Option<String>,
         tool_calls: Vec<OutCall>,
     },
     ToolResult {
@@ -58,14 +70,30 @@ impl OutMessage {
         const FRAMING: usize = 64;
         FRAMING
             + match self {
-                Self::Text { content, .. } => content.len(),
+                Self::Text {
+                    content,
+                    reasoning_content,
+                    ..
+                } => content.len() + reasoning_content.as_ref().map_or(0, String::len),
                 Self::Raw { content, .. } => content.get().len(),
+                Self::Parts { content, .. } => content
+                    .iter()
+                    .map(|p| {
+                        FRAMING
+                            + match p {
+                                OutPart::Text { text } => text.len(),
+                                OutPart::ImageUrl { image_url } => image_url.url.len(),
+                            }
+                    })
+                    .sum::<usize>(),
                 Self::Calls {
                     content,
+                    reasoning_content,
                     tool_calls,
                     ..
                 } => {
                     content.len()
+                        + reasoning_content.as_ref().map_or(0, String::len)
                         + tool_calls
                             .iter()
                             .map(|c| {
@@ -88,14 +116,30 @@ impl OutMessage {
         Self::Text {
             role: "user",
             content,
+            reasoning_content: None,
         }
     }
-    pub fn assistant(content: String) -> Self {
+    pub fn assistant(content: String, reasoning_content: Option<String>) -> Self {
         Self::Text {
             role: "assistant",
             content,
+            reasoning_content,
         }
     }
+}
+
+/// One part of a user message with images, as opencode's OpenAI-compatible provider sends it:
+/// `{"type":"text","text":…}`, `{"type":"image_url","image_url":{"url":…}}`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum OutPart {
+    Text { text: String },
+    ImageUrl { image_url: OutImage },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutImage {
+    pub url: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,25 +1,33 @@
 //! History → `messages` (docs/wire.md §1 "History"): one left-to-right pass with pending calls,
 //! awaited call ids and pending assistant text. `HistoryMode::Reference` is the reference converter
 //! exactly (plain assistant text dropped); `Keep` emits assistant text in place, as real opencode
-//! does.
+//! does. With `ReasoningMode::Return` the reasoning of a turn goes with the assistant message it
+//! precedes as `reasoning_content` (the text's message, else the calls' message); reasoning of a
+//! turn dropped (unanswered calls, reference-mode text) goes with it. Images stay: a user message
+//! with images is typed parts (its text first, then its images); the images of tool results go in
+//! one user message right after the turn's results (`TOOL_IMAGES_TEXT` then the images), since a
+//! Chat Completions `tool` message holds text only.
 
 use std::collections::HashMap;
 
-use super::body::{OutCall, OutFunction, OutMessage};
+use super::body::{OutCall, OutFunction, OutImage, OutMessage, OutPart};
 use crate::clients::args::reserialize_arguments;
 use crate::clients::contextual::is_contextual;
 use crate::clients::profiles::Profile;
 use crate::clients::quote::quote_prompt;
-use crate::config::HistoryMode;
-use crate::conversation::{Item, Message, Role, ToolCall, ToolResult};
+use crate::config::{HistoryMode, ReasoningMode};
+use crate::conversation::{Content, Item, Message, Part, Role, ToolCall, ToolResult};
 
 const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";
+/// The text before the images of tool results, in their user message.
+pub const TOOL_IMAGES_TEXT: &str = "Attached image(s) from tool result:";
 
 pub struct HistoryOptions<'a> {
     pub mode: HistoryMode,
     /// JSON-quote user text (main flavour only).
     pub quote_user: bool,
     pub profile: &'a Profile,
+    pub reasoning: ReasoningMode,
 }
 
 struct Converter<'a> {
@@ -28,6 +36,13 @@ struct Converter<'a> {
     pending_calls: Vec<OutCall>,
     awaiting: Vec<String>,
     pending_text: Option<String>,
+    /// Reasoning not yet given to an assistant message; the reasoning of the pending text; the
+    /// reasoning of the pending calls.
+    reasoning: Option<String>,
+    text_reasoning: Option<String>,
+    calls_reasoning: Option<String>,
+    /// Images of the tool results given so far, for the user message after them.
+    result_images: Vec<OutPart>,
     /// Client tool name of every call seen, by id, so its output can be translated.
     call_tools: HashMap<String, String>,
 }
@@ -40,20 +55,30 @@ pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> 
         pending_calls: Vec::new(),
         awaiting: Vec::new(),
         pending_text: None,
+        reasoning: None,
+        text_reasoning: None,
+        calls_reasoning: None,
+        result_images: Vec::new(),
         call_tools: HashMap::new(),
     };
     for item in items {
+        if !matches!(item, Item::ToolResult(_)) {
+            c.flush_result_images();
+        }
         match item {
             Item::Message(message) => c.message(message),
             Item::ToolCall(call) => c.call(call),
             Item::ToolResult(result) => c.tool_output(result),
-            Item::Reasoning(_) => {}
+            Item::Reasoning(reasoning) => {
+                if options.reasoning == ReasoningMode::Return && !reasoning.text.is_empty() {
+                    append(&mut c.reasoning, &reasoning.text);
+                }
+            }
         }
     }
+    c.flush_result_images();
     c.flush_calls();
-    if let Some(text) = c.pending_text.take().filter(|t| !t.is_empty()) {
-        c.out.push(OutMessage::assistant(text));
-    }
+    c.push_pending_text();
     c.out
 }
 
@@ -76,7 +101,17 @@ impl Converter<'_> {
                 } else {
                     text.into_owned()
                 };
-                self.out.push(OutMessage::user(content));
+                let images = images(&message.content);
+                if images.is_empty() {
+                    self.out.push(OutMessage::user(content));
+                } else {
+                    // The text part first; an image-only message has one only when quoted (`""`).
+                    let text = (!content.is_empty()).then_some(OutPart::Text { text: content });
+                    self.out.push(OutMessage::Parts {
+                        role: "user",
+                        content: text.into_iter().chain(images).collect(),
+                    });
+                }
             }
             Role::Developer => {
                 self.discard();
@@ -97,11 +132,18 @@ impl Converter<'_> {
         if self.keep() {
             // Earlier text is emitted, not replaced; calls before it go first to keep order.
             self.flush_calls();
-            if let Some(previous) = self.pending_text.take() {
-                self.out.push(OutMessage::assistant(previous));
-            }
+            self.push_pending_text();
         }
         self.pending_text = Some(text.into_owned());
+        self.text_reasoning = self.reasoning.take();
+    }
+
+    /// The pending assistant text as its own message, with its reasoning.
+    fn push_pending_text(&mut self) {
+        let reasoning = self.text_reasoning.take();
+        if let Some(text) = self.pending_text.take().filter(|t| !t.is_empty()) {
+            self.out.push(OutMessage::assistant(text, reasoning));
+        }
     }
 
     fn call(&mut self, call: &ToolCall) {
@@ -114,6 +156,9 @@ impl Converter<'_> {
             .clone()
             .unwrap_or_else(|| format!("call_{}", name.replace('.', "_")));
         self.call_tools.insert(id.clone(), client_name.to_owned());
+        if let Some(reasoning) = self.reasoning.take() {
+            append(&mut self.calls_reasoning, &reasoning);
+        }
         self.pending_calls.push(OutCall {
             kind: "function",
             id,
@@ -139,18 +184,36 @@ impl Converter<'_> {
             content,
             tool_call_id: id.to_owned(),
         });
+        self.result_images.extend(images(&result.content));
+    }
+
+    /// The images of the results just given, as one user message after them.
+    fn flush_result_images(&mut self) {
+        if self.result_images.is_empty() {
+            return;
+        }
+        let mut content = vec![OutPart::Text {
+            text: TOOL_IMAGES_TEXT.to_owned(),
+        }];
+        content.append(&mut self.result_images);
+        self.out.push(OutMessage::Parts {
+            role: "user",
+            content,
+        });
     }
 
     /// Before a user or developer message: unanswered calls are dropped; pending text is dropped
     /// (reference) or emitted (keep).
     fn discard(&mut self) {
         self.pending_calls.clear();
+        self.calls_reasoning = None;
+        self.reasoning = None;
         self.awaiting.clear();
-        let text = self.pending_text.take();
-        if self.keep()
-            && let Some(text) = text
-        {
-            self.out.push(OutMessage::assistant(text));
+        if self.keep() {
+            self.push_pending_text();
+        } else {
+            self.pending_text = None;
+            self.text_reasoning = None;
         }
     }
 
@@ -161,10 +224,44 @@ impl Converter<'_> {
         let calls = std::mem::take(&mut self.pending_calls);
         self.awaiting.extend(calls.iter().map(|c| c.id.clone()));
         let content = self.pending_text.take().unwrap_or_default();
+        let mut reasoning_content = self.text_reasoning.take();
+        if let Some(reasoning) = self.calls_reasoning.take() {
+            append(&mut reasoning_content, &reasoning);
+        }
         self.out.push(OutMessage::Calls {
             role: "assistant",
             content,
+            reasoning_content,
             tool_calls: calls,
         });
+    }
+}
+
+/// A content's images as `image_url` parts, in order (opencode sends no `detail`).
+fn images(content: &Content) -> Vec<OutPart> {
+    let Content::Parts(parts) = content else {
+        return Vec::new();
+    };
+    parts
+        .iter()
+        .filter_map(|part| match part {
+            Part::Image(image) => Some(OutPart::ImageUrl {
+                image_url: OutImage {
+                    url: image.url.clone(),
+                },
+            }),
+            Part::Text(_) | Part::Other(_) => None,
+        })
+        .collect()
+}
+
+/// Reasoning of one turn given in several items: joined by a blank line.
+fn append(to: &mut Option<String>, text: &str) {
+    match to {
+        Some(held) => {
+            held.push_str("\n\n");
+            held.push_str(text);
+        }
+        None => *to = Some(text.to_owned()),
     }
 }

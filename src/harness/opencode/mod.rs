@@ -225,6 +225,7 @@ impl Opencode {
                 mode: self.config.history,
                 quote_user: flavour.quotes_user_text(),
                 profile: &profile,
+                reasoning: self.config.reasoning,
             },
         ));
         drop(client_items);

@@ -120,12 +120,8 @@ impl ChatAnswerReader {
         let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
             return;
         };
-        let delta = choice.delta;
-        if let Some(reasoning) = delta
-            .reasoning_content
-            .or(delta.reasoning)
-            .filter(|r| !r.is_empty())
-        {
+        let mut delta = choice.delta;
+        if let Some(reasoning) = delta.reasoning_text() {
             out.push(AnswerEvent::Reasoning(reasoning.into_owned()));
         }
         if let Some(Ok(Some(text))) = delta.content.map(content_text)
@@ -264,6 +260,24 @@ mod tests {
                         ..Usage::default()
                     })
                 },
+            ]
+        );
+    }
+
+    #[test]
+    fn reasoning_and_reasoning_details_are_reasoning_too() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"a\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"b\"}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"c\",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"c\"}]},\"finish_reason\":\"stop\"}]}\n\n",
+        );
+        let events = read(&[stream.as_bytes()]);
+        assert_eq!(
+            events[..3],
+            [
+                AnswerEvent::Reasoning("a".into()),
+                AnswerEvent::Reasoning("b".into()),
+                AnswerEvent::Reasoning("c".into()),
             ]
         );
     }

@@ -155,11 +155,11 @@ impl Folder {
         }
         for choice in chunk.choices {
             let acc = self.choices.entry(choice.index).or_default();
-            let delta = choice.delta;
+            let mut delta = choice.delta;
             if let Some(content) = delta.content {
                 append_text(&mut acc.content, content)?;
             }
-            if let Some(reasoning) = delta.reasoning_content {
+            if let Some(reasoning) = delta.reasoning_text() {
                 acc.reasoning
                     .get_or_insert_with(String::new)
                     .push_str(&reasoning);
@@ -334,6 +334,20 @@ mod tests {
             "think"
         );
         assert_eq!(folded["choices"][0]["message"]["content"], "ok");
+    }
+
+    #[test]
+    fn reasoning_under_openrouter_and_vllm_names_is_folded_as_reasoning_content() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning\":\"Need \",\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"Need \"}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_details\":[{\"type\":\"reasoning.text\",\"text\":\"ls.\"}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"},\"finish_reason\":\"stop\"}]}\n\n",
+        );
+        let folded = fold(stream).expect("folds");
+        assert_eq!(
+            folded["choices"][0]["message"]["reasoning_content"],
+            "Need ls."
+        );
     }
 
     #[test]

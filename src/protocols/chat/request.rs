@@ -1,7 +1,7 @@
 //! A Chat Completions request → the conversation model. Lossless for everything a harness reads:
-//! an assistant message becomes its text followed by its calls, a `tool` message a result; fields
-//! with no slot in the model stay in `options.extra`. `function` and unknown roles are not part of
-//! any conversation a harness rebuilds and are left out.
+//! an assistant message becomes its reasoning (`reasoning_content`), its text and its calls, a
+//! `tool` message a result; fields with no slot in the model stay in `options.extra`. `function`
+//! and unknown roles are not part of any conversation a harness rebuilds and are left out.
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -92,6 +92,19 @@ fn push_message(message: Message, items: &mut Vec<Item>) {
         Role::User => model::Role::User,
         Role::Assistant => {
             let has_calls = message.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+            // The reasoning this client echoes (opencode's `reasoning_content`; `reasoning` as
+            // OpenRouter names it) goes before the turn's text and calls, as the other fronts put it.
+            if let Some(text) = ["reasoning_content", "reasoning"]
+                .iter()
+                .find_map(|key| message.extra.get(*key).and_then(Value::as_str))
+                .filter(|text| !text.is_empty())
+            {
+                items.push(Item::Reasoning(model::Reasoning {
+                    text: text.to_owned(),
+                    opaque: None,
+                    sealed: None,
+                }));
+            }
             match message.content {
                 Some(content) => items.push(Item::Message(model::Message {
                     role: model::Role::Assistant,

@@ -2,9 +2,10 @@
 //!
 //! Owns every Messages-to-model rule: `system` (string or blocks, billing header included, joined
 //! by a blank line) and `role: "system"` messages become system messages; an assistant turn becomes
-//! its reasoning (`thinking` / `redacted_thinking`, carried opaque, never sent upstream), its text
-//! and its calls; a user turn becomes its tool results, reminders and the rest in the order they
-//! came; custom tools become functions and server tools are reported as dropped; sampling options,
+//! its reasoning (`thinking` / `redacted_thinking`: text and signature, which may be the proxy's
+//! own seal, `conversation::seal`), its text and its calls; a user turn becomes its tool results
+//! (text, and images when a result holds them), reminders and the rest in the order they came;
+//! custom tools become functions and server tools are reported as dropped; sampling options,
 //! `tool_choice`, effort and output format get their model slots. Must not know any harness or
 //! client-dialect rule (that is `clients` and `harness`), nor the Chat Completions wire types.
 
@@ -242,6 +243,7 @@ fn reasoning(block: &Block) -> Reasoning {
     Reasoning {
         text: block.thinking.clone().unwrap_or_default(),
         opaque: Some(Value::Object(raw)),
+        sealed: block.signature.clone(),
     }
 }
 
@@ -262,14 +264,11 @@ fn user_items(content: &Text, out: &mut Vec<Item>) {
                 flush_user(&mut parts, out);
                 out.push(Item::ToolResult(ToolResult {
                     call_id: block.tool_use_id.clone(),
-                    // As opencode joins a result's text parts.
-                    content: Content::Text(
-                        block
-                            .content
-                            .as_ref()
-                            .map(|c| joined_text(c, "\n"))
-                            .unwrap_or_default(),
-                    ),
+                    content: block
+                        .content
+                        .as_ref()
+                        .map(result_content)
+                        .unwrap_or_default(),
                     is_error: block.is_error.unwrap_or(false),
                 }));
             }
@@ -289,6 +288,25 @@ fn user_items(content: &Text, out: &mut Vec<Item>) {
         }
     }
     flush_user(&mut parts, out);
+}
+
+/// A tool result's content: its text parts joined by `\n` (as opencode joins them), or, when it
+/// holds images (Claude Code's Read of a PNG), its text and image parts in order.
+fn result_content(content: &Text) -> Content {
+    let blocks = match content {
+        Text::Blocks(blocks) if blocks.iter().any(|b| b.kind == "image") => blocks,
+        _ => return Content::Text(joined_text(content, "\n")),
+    };
+    Content::Parts(
+        blocks
+            .iter()
+            .filter_map(|block| match block.kind.as_str() {
+                "text" => block.text.clone().map(Part::Text),
+                "image" => block.source.as_ref().and_then(image_part),
+                _ => None,
+            })
+            .collect(),
+    )
 }
 
 fn is_reminder(text: &str) -> bool {

@@ -44,10 +44,12 @@ fn a_turn_is_reasoning_text_calls_then_results() {
                 opaque: Some(
                     json!({"type": "thinking", "thinking": "ls will do", "signature": "sig=="})
                 ),
+                sealed: Some("sig==".into()),
             }),
             Item::Reasoning(Reasoning {
                 text: String::new(),
                 opaque: Some(json!({"type": "redacted_thinking", "data": "EncRyPt"})),
+                sealed: None,
             }),
             Item::Message(Message::text(Role::Assistant, "Listing.")),
             Item::ToolCall(ToolCall {

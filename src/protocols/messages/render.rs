@@ -5,14 +5,19 @@
 //! Claude Code silently loses a block that is never stopped, so every opened block is stopped
 //! before the next one starts and before `message_delta`.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::error::error_type_for_code;
+use crate::conversation::seal::ReasoningSeal;
 use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
 
-/// What a thinking block is signed with: the upstream's reasoning carries no signature, and
-/// Claude Code only echoes it back (the proxy never sends thinking upstream).
+/// What a thinking block is signed with when the renderer has no seal key: the upstream's
+/// reasoning carries no signature. With a key (`seal_reasoning`, always on the served path) the
+/// signature is the block's text sealed (`conversation::seal`), so the reasoning comes back with
+/// Claude Code's echo even when it shows and keeps no thinking text.
 pub const THINKING_SIGNATURE: &str = "harness-proxy";
 
 /// The block being streamed.
@@ -43,6 +48,7 @@ pub struct MessagesRenderer {
     stop_reason: Option<&'static str>,
     usage: Usage,
     failed: Option<AnswerFailed>,
+    seal: Option<Arc<ReasoningSeal>>,
 }
 
 impl MessagesRenderer {
@@ -57,7 +63,13 @@ impl MessagesRenderer {
             stop_reason: None,
             usage: Usage::default(),
             failed: None,
+            seal: None,
         }
+    }
+
+    /// A thinking block's signature: its text sealed, or the constant without a key.
+    fn signature(seal: Option<&ReasoningSeal>, thinking: &str) -> String {
+        seal.map_or_else(|| THINKING_SIGNATURE.to_owned(), |s| s.seal(thinking))
     }
 
     fn close(&mut self, out: &mut Vec<Bytes>) {
@@ -66,11 +78,18 @@ impl MessagesRenderer {
         };
         let index = self.blocks - 1;
         match open {
-            Open::Thinking => out.push(event(
-                "content_block_delta",
-                &json!({"type": "content_block_delta", "index": index,
-                    "delta": {"type": "signature_delta", "signature": THINKING_SIGNATURE}}),
-            )),
+            Open::Thinking => {
+                let thinking = match self.whole.last() {
+                    Some(Whole::Thinking(thinking)) => thinking.as_str(),
+                    _ => "",
+                };
+                let signature = Self::signature(self.seal.as_deref(), thinking);
+                out.push(event(
+                    "content_block_delta",
+                    &json!({"type": "content_block_delta", "index": index,
+                        "delta": {"type": "signature_delta", "signature": signature}}),
+                ));
+            }
             // A call without arguments still needs a parsable input.
             Open::Tool {
                 has_arguments: false,
@@ -238,6 +257,10 @@ impl Renderer for MessagesRenderer {
         }
     }
 
+    fn seal_reasoning(&mut self, seal: Arc<ReasoningSeal>) {
+        self.seal = Some(seal);
+    }
+
     fn keepalive(&self) -> Option<Bytes> {
         Some(event("ping", &json!({"type": "ping"})))
     }
@@ -247,14 +270,17 @@ impl Renderer for MessagesRenderer {
             return Err(failed);
         }
         let usage = self.usage_json();
+        let seal = self.seal;
         // The blocks are moved into the JSON, not copied: the answer is held once.
         let content: Vec<Value> = self
             .whole
             .into_iter()
             .map(|block| match block {
                 Whole::Text(text) => json!({"type": "text", "text": text}),
-                Whole::Thinking(thinking) => json!({"type": "thinking", "thinking": thinking,
-                    "signature": THINKING_SIGNATURE}),
+                Whole::Thinking(thinking) => {
+                    let signature = Self::signature(seal.as_deref(), &thinking);
+                    json!({"type": "thinking", "thinking": thinking, "signature": signature})
+                }
                 Whole::Tool {
                     id,
                     name,

@@ -421,3 +421,27 @@ proptest! {
         prop_assert_eq!(render_pieces(&pieces), whole);
     }
 }
+
+#[test]
+fn with_a_key_the_streamed_signature_is_the_thinking_sealed() {
+    use crate::conversation::seal::ReasoningSeal;
+    let seal = std::sync::Arc::new(ReasoningSeal::from_secret("k"));
+    let mut renderer = MessagesRenderer::new("msg_1".into(), "m".into());
+    renderer.seal_reasoning(seal.clone());
+    let mut out = Vec::new();
+    renderer.start(&mut out);
+    for event in tool_answer() {
+        renderer.event(event, &mut out);
+    }
+    let text: String = out
+        .iter()
+        .map(|b| std::str::from_utf8(b).expect("utf8"))
+        .collect();
+    let signature = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .map(|d| serde_json::from_str::<Value>(d).expect("JSON"))
+        .find_map(|d| d["delta"]["signature"].as_str().map(str::to_owned))
+        .expect("a signature_delta");
+    assert_eq!(seal.open(&signature).as_deref(), Some("Need a file."));
+}

@@ -144,7 +144,8 @@ fn block_tokens(block: &Block, count: &dyn Fn(&str) -> usize) -> usize {
                 + block.input.as_ref().map_or(0, |i| count(&i.to_string()))
         }
         "tool_result" => block.content.as_ref().map_or(0, |c| text_tokens(c, count)),
-        // Thinking blocks echoed back are never sent upstream, so they cost nothing.
+        // Thinking blocks cost nothing in this estimate, though opencode may send their reasoning
+        // back as `reasoning_content` (`opencode.reasoning`): it is not part of the prompt text.
         "thinking" | "redacted_thinking" => 0,
         _ => block.text.as_deref().map_or(0, count),
     }

@@ -85,6 +85,7 @@ fn a_reasoning_item_is_carried_whole_and_never_rendered() {
             Item::Reasoning(Reasoning {
                 text: "First.\n\nSecond.".into(),
                 opaque: Some(reasoning),
+                sealed: Some("gAAAA".into()),
             }),
             Item::Message(Message::text(Role::Assistant, "Looking.")),
         ]
@@ -109,6 +110,7 @@ fn an_assistant_message_without_content_opens_the_turn_of_the_calls_after_it() {
             Item::Reasoning(Reasoning {
                 text: String::new(),
                 opaque: Some(json!({"type": "reasoning", "summary": []})),
+                sealed: None,
             }),
             call("c1", "f", CallInput::Arguments("{}".into())),
             // Nothing follows: an empty answer.

@@ -2,9 +2,11 @@
 //!
 //! `instructions`, or else a leading developer message (Codex's base prompt: Codex sends no
 //! `instructions`), is the system message; other messages keep their role. `function_call` and
-//! `custom_tool_call` are calls (arguments JSON, or freeform input), their outputs are results,
-//! `reasoning` is carried opaque (never read, never sent upstream as text). Hosted-tool calls and
-//! item references have no place in the model and are left out. Knows nothing of Chat Completions.
+//! `custom_tool_call` are calls (arguments JSON, or freeform input), their outputs are results
+//! (text, and images when an output holds `input_image`); a `reasoning` item is its summary text,
+//! its `encrypted_content` (maybe the proxy's own seal, `conversation::seal`) and the item itself.
+//! Hosted-tool calls and item references have no place in the model and are left out. Knows
+//! nothing of Chat Completions.
 
 use serde_json::Value;
 
@@ -12,9 +14,10 @@ use super::request::{Input, InputItem, MessageContent};
 use crate::conversation::{
     CallInput, Content, Image, Item, Message, Part, Reasoning, Role, ToolCall, ToolResult,
 };
+use crate::error::ProxyError;
 
-/// The conversation's items.
-pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
+/// The conversation's items; an image given by `file_id` is refused (the proxy keeps no files).
+pub fn items(instructions: Option<String>, input: Option<Input>) -> Result<Vec<Item>, ProxyError> {
     let mut out = Vec::new();
     let system_given = match instructions.filter(|i| !i.is_empty()) {
         Some(instructions) => {
@@ -24,10 +27,10 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
         None => false,
     };
     let items = match input {
-        None => return out,
+        None => return Ok(out),
         Some(Input::Text(text)) => {
             out.push(Item::Message(Message::text(Role::User, text)));
-            return out;
+            return Ok(out);
         }
         Some(Input::Items(items)) => items,
     };
@@ -61,7 +64,7 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
                     (role == Role::Assistant && item.content.is_none()).then_some(out.len());
                 out.push(Item::Message(Message {
                     role,
-                    content: item.content.map(content).unwrap_or_default(),
+                    content: item.content.map(content).transpose()?.unwrap_or_default(),
                 }));
                 continue;
             }
@@ -71,7 +74,7 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
                 contentless_answer = None;
                 out.push(Item::ToolResult(ToolResult {
                     call_id: item.call_id,
-                    content: Content::Text(output_text(item.output)),
+                    content: output_content(item.output)?,
                     is_error: false,
                 }));
                 continue;
@@ -88,7 +91,7 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Vec<Item> {
             input: call,
         }));
     }
-    out
+    Ok(out)
 }
 
 /// A reasoning item: its summary texts, one paragraph each, and the item itself.
@@ -101,57 +104,81 @@ fn reasoning(raw: Value) -> Reasoning {
         .filter_map(|part| part.get("text").and_then(Value::as_str))
         .collect::<Vec<_>>()
         .join("\n\n");
+    let sealed = raw
+        .get("encrypted_content")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
     Reasoning {
         text,
         opaque: Some(raw),
+        sealed,
     }
 }
 
 /// Message content: a string stays one; parts keep text and images (`refusal` and file parts have no
 /// place here), and a lone text part is one string again.
-fn content(content: MessageContent) -> Content {
+fn content(content: MessageContent) -> Result<Content, ProxyError> {
     let parts = match content {
-        MessageContent::Text(text) => return Content::Text(text),
+        MessageContent::Text(text) => return Ok(Content::Text(text)),
         MessageContent::Parts(parts) => parts,
     };
-    let mut converted: Vec<Part> = parts
-        .into_iter()
-        .filter_map(|part| match part.kind.as_str() {
+    let mut converted: Vec<Part> = Vec::with_capacity(parts.len());
+    for part in parts {
+        match part.kind.as_str() {
             "input_text" | "output_text" | "text" | "summary_text" => {
-                Some(Part::Text(part.text.unwrap_or_default()))
+                converted.push(Part::Text(part.text.unwrap_or_default()));
             }
             "input_image" => {
-                let url = match part.image_url? {
-                    Value::String(url) => url,
-                    Value::Object(mut image) => match image.remove("url") {
-                        Some(Value::String(url)) => url,
-                        _ => return None,
+                let url = match part.image_url {
+                    Some(Value::String(url)) => Some(url),
+                    Some(Value::Object(mut image)) => match image.remove("url") {
+                        Some(Value::String(url)) => Some(url),
+                        _ => None,
                     },
-                    _ => return None,
+                    _ => None,
                 };
-                Some(Part::Image(Image {
-                    url,
-                    detail: part.detail,
-                }))
+                match (url, part.file_id) {
+                    (Some(url), _) => converted.push(Part::Image(Image {
+                        url,
+                        detail: part.detail,
+                    })),
+                    (None, Some(_)) => {
+                        return Err(ProxyError::InvalidRequest {
+                            message: "an input_image given by file_id cannot be sent: this proxy keeps no files and the upstream has none; send the image as image_url (a URL or a data: URL)".into(),
+                            param: Some("input"),
+                            code: "image_file_id_unsupported",
+                        });
+                    }
+                    (None, None) => {}
+                }
             }
-            _ => None,
-        })
-        .collect();
-    if let [Part::Text(only)] = converted.as_mut_slice() {
-        return Content::Text(std::mem::take(only));
+            _ => {}
+        }
     }
-    Content::Parts(converted)
+    if let [Part::Text(only)] = converted.as_mut_slice() {
+        return Ok(Content::Text(std::mem::take(only)));
+    }
+    Ok(Content::Parts(converted))
 }
 
-/// A tool output's text: the string, or its text parts joined by `\n`.
-fn output_text(output: Option<MessageContent>) -> String {
+/// A tool output: the string, or its text parts joined by `\n`; when it holds images (Codex's
+/// `view_image`), its text and image parts in order.
+fn output_content(output: Option<MessageContent>) -> Result<Content, ProxyError> {
     match output {
-        None => String::new(),
-        Some(MessageContent::Text(text)) => text,
-        Some(MessageContent::Parts(parts)) => parts
-            .into_iter()
-            .filter_map(|p| p.text)
-            .collect::<Vec<_>>()
-            .join("\n"),
+        None => Ok(Content::Text(String::new())),
+        Some(MessageContent::Text(text)) => Ok(Content::Text(text)),
+        Some(MessageContent::Parts(parts)) if parts.iter().any(|p| p.kind == "input_image") => {
+            match content(MessageContent::Parts(parts))? {
+                Content::Text(text) => Ok(Content::Text(text)),
+                Content::Parts(parts) => Ok(Content::Parts(parts)),
+            }
+        }
+        Some(MessageContent::Parts(parts)) => Ok(Content::Text(
+            parts
+                .into_iter()
+                .filter_map(|p| p.text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )),
     }
 }

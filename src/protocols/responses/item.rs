@@ -27,6 +27,9 @@ pub struct Item {
     /// Text, reasoning summary, function arguments, or the custom call's raw `{"input":…}` JSON.
     pub text: String,
     pub done: bool,
+    /// A reasoning item's `encrypted_content`: its text sealed (`conversation::seal`), when the
+    /// client asked for it (`include: ["reasoning.encrypted_content"]`).
+    pub sealed: Option<String>,
 }
 
 impl Item {
@@ -52,10 +55,16 @@ impl Item {
                 "type": "message", "id": self.id, "status": status, "role": "assistant",
                 "content": [{"type": "output_text", "text": self.text, "annotations": []}],
             }),
-            Kind::Reasoning => json!({
-                "type": "reasoning", "id": self.id,
-                "summary": [{"type": "summary_text", "text": self.text}],
-            }),
+            Kind::Reasoning => {
+                let mut item = json!({
+                    "type": "reasoning", "id": self.id,
+                    "summary": [{"type": "summary_text", "text": self.text}],
+                });
+                if let Some(sealed) = &self.sealed {
+                    item["encrypted_content"] = json!(sealed);
+                }
+                item
+            }
             Kind::Function {
                 call_id,
                 name,

@@ -3,10 +3,11 @@
 //! `render` turns the answer events back into Responses SSE events or one `response` object.
 //!
 //! Mapping (README "Codex CLI (0.95 and later)"): items in `input` (messages, calls, outputs,
-//! reasoning carried opaque); tools in `tools` (functions, freeform `custom` tools, namespaces
+//! reasoning: summary and `encrypted_content`); tools in `tools` (functions, freeform `custom` tools, namespaces
 //! flattened, hosted tools dropped and reported); here the options: sampling, `tool_choice`,
 //! `text.format`, `prompt_cache_key` (also the conversation key), and the Codex profile when the
-//! client is Codex. `previous_response_id` is refused: this proxy keeps no responses, so the client
+//! client is Codex; `include: ["reasoning.encrypted_content"]` makes the renderer seal reasoning
+//! into `encrypted_content` (`conversation::seal`). `previous_response_id` is refused: this proxy keeps no responses, so the client
 //! must send the whole input. How the conversation is sent upstream is the harness's business: no
 //! Chat Completions type is built here.
 //!
@@ -85,6 +86,15 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
             code: "previous_response_id_unsupported",
         });
     }
+    let encrypted_reasoning = request
+        .extra
+        .get("include")
+        .and_then(Value::as_array)
+        .is_some_and(|include| {
+            include
+                .iter()
+                .any(|i| i.as_str() == Some("reasoning.encrypted_content"))
+        });
     let ResponsesRequest {
         model,
         input,
@@ -121,10 +131,11 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
         response_format: text.and_then(|t| t.format).and_then(response_format),
         extra,
     };
-    let renderer = ResponseRenderer::new(stamp, model.clone(), tools.kinds);
+    let renderer = ResponseRenderer::new(stamp, model.clone(), tools.kinds)
+        .with_encrypted_reasoning(encrypted_reasoning);
     let conversation = Conversation {
         model,
-        items: input::items(instructions, input),
+        items: input::items(instructions, input)?,
         tools: tools.definitions,
         options,
         client: ClientInfo {

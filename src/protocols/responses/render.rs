@@ -7,11 +7,14 @@
 //! empty answer and runs no tool); then `response.completed` (or `response.incomplete`) with the
 //! response id, output and usage. A failed answer ends with `response.failed`.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::Stamp;
 use super::item::{IN_PROGRESS, Item, Kind};
+use crate::conversation::seal::ReasoningSeal;
 use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
 use crate::sse::named_event;
 
@@ -39,6 +42,9 @@ pub struct ResponseRenderer {
     end: Option<End>,
     /// Only `into_json` will be read (`holding_whole`): events are not rendered.
     quiet: bool,
+    /// The client asked for `reasoning.encrypted_content`.
+    wants_encrypted: bool,
+    seal: Option<Arc<ReasoningSeal>>,
 }
 
 #[derive(Debug)]
@@ -63,7 +69,16 @@ impl ResponseRenderer {
             calls: Vec::new(),
             end: None,
             quiet: false,
+            wants_encrypted: false,
+            seal: None,
         }
+    }
+
+    /// Reasoning items carry `encrypted_content` (the client's `include` asked for it): their
+    /// text sealed, which Codex sends back verbatim with the history.
+    pub fn with_encrypted_reasoning(mut self, wanted: bool) -> Self {
+        self.wants_encrypted = wanted;
+        self
     }
 
     fn emit(&mut self, kind: &str, mut payload: Value, out: &mut Vec<Bytes>) {
@@ -122,6 +137,7 @@ impl ResponseRenderer {
             kind,
             text: String::new(),
             done: false,
+            sealed: None,
         };
         let index = self.items.len();
         let added = item.to_json(IN_PROGRESS);
@@ -213,6 +229,11 @@ impl ResponseRenderer {
         let Some(index) = self.open_reasoning.take() else {
             return;
         };
+        if self.wants_encrypted
+            && let Some(seal) = &self.seal
+        {
+            self.items[index].sealed = Some(seal.seal(&self.items[index].text));
+        }
         if self.quiet {
             self.items[index].done = true;
             return;
@@ -372,6 +393,10 @@ fn usage_json(usage: &Usage) -> Value {
 impl Renderer for ResponseRenderer {
     fn holding_whole(&mut self) {
         self.quiet = true;
+    }
+
+    fn seal_reasoning(&mut self, seal: Arc<ReasoningSeal>) {
+        self.seal = Some(seal);
     }
 
     fn start(&mut self, out: &mut Vec<Bytes>) {

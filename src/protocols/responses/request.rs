@@ -1,7 +1,7 @@
 //! The OpenAI Responses request as clients send it (Codex CLI 0.95+ and the SDKs): every field
 //! this front reads is typed; everything else lands in `extra` (or, inside an item, is skipped) and
-//! is ignored. A `reasoning` item is kept whole, as JSON: it is the client's and is carried, never
-//! read. Wire shapes only: what they mean is `input`'s, `tools`' and `mod`'s business.
+//! is ignored. A `reasoning` item is kept whole, as JSON: it is the client's and is carried (its
+//! summary and `encrypted_content` read by `input`). Wire shapes only: what they mean is `input`'s, `tools`' and `mod`'s business.
 
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
@@ -36,7 +36,8 @@ pub struct ResponsesRequest {
     pub previous_response_id: Option<String>,
     #[serde(default)]
     pub text: Option<TextOptions>,
-    /// `store`, `include`, `client_metadata`, `user`, … accepted and not acted on.
+    /// `include` (`reasoning.encrypted_content` is honoured), `store`, `client_metadata`, `user`, …
+    /// accepted and otherwise not acted on.
     #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
@@ -116,6 +117,9 @@ pub struct Part {
     pub image_url: Option<Value>,
     #[serde(default)]
     pub detail: Option<String>,
+    /// `input_image` / `input_file` by uploaded file: nothing this proxy can resolve.
+    #[serde(default)]
+    pub file_id: Option<String>,
 }
 
 /// A tool the client offers. `function` and `custom` carry a name; `namespace` groups functions;

@@ -82,3 +82,52 @@ proptest! {
         prop_assert_eq!(render(&pieces), render(&[bytes]));
     }
 }
+
+/// The reasoning item of `response.completed` for `request`, rendered with a seal key.
+fn completed_reasoning(request: &str) -> Value {
+    use crate::conversation::seal::ReasoningSeal;
+    let stamp = Stamp {
+        id: "resp_s".into(),
+        created_at: 1,
+    };
+    let inbound = parse_with(request.as_bytes(), &HeaderMap::new(), stamp).expect("parses");
+    let mut renderer = inbound.renderer.expect("the Responses front renders");
+    renderer.seal_reasoning(std::sync::Arc::new(ReasoningSeal::from_secret("k")));
+    let mut out = Vec::new();
+    renderer.start(&mut out);
+    let mut reader = ChatAnswerReader::new();
+    let mut events = Vec::new();
+    reader.push(STREAM.as_bytes(), &mut events);
+    reader.finish(&mut events);
+    for event in events {
+        renderer.event(event, &mut out);
+    }
+    let last = std::str::from_utf8(out.last().expect("frames")).expect("utf8");
+    let data: Value = serde_json::from_str(
+        last.lines()
+            .find_map(|l| l.strip_prefix("data: "))
+            .expect("data line"),
+    )
+    .expect("JSON");
+    data["response"]["output"][0].clone()
+}
+
+#[test]
+fn encrypted_content_is_the_sealed_reasoning_only_when_included() {
+    use crate::conversation::seal::ReasoningSeal;
+    let asked = REQUEST.replacen('{', r#"{"include":["reasoning.encrypted_content"],"#, 1);
+    let item = completed_reasoning(&asked);
+    assert_eq!(item["type"], "reasoning");
+    let sealed = item["encrypted_content"]
+        .as_str()
+        .expect("encrypted_content");
+    assert_eq!(
+        ReasoningSeal::from_secret("k").open(sealed).as_deref(),
+        Some("think more")
+    );
+    assert!(
+        completed_reasoning(REQUEST)
+            .get("encrypted_content")
+            .is_none()
+    );
+}

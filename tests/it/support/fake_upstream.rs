@@ -14,6 +14,11 @@ use axum::response::Response;
 use futures_util::StreamExt;
 use tokio::sync::{Notify, mpsc};
 
+/// DeepSeek V4's answer to an assistant tool-call message without its reasoning (thinking mode).
+pub const DEEPSEEK_THINKING_400: &str = r#"{"error":{"message":"The `reasoning_content` in the thinking mode must be passed back to the API.","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}"#;
+/// The reasoning `FakeUpstream::deepseek_thinking` streams before its tool call.
+pub const THINKING_TEXT: &str = "The user wants the files; I will run ls.";
+
 /// One recorded request.
 #[derive(Debug, Clone)]
 pub struct Recorded {
@@ -166,6 +171,55 @@ impl FakeUpstream {
             } else {
                 q.front().cloned().expect("at least one reply")
             }
+        })
+        .await
+    }
+
+    /// A model server enforcing DeepSeek V4's thinking-mode rule: an assistant message with
+    /// `tool_calls` but no `reasoning_content` gets DeepSeek's 400. Otherwise a conversation
+    /// ending in a tool result gets the text `Done.`, and any other (a first turn) reasoning
+    /// `THINKING_TEXT` then one `bash` call `{"command":"ls"}` with id `call_ds_1`. Title
+    /// requests get the text `Listing files`.
+    pub async fn deepseek_thinking() -> Self {
+        Self::start(|r: &Recorded, _| {
+            let body = r.json();
+            let messages = body["messages"].as_array().cloned().unwrap_or_default();
+            let unreasoned = messages.iter().any(|m| {
+                m["role"] == "assistant"
+                    && m["tool_calls"].as_array().is_some_and(|c| !c.is_empty())
+                    && !m["reasoning_content"].is_string()
+            });
+            if unreasoned {
+                return Reply::json(400, DEEPSEEK_THINKING_400);
+            }
+            let chunk = |delta: serde_json::Value, finish: Option<&str>| {
+                let chunk = serde_json::json!({"id": "ds-1", "object": "chat.completion.chunk",
+                    "created": 1, "model": "deepseek-v4",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+                format!("data: {chunk}\n\n")
+            };
+            let done = "data: [DONE]\n\n".to_owned();
+            let stream = if r.is_title() {
+                vec![
+                    chunk(serde_json::json!({"content": "Listing files"}), Some("stop")),
+                    done,
+                ]
+            } else if messages.last().is_some_and(|m| m["role"] == "tool") {
+                vec![
+                    chunk(serde_json::json!({"role": "assistant", "reasoning_content": "The listing came back."}), None),
+                    chunk(serde_json::json!({"content": "Done."}), Some("stop")),
+                    done,
+                ]
+            } else {
+                vec![
+                    chunk(serde_json::json!({"role": "assistant", "reasoning_content": THINKING_TEXT}), None),
+                    chunk(serde_json::json!({"tool_calls": [{"index": 0, "id": "call_ds_1", "type": "function",
+                        "function": {"name": "bash", "arguments": "{\"command\":\"ls\"}"}}]}), None),
+                    chunk(serde_json::json!({}), Some("tool_calls")),
+                    done,
+                ]
+            };
+            Reply::steps(stream.into_iter().map(|c| Step::Send(c.into_bytes())).collect())
         })
         .await
     }

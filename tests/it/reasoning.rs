@@ -1,0 +1,230 @@
+//! The reasoning round trip (issue 19) through the real server, against a fake upstream that
+//! enforces DeepSeek V4's thinking-mode rule (`FakeUpstream::deepseek_thinking`): each front goes
+//! through a tool turn (reasoning, then a call) and a second turn in which the client echoes the
+//! history as the real client does — a Chat client its `reasoning_content`, Claude Code its
+//! thinking block (text omitted, signature kept), Codex its reasoning item (`encrypted_content`
+//! kept). The second turn must reach the model with `reasoning_content` on the assistant tool-call
+//! message; with `opencode.reasoning = "drop"` none is sent and the upstream's 400 comes back.
+
+use serde_json::{Value, json};
+
+use crate::support::fake_upstream::THINKING_TEXT;
+use crate::support::{FakeUpstream, TestApp, test_config};
+
+async fn app(upstream: &FakeUpstream, drop: bool) -> TestApp {
+    let mut config = test_config(&upstream.base_url());
+    if drop {
+        config.opencode.reasoning = harness_proxy::config::ReasoningMode::Drop;
+    }
+    TestApp::start(config).await
+}
+
+/// The assistant tool-call message of the last main request the upstream saw.
+fn upstream_call_message(upstream: &FakeUpstream) -> Value {
+    let last = upstream
+        .main_requests()
+        .pop()
+        .expect("a main request")
+        .json();
+    last["messages"]
+        .as_array()
+        .expect("messages")
+        .iter()
+        .find(|m| m["role"] == "assistant" && m["tool_calls"].is_array())
+        .cloned()
+        .expect("an assistant tool-call message")
+}
+
+async fn post(app: &TestApp, path: &str, body: &Value) -> (u16, Value) {
+    let response = app
+        .post(path)
+        .header("x-api-key", "sk-test")
+        .header("user-agent", "codex_exec/0.171.0")
+        .json(body)
+        .send()
+        .await
+        .expect("POST");
+    let status = response.status().as_u16();
+    (status, response.json().await.expect("JSON answer"))
+}
+
+fn chat_turn(history: Vec<Value>) -> Value {
+    let mut messages = vec![json!({"role": "user", "content": "list the files"})];
+    messages.extend(history);
+    json!({
+        "model": "deepseek-v4", "stream": false, "messages": messages,
+        "tools": [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object",
+            "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]
+    })
+}
+
+async fn chat_round_trip(drop: bool) -> (FakeUpstream, u16, Value) {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let app = app(&upstream, drop).await;
+    let (status, first) = post(&app, "/v1/chat/completions", &chat_turn(vec![])).await;
+    assert_eq!(status, 200, "{first}");
+    let message = &first["choices"][0]["message"];
+    assert_eq!(message["reasoning_content"], THINKING_TEXT);
+    let call = &message["tool_calls"][0];
+    // opencode echoes the assistant message whole, reasoning included.
+    let echoed = json!({"role": "assistant", "content": null,
+        "reasoning_content": message["reasoning_content"], "tool_calls": [call]});
+    let result = json!({"role": "tool", "tool_call_id": call["id"], "content": "a.txt"});
+    let (status, second) = post(
+        &app,
+        "/v1/chat/completions",
+        &chat_turn(vec![echoed, result]),
+    )
+    .await;
+    (upstream, status, second)
+}
+
+#[tokio::test]
+async fn a_chat_client_s_reasoning_content_goes_back_on_its_tool_call_message() {
+    let (upstream, status, second) = chat_round_trip(false).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["choices"][0]["message"]["content"], "Done.");
+    assert_eq!(
+        upstream_call_message(&upstream)["reasoning_content"],
+        THINKING_TEXT
+    );
+}
+
+#[tokio::test]
+async fn with_reasoning_drop_none_is_sent_and_deepseek_s_400_comes_back() {
+    let (upstream, status, second) = chat_round_trip(true).await;
+    assert_eq!(status, 400, "{second}");
+    assert!(
+        second.to_string().contains("must be passed back"),
+        "{second}"
+    );
+    assert!(
+        upstream_call_message(&upstream)
+            .get("reasoning_content")
+            .is_none()
+    );
+}
+
+fn messages_turn(history: Vec<Value>) -> Value {
+    let mut messages =
+        vec![json!({"role": "user", "content": [{"type": "text", "text": "list the files"}]})];
+    messages.extend(history);
+    json!({
+        "model": "deepseek-v4", "max_tokens": 32000, "stream": false, "messages": messages,
+        "tools": [{"name": "Bash", "description": "Executes a bash command", "input_schema": {
+            "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}],
+        "thinking": {"type": "adaptive", "display": "omitted"}
+    })
+}
+
+#[tokio::test]
+async fn claude_code_s_thinking_block_brings_the_reasoning_back_in_its_signature() {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let app = app(&upstream, false).await;
+    let (status, first) = post(&app, "/v1/messages", &messages_turn(vec![])).await;
+    assert_eq!(status, 200, "{first}");
+    let content = first["content"].as_array().expect("content");
+    let thinking = content
+        .iter()
+        .find(|b| b["type"] == "thinking")
+        .expect("a thinking block");
+    assert_eq!(thinking["thinking"], THINKING_TEXT);
+    let signature = thinking["signature"].as_str().expect("a signature");
+    assert!(signature.starts_with("hpr1."), "{signature}");
+    let call = content
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .expect("a tool_use block");
+    // With `display: "omitted"` Claude Code keeps the block but not its text.
+    let echoed = json!({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "", "signature": signature},
+        call
+    ]});
+    let result = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": call["id"], "content": "a.txt"}
+    ]});
+    let (status, second) = post(&app, "/v1/messages", &messages_turn(vec![echoed, result])).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(second["content"][1]["text"], "Done.", "{second}");
+    assert_eq!(
+        upstream_call_message(&upstream)["reasoning_content"],
+        THINKING_TEXT
+    );
+}
+
+#[tokio::test]
+async fn a_forged_signature_is_ignored_not_an_error() {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let app = app(&upstream, false).await;
+    let echoed = json!({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "", "signature": "hpr1.Zm9yZ2VkIGJ5IGEgY2xpZW50IHdobyBrbm93cyBubyBrZXk"},
+        {"type": "tool_use", "id": "call_ds_1", "name": "Bash", "input": {"command": "ls"}}
+    ]});
+    let result = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": "call_ds_1", "content": "a.txt"}
+    ]});
+    let (status, second) = post(&app, "/v1/messages", &messages_turn(vec![echoed, result])).await;
+    // Nothing to send back: the upstream's own 400, in Anthropic's shape, not a proxy error.
+    assert_eq!(status, 400, "{second}");
+    assert_eq!(second["type"], "error", "{second}");
+    assert!(
+        upstream_call_message(&upstream)
+            .get("reasoning_content")
+            .is_none()
+    );
+}
+
+fn codex_turn(history: Vec<Value>) -> Value {
+    let mut input = vec![
+        json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list the files"}]}),
+    ];
+    input.extend(history);
+    json!({
+        "model": "deepseek-v4", "stream": false, "input": input,
+        "tools": [{"type": "function", "name": "exec_command", "strict": false, "parameters": {"type": "object",
+            "properties": {"cmd": {"type": "string"}}, "required": ["cmd"], "additionalProperties": false}}],
+        "reasoning": {"summary": "auto"}, "store": false,
+        "include": ["reasoning.encrypted_content"]
+    })
+}
+
+#[tokio::test]
+async fn codex_s_reasoning_item_brings_the_reasoning_back_in_its_encrypted_content() {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let app = app(&upstream, false).await;
+    let (status, first) = post(&app, "/v1/responses", &codex_turn(vec![])).await;
+    assert_eq!(status, 200, "{first}");
+    let output = first["output"].as_array().expect("output");
+    let mut reasoning = output
+        .iter()
+        .find(|i| i["type"] == "reasoning")
+        .cloned()
+        .expect("a reasoning item");
+    assert!(
+        reasoning["encrypted_content"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("hpr1.")),
+        "{reasoning}"
+    );
+    let call = output
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .cloned()
+        .expect("a function call");
+    assert_eq!(call["name"], "exec_command");
+    // The summary emptied: only `encrypted_content` can carry the reasoning back.
+    reasoning["summary"] = json!([]);
+    let result =
+        json!({"type": "function_call_output", "call_id": call["call_id"], "output": "a.txt"});
+    let (status, second) = post(
+        &app,
+        "/v1/responses",
+        &codex_turn(vec![reasoning, call, result]),
+    )
+    .await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        upstream_call_message(&upstream)["reasoning_content"],
+        THINKING_TEXT
+    );
+}

@@ -12,6 +12,7 @@ pub mod bus;
 pub mod facts;
 pub mod follow;
 pub mod identity;
+pub mod known;
 pub mod live;
 pub mod observe;
 pub mod outbox;

@@ -22,6 +22,7 @@ use tokio_util::task::TaskTracker;
 use super::anchors::Anchors;
 use super::answer::{error_message, read_limited, stream_text};
 use super::bus::{Bus, Notice};
+use super::known::Known;
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
 use super::request::title_body;
@@ -51,6 +52,8 @@ pub struct TitleService {
     pub(super) cancel: CancellationToken,
     /// Which conversation an id-less client's turn continues (this process's answers).
     anchors: Arc<Anchors>,
+    /// Conversations known to have a record already: not claimed again.
+    known: Known,
 }
 
 /// Everything a title task needs from the request that started it.
@@ -93,6 +96,7 @@ impl TitleService {
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
             anchors: Arc::new(Anchors::default()),
+            known: Known::default(),
         })
     }
 
@@ -120,6 +124,10 @@ impl TitleService {
         harness: &str,
         protocol: &str,
     ) -> Option<Arc<LiveTitle>> {
+        // Known to have a record already (claimed here, or found by a claim): no store round trip.
+        if self.known.contains(owner, id) {
+            return None;
+        }
         let now = Utc::now();
         let record = TitleRecord {
             owner: owner.to_owned(),
@@ -143,10 +151,11 @@ impl TitleService {
         let live = self.live.register(record)?;
         match self.claim_in_time(&live).await {
             Some(Ok(true)) => {
+                self.known.insert(owner, id);
                 self.mirror(&live);
                 return Some(live);
             }
-            Some(Ok(false)) => {}
+            Some(Ok(false)) => self.known.insert(owner, id),
             Some(Err(err)) => {
                 store_error("claim");
                 tracing::warn!(error = %err, "title store unavailable; no title for this conversation");
@@ -484,5 +493,120 @@ mod panic_tests {
         );
         let fine = caught(async { Outcome::Done("Title".to_owned()) }).await;
         assert_eq!(fine, Outcome::Done("Title".to_owned()));
+    }
+}
+
+#[cfg(test)]
+mod known_tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use async_trait::async_trait;
+    use chrono::DateTime;
+
+    use super::*;
+    use crate::config::{Config, StoreUrl};
+    use crate::titles::store::memory::MemoryStore;
+
+    /// The memory store, counting its claims.
+    struct Counting {
+        inner: MemoryStore,
+        claims: AtomicUsize,
+    }
+
+    #[async_trait]
+    impl TitleStore for Counting {
+        async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError> {
+            self.claims.fetch_add(1, Ordering::SeqCst);
+            self.inner.claim(record).await
+        }
+        async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
+            self.inner.set_text(owner, id, text).await
+        }
+        async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {
+            self.inner.finish(record).await
+        }
+        async fn get(
+            &self,
+            owner: Option<&str>,
+            id: &str,
+        ) -> Result<Option<TitleRecord>, StoreError> {
+            self.inner.get(owner, id).await
+        }
+        async fn list(
+            &self,
+            owner: Option<&str>,
+            before: Option<&Cursor>,
+            limit: usize,
+        ) -> Result<Vec<TitleRecord>, StoreError> {
+            self.inner.list(owner, before, limit).await
+        }
+        async fn prune(&self, older_than: DateTime<Utc>, keep: usize) -> Result<u64, StoreError> {
+            self.inner.prune(older_than, keep).await
+        }
+        async fn renew_lease(
+            &self,
+            instance: &str,
+            until: DateTime<Utc>,
+        ) -> Result<(), StoreError> {
+            self.inner.renew_lease(instance, until).await
+        }
+        async fn fail_stale_pending(
+            &self,
+            own: Option<&str>,
+            reason: &str,
+            now: DateTime<Utc>,
+        ) -> Result<u64, StoreError> {
+            self.inner.fail_stale_pending(own, reason, now).await
+        }
+        async fn withdraw(&self, record: &TitleRecord, reason: &str) -> Result<bool, StoreError> {
+            self.inner.withdraw(record, reason).await
+        }
+        async fn ping(&self) -> Result<(), StoreError> {
+            self.inner.ping().await
+        }
+        fn shared(&self) -> bool {
+            false
+        }
+    }
+
+    #[tokio::test]
+    async fn a_conversation_known_to_have_a_record_is_not_claimed_again() {
+        let config = Config::default();
+        let mut titles = config.titles.clone();
+        titles.store = StoreUrl::Memory;
+        let upstream =
+            Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
+        let store = Arc::new(Counting {
+            inner: MemoryStore::new(100),
+            claims: AtomicUsize::new(0),
+        });
+        let service = Arc::new(
+            TitleService::new(titles, String::new(), store.clone(), upstream).expect("service"),
+        );
+        let claim = |id: &'static str| {
+            let service = service.clone();
+            async move { service.claim("o", id, "m", "opencode", "chat").await }
+        };
+        let won = claim("a").await.expect("the first claim wins");
+        service.live.remove(&won.record.owner, &won.record.id);
+        assert!(claim("a").await.is_none(), "claimed here before");
+        assert_eq!(
+            store.claims.load(Ordering::SeqCst),
+            1,
+            "no second round trip"
+        );
+
+        // Found by a claim (another process made it): remembered the same way.
+        let mut theirs = won.record.clone();
+        theirs.id = "b".into();
+        theirs.instance = "other".into();
+        assert!(store.inner.claim(&theirs).await.expect("claim"));
+        assert!(claim("b").await.is_none());
+        assert!(claim("b").await.is_none());
+        assert_eq!(
+            store.claims.load(Ordering::SeqCst),
+            2,
+            "one round trip for b"
+        );
     }
 }

@@ -2,8 +2,10 @@
 # The side-by-side load bench (see BENCHMARKS.md): every target in one go, on the same mock model
 # server, the proxy (or peer) pinned to core 0, the mock and the load driver pinned to core 1.
 #
-#   bench/run.sh           full run: mock direct, passthrough, opencode (small chat, 32 KB agent turn),
-#                          the Responses / Messages fronts when this build has them, TensorZero and
+#   bench/run.sh           full run: mock direct, passthrough, opencode with titles off (a diagnostic
+#                          row) and as shipped (titles on, SQLite file store) with and without a
+#                          conversation id (small chat, 32 KB agent turn), the Responses / Messages
+#                          fronts when this build has them, TensorZero and
 #                          LiteLLM (installed pinned into bench/.venv on first use)
 #   bench/run.sh --quick   seconds per target, proxy targets only, no peers (CI runs this so the
 #                          bench never rots; its figures are printed, never asserted)
@@ -97,8 +99,35 @@ start_proxy() {
 # A fresh process per target, so idle memory and CPU counters belong to that target alone.
 for harness in passthrough opencode; do
   start_proxy
-  measure "$harness" proxy "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" "$PROXY_PID" \
+  label=$harness
+  [[ "$harness" == opencode ]] && label="opencode, titles off (diagnostic)"
+  measure "$label" proxy "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" "$PROXY_PID" \
     --header "x-harness: $harness"
+  stop "$PROXY_PID"
+done
+
+# The proxy as shipped: titles at their defaults, the SQLite file store in the run's directory
+# (as README's first command makes it in its working directory), with and without a conversation
+# id. Only the request limit is raised, for the 2,048-stream phase.
+cat >"$OUT/shipped.toml" <<TOML
+[titles]
+store = "sqlite://$PWD/$OUT/shipped-titles.db"
+
+[limits]
+max_concurrent_requests = 4096
+TOML
+for variant in "no id" "with id"; do
+  rm -f "$OUT"/shipped-titles.db*
+  PROXY_PORT=$("$DRIVER" free-port)
+  "${PIN_SERVER[@]}" "$PROXY_BIN" --config "$OUT/shipped.toml" --listen "127.0.0.1:$PROXY_PORT" \
+    --upstream "http://$MOCK/v1" 2>>"$OUT/proxy.log" &
+  PROXY_PID=$!
+  PIDS+=("$PROXY_PID")
+  "$DRIVER" wait --url "http://127.0.0.1:$PROXY_PORT/healthz" --pid "$PROXY_PID" --seconds 30
+  id_header=()
+  [[ "$variant" == "with id" ]] && id_header=(--header "x-session-id: bench-session-1")
+  measure "opencode as shipped, $variant" proxy "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" \
+    "$PROXY_PID" --header "x-harness: opencode" "${id_header[@]}"
   stop "$PROXY_PID"
 done
 

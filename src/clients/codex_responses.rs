@@ -189,8 +189,12 @@ pub fn exec_output(text: &str) -> Option<String> {
 }
 
 /// An `apply_patch` success as opencode's `write`/`edit` report it: only added files →
-/// `Wrote file successfully.`, only modified ones → `Edit applied successfully.`.
+/// `Wrote file successfully.`, only modified ones → `Edit applied successfully.`. Codex 0.171
+/// puts its exec header (`Exit code: …`, `Wall time: …`, `Output:`) above the success text: it is
+/// read through that header too.
 pub fn patch_output(text: &str) -> Option<String> {
+    let unwrapped = exec_output(text);
+    let text = unwrapped.as_deref().unwrap_or(text);
     let files = text.strip_prefix("Success. Updated the following files:\n")?;
     let marks: Vec<&str> = files
         .lines()
@@ -294,6 +298,22 @@ mod tests {
             Some(
                 json!({"command": format!("apply_patch <<'EOF_PATCH'\n{two_files}\nEOF_PATCH"), "description": "Apply a patch"})
             )
+        );
+    }
+
+    #[test]
+    fn a_patch_result_under_codex_s_exec_header_is_read_through_it() {
+        assert_eq!(
+            patch_output(
+                "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nSuccess. Updated the following files:\nA made.txt\n"
+            )
+            .as_deref(),
+            Some("Wrote file successfully.")
+        );
+        assert_eq!(
+            patch_output("Exit code: 1\nWall time: 0 seconds\nOutput:\nerror: patch failed\n"),
+            None,
+            "a failure keeps Codex's whole text"
         );
     }
 

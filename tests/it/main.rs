@@ -24,6 +24,7 @@ mod metrics;
 mod opencode;
 mod passthrough;
 mod path_escape;
+mod prefix_cache;
 mod promises;
 mod reasoning;
 mod replicas;

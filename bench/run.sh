@@ -5,7 +5,7 @@
 #   bench/run.sh           full run: mock direct, passthrough, opencode with titles off (a diagnostic
 #                          row) and as shipped (titles on, SQLite file store) with and without a
 #                          conversation id (small chat, 32 KB agent turn), the Responses / Messages
-#                          fronts when this build has them, TensorZero and
+#                          fronts as shipped with their clients' ids, TensorZero and
 #                          LiteLLM (installed pinned into bench/.venv on first use)
 #   bench/run.sh --quick   seconds per target, proxy targets only, no peers (CI runs this so the
 #                          bench never rots; its figures are printed, never asserted)
@@ -116,7 +116,7 @@ store = "sqlite://$PWD/$OUT/shipped-titles.db"
 [limits]
 max_concurrent_requests = 4096
 TOML
-for variant in "no id" "with id"; do
+start_shipped() {
   rm -f "$OUT"/shipped-titles.db*
   PROXY_PORT=$("$DRIVER" free-port)
   "${PIN_SERVER[@]}" "$PROXY_BIN" --config "$OUT/shipped.toml" --listen "127.0.0.1:$PROXY_PORT" \
@@ -124,6 +124,9 @@ for variant in "no id" "with id"; do
   PROXY_PID=$!
   PIDS+=("$PROXY_PID")
   "$DRIVER" wait --url "http://127.0.0.1:$PROXY_PORT/healthz" --pid "$PROXY_PID" --seconds 30
+}
+for variant in "no id" "with id"; do
+  start_shipped
   id_header=()
   [[ "$variant" == "with id" ]] && id_header=(--header "x-session-id: bench-session-1")
   measure "opencode as shipped, $variant" proxy "http://127.0.0.1:$PROXY_PORT/v1/chat/completions" \
@@ -131,14 +134,15 @@ for variant in "no id" "with id"; do
   stop "$PROXY_PID"
 done
 
-for front in responses:Responses messages:Messages; do
-  path=${front%%:*}
-  label=${front##*:}
-  start_proxy
+# The other fronts as shipped, each with the conversation id its client sends (Codex's
+# `session_id`, Claude Code's `x-claude-code-session-id`).
+for front in "responses:Responses:session_id" "messages:Messages:x-claude-code-session-id"; do
+  IFS=: read -r path label id_name <<<"$front"
+  start_shipped
   status=$("$DRIVER" probe --url "http://127.0.0.1:$PROXY_PORT/v1/$path" --header "x-harness: opencode" || echo "no answer")
   if [[ "$status" == "200" ]]; then
-    measure "opencode · $label" proxy "http://127.0.0.1:$PROXY_PORT/v1/$path" "$PROXY_PID" \
-      --header "x-harness: opencode" --protocol "$path"
+    measure "opencode · $label as shipped, with id" proxy "http://127.0.0.1:$PROXY_PORT/v1/$path" "$PROXY_PID" \
+      --header "x-harness: opencode" --header "$id_name: bench-session-1" --protocol "$path"
   else
     note "opencode · $label" proxy "skipped: POST /v1/$path through the opencode harness answered $status (no $label front in this build)"
   fi

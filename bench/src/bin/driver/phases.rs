@@ -1,5 +1,5 @@
 //! The measurements, in the order they run against one target: idle memory, warm-up, c=1 latency
-//! (small chat, 32 KB agent turn), throughput at c=32, time to first event, per-event cost (burst,
+//! (small chat, 32 KB agent turn), throughput at c=32 (JSON, then streamed), time to first event, per-event cost (burst,
 //! folded, paced), and sustained concurrent paced streams with memory sampled throughout. Every
 //! phase is bounded in count and time, so a slow peer cannot hold the run hostage.
 
@@ -152,6 +152,12 @@ impl Plan {
         out.insert("rps_c32".into(), json!(rps));
         out.insert("rps_cpu_ns".into(), json!(cpu_per_req));
         out.insert("rps_errors".into(), json!(errors));
+        // The same 64-event answer streamed to 32 clients, each reading it to its end: how every
+        // agent talks (the JSON phase above folds it for the client).
+        let (rps, cpu_per_req, errors) = self.concurrent(&self.body(SMALL, true), 32).await;
+        out.insert("stream_rps_c32".into(), json!(rps));
+        out.insert("stream_rps_cpu_ns".into(), json!(cpu_per_req));
+        out.insert("stream_rps_errors".into(), json!(errors));
 
         let ttft = self
             .sequential(

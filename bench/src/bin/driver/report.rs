@@ -18,15 +18,15 @@ pub fn table(results: &str) -> Result<String, String> {
         .map(|r| &r["figures"]);
     let mut out = String::new();
     out.push_str(
-        "| target | small chat p50 / p99 µs (added) | 32 KB turn p50 / p99 µs (added) | req/s c=32 (× direct) | CPU µs/req c=32 | TTFT p50 / p99 µs (added) | added µs/event, 256-event stream | CPU µs/event: streamed burst / paced / folded / translated | paced gap over pacing p99 / max µs | 1,024 / 2,048 paced streams: failed, stalls, max gap ms | RSS MiB idle → 1,024 → 2,048 streams → after |\n",
+        "| target | small chat p50 / p99 µs (added) | 32 KB turn p50 / p99 µs (added) | req/s c=32 (× direct) | req/s c=32 streaming (× direct) | CPU µs/req c=32 | TTFT p50 / p99 µs (added) | added µs/event, 256-event stream | CPU µs/event: streamed burst / paced / folded / translated | paced gap over pacing p99 / max µs | 1,024 / 2,048 paced streams: failed, stalls, max gap ms | RSS MiB idle → 1,024 → 2,048 streams → after |\n",
     );
-    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
+    out.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     let mut notes = Vec::new();
     for row in &rows {
         let name = row["name"].as_str().unwrap_or("?");
         let note = row["note"].as_str().unwrap_or("");
         let Some(f) = row.get("figures").filter(|f| f.is_object()) else {
-            let _ = writeln!(out, "| {name} | {} | | | | | | | | | |", cell_text(note));
+            let _ = writeln!(out, "| {name} | {} | | | | | | | | | | |", cell_text(note));
             continue;
         };
         if !note.is_empty() {
@@ -50,6 +50,18 @@ pub fn table(results: &str) -> Result<String, String> {
         if f["rps_errors"].as_u64().unwrap_or(0) > 0 {
             notes.push(format!("{name}, c=32: {} failed requests", f["rps_errors"]));
         }
+        if f["stream_rps_errors"].as_u64().unwrap_or(0) > 0 {
+            notes.push(format!(
+                "{name}, c=32 streaming: {} failed requests",
+                f["stream_rps_errors"]
+            ));
+        }
+        let stream_rps = f["stream_rps_c32"].as_f64();
+        let stream_rps_ratio = direct
+            .and_then(|d| d["stream_rps_c32"].as_f64())
+            .zip(stream_rps)
+            .map(|(d, r)| format!(" ({:.2}×)", r / d))
+            .unwrap_or_default();
         let per_event_added = direct.and_then(|d| {
             let events = f["burst_events"].as_f64()?;
             Some((f["burst"]["mean_us"].as_f64()? - d["burst"]["mean_us"].as_f64()?) / events)
@@ -102,10 +114,11 @@ pub fn table(results: &str) -> Result<String, String> {
         .join(" / ");
         let _ = writeln!(
             out,
-            "| {name} | {} | {} | {}{rps_ratio} | {} | {} | {} | {} | {} / {} | {} | {} |",
+            "| {name} | {} | {} | {}{rps_ratio} | {}{stream_rps_ratio} | {} | {} | {} | {} | {} / {} | {} | {} |",
             latency(&f["small"], direct.map(|d| &d["small"])),
             latency(&f["turn"], direct.map(|d| &d["turn"])),
             rps.map_or("–".into(), thousands),
+            stream_rps.map_or("–".into(), thousands),
             f["rps_cpu_ns"]
                 .as_f64()
                 .map_or("–".into(), |ns| thousands(ns / 1000.0)),
@@ -161,7 +174,7 @@ fn peers(rows: &[Value], direct: Option<&Value>, out: &mut String) {
         let name = peer["name"].as_str().unwrap_or("?");
         let _ = write!(
             out,
-            " req/s ÷ {name} | {name} added p99 ÷ ours: small / 32 KB / TTFT |"
+            " req/s ÷ {name}: JSON / streaming | {name} added p99 ÷ ours: small / 32 KB / TTFT |"
         );
     }
     out.push('\n');
@@ -171,10 +184,12 @@ fn peers(rows: &[Value], direct: Option<&Value>, out: &mut String) {
         let _ = write!(out, "| {} |", row["name"].as_str().unwrap_or("?"));
         for peer in &peers {
             let p = &peer["figures"];
-            let rps = f["rps_c32"]
-                .as_f64()
-                .zip(p["rps_c32"].as_f64())
-                .map_or("–".into(), |(a, b)| format!("{:.2}×", a / b));
+            let rps = |key: &str| {
+                f[key]
+                    .as_f64()
+                    .zip(p[key].as_f64())
+                    .map_or("–".into(), |(a, b)| format!("{:.2}×", a / b))
+            };
             let ratio = |phase: &str| {
                 added_p99(p, phase)
                     .zip(added_p99(f, phase))
@@ -184,7 +199,9 @@ fn peers(rows: &[Value], direct: Option<&Value>, out: &mut String) {
             };
             let _ = write!(
                 out,
-                " {rps} | {} / {} / {} |",
+                " {} / {} | {} / {} / {} |",
+                rps("rps_c32"),
+                rps("stream_rps_c32"),
                 ratio("small"),
                 ratio("turn"),
                 ratio("ttft")

@@ -25,6 +25,7 @@ use super::bus::{Bus, Notice};
 use super::known::Known;
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
+use super::recent::{RecentTitles, Source};
 use super::request::title_body;
 use super::sanitize::sanitize_title;
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
@@ -54,11 +55,16 @@ pub struct TitleService {
     anchors: Arc<Anchors>,
     /// Conversations known to have a record already: not claimed again.
     known: Known,
+    /// Titles generated lately, by what they were generated from.
+    recent: RecentTitles,
 }
 
 /// Everything a title task needs from the request that started it.
 pub struct TitleJob {
     pub first_user_text: String,
+    /// The conversation was just named here (`claim_fresh`): its pending record is not in the
+    /// store yet, and it may take a recent title of the same words.
+    pub fresh: bool,
     /// End-to-end headers to send upstream, as for the main request.
     pub headers: HeaderMap,
     pub client_authorization: Option<HeaderValue>,
@@ -97,6 +103,7 @@ impl TitleService {
             cancel: CancellationToken::new(),
             anchors: Arc::new(Anchors::default()),
             known: Known::default(),
+            recent: RecentTitles::default(),
         })
     }
 
@@ -128,25 +135,7 @@ impl TitleService {
         if self.known.contains(owner, id) {
             return None;
         }
-        let now = Utc::now();
-        let record = TitleRecord {
-            owner: owner.to_owned(),
-            id: id.to_owned(),
-            title: None,
-            status: Status::Pending,
-            error: None,
-            model: self
-                .config
-                .model
-                .clone()
-                .unwrap_or_else(|| model.to_owned()),
-            harness: harness.to_owned(),
-            protocol: protocol.to_owned(),
-            created_at: now,
-            updated_at: now,
-            instance: self.instance.clone(),
-            text: String::new(),
-        };
+        let record = self.pending_record(owner, id, model, harness, protocol);
         // Running here already: no store round trip needed.
         let live = self.live.register(record)?;
         match self.claim_in_time(&live).await {
@@ -167,6 +156,54 @@ impl TitleService {
         }
         self.live.remove(owner, id);
         None
+    }
+
+    /// Claims the title of a conversation this process has just named (a fresh random id): no
+    /// other process can hold it, so nothing waits on the store here; the title task writes the
+    /// pending record beside its title request (`TitleJob::fresh`).
+    pub fn claim_fresh(
+        self: &Arc<Self>,
+        owner: &str,
+        id: &str,
+        model: &str,
+        harness: &str,
+        protocol: &str,
+    ) -> Option<Arc<LiveTitle>> {
+        let live = self
+            .live
+            .register(self.pending_record(owner, id, model, harness, protocol))?;
+        self.known.insert(owner, id);
+        self.mirror(&live);
+        Some(live)
+    }
+
+    fn pending_record(
+        &self,
+        owner: &str,
+        id: &str,
+        model: &str,
+        harness: &str,
+        protocol: &str,
+    ) -> TitleRecord {
+        let now = Utc::now();
+        TitleRecord {
+            owner: owner.to_owned(),
+            id: id.to_owned(),
+            title: None,
+            status: Status::Pending,
+            error: None,
+            model: self
+                .config
+                .model
+                .clone()
+                .unwrap_or_else(|| model.to_owned()),
+            harness: harness.to_owned(),
+            protocol: protocol.to_owned(),
+            created_at: now,
+            updated_at: now,
+            instance: self.instance.clone(),
+            text: String::new(),
+        }
     }
 
     /// The store's answer to the claim of `live`, or `None` past `CLAIM_TIMEOUT`. A claim given up
@@ -238,7 +275,7 @@ impl TitleService {
         let (finished_tx, finished) = oneshot::channel();
         let this = self.clone();
         self.tracker.spawn(async move {
-            let outcome = caught(this.run(&live, job, dispatched_tx)).await;
+            let outcome = this.title_of(&live, job, dispatched_tx).await;
             this.settle_surely(&live, outcome).await;
             let _ = finished_tx.send(());
         });
@@ -274,6 +311,48 @@ impl TitleService {
                 this.bus.publish(&owner, &id).await;
             }
         });
+    }
+
+    /// A title job's outcome: a fresh conversation opened with words this caller titled lately
+    /// takes that title (no request; the dropped `dispatched` lets the main request go); a fresh
+    /// one otherwise writes its pending record while its title request runs; any other just runs.
+    async fn title_of(
+        &self,
+        live: &LiveTitle,
+        job: TitleJob,
+        dispatched: oneshot::Sender<()>,
+    ) -> Outcome {
+        let text = job.first_user_text.clone();
+        let source = Source {
+            owner: &live.record.owner,
+            model: &live.record.model,
+            text: &text,
+        };
+        if job.fresh
+            && let Some(title) = self.recent.get(source)
+        {
+            live.push_delta(&title);
+            return Outcome::Done(title);
+        }
+        let outcome = if job.fresh {
+            // Bounded like any claim: a hung store must not hold the outcome (upkeep fails a
+            // pending record that a late write leaves behind).
+            let (written, outcome) = tokio::join!(
+                tokio::time::timeout(CLAIM_TIMEOUT, self.store.claim(&live.record)),
+                caught(self.run(live, job, dispatched))
+            );
+            if !matches!(written, Ok(Ok(_))) {
+                store_error("claim");
+                tracing::debug!("cannot write a fresh conversation's pending title");
+            }
+            outcome
+        } else {
+            caught(self.run(live, job, dispatched)).await
+        };
+        if let Outcome::Done(title) = &outcome {
+            self.recent.remember(source, title);
+        }
+        outcome
     }
 
     /// The title task's work; its outcome is settled by the caller, panic or not.
@@ -497,116 +576,5 @@ mod panic_tests {
 }
 
 #[cfg(test)]
-mod known_tests {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-
-    use async_trait::async_trait;
-    use chrono::DateTime;
-
-    use super::*;
-    use crate::config::{Config, StoreUrl};
-    use crate::titles::store::memory::MemoryStore;
-
-    /// The memory store, counting its claims.
-    struct Counting {
-        inner: MemoryStore,
-        claims: AtomicUsize,
-    }
-
-    #[async_trait]
-    impl TitleStore for Counting {
-        async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError> {
-            self.claims.fetch_add(1, Ordering::SeqCst);
-            self.inner.claim(record).await
-        }
-        async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
-            self.inner.set_text(owner, id, text).await
-        }
-        async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {
-            self.inner.finish(record).await
-        }
-        async fn get(
-            &self,
-            owner: Option<&str>,
-            id: &str,
-        ) -> Result<Option<TitleRecord>, StoreError> {
-            self.inner.get(owner, id).await
-        }
-        async fn list(
-            &self,
-            owner: Option<&str>,
-            before: Option<&Cursor>,
-            limit: usize,
-        ) -> Result<Vec<TitleRecord>, StoreError> {
-            self.inner.list(owner, before, limit).await
-        }
-        async fn prune(&self, older_than: DateTime<Utc>, keep: usize) -> Result<u64, StoreError> {
-            self.inner.prune(older_than, keep).await
-        }
-        async fn renew_lease(
-            &self,
-            instance: &str,
-            until: DateTime<Utc>,
-        ) -> Result<(), StoreError> {
-            self.inner.renew_lease(instance, until).await
-        }
-        async fn fail_stale_pending(
-            &self,
-            own: Option<&str>,
-            reason: &str,
-            now: DateTime<Utc>,
-        ) -> Result<u64, StoreError> {
-            self.inner.fail_stale_pending(own, reason, now).await
-        }
-        async fn withdraw(&self, record: &TitleRecord, reason: &str) -> Result<bool, StoreError> {
-            self.inner.withdraw(record, reason).await
-        }
-        async fn ping(&self) -> Result<(), StoreError> {
-            self.inner.ping().await
-        }
-        fn shared(&self) -> bool {
-            false
-        }
-    }
-
-    #[tokio::test]
-    async fn a_conversation_known_to_have_a_record_is_not_claimed_again() {
-        let config = Config::default();
-        let mut titles = config.titles.clone();
-        titles.store = StoreUrl::Memory;
-        let upstream =
-            Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
-        let store = Arc::new(Counting {
-            inner: MemoryStore::new(100),
-            claims: AtomicUsize::new(0),
-        });
-        let service = Arc::new(
-            TitleService::new(titles, String::new(), store.clone(), upstream).expect("service"),
-        );
-        let claim = |id: &'static str| {
-            let service = service.clone();
-            async move { service.claim("o", id, "m", "opencode", "chat").await }
-        };
-        let won = claim("a").await.expect("the first claim wins");
-        service.live.remove(&won.record.owner, &won.record.id);
-        assert!(claim("a").await.is_none(), "claimed here before");
-        assert_eq!(
-            store.claims.load(Ordering::SeqCst),
-            1,
-            "no second round trip"
-        );
-
-        // Found by a claim (another process made it): remembered the same way.
-        let mut theirs = won.record.clone();
-        theirs.id = "b".into();
-        theirs.instance = "other".into();
-        assert!(store.inner.claim(&theirs).await.expect("claim"));
-        assert!(claim("b").await.is_none());
-        assert!(claim("b").await.is_none());
-        assert_eq!(
-            store.claims.load(Ordering::SeqCst),
-            2,
-            "one round trip for b"
-        );
-    }
-}
+#[path = "service_tests.rs"]
+mod tests;

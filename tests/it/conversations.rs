@@ -1,6 +1,7 @@
 //! Clients that send no conversation id (aider, `llm`, scripts), through the real server: two
 //! sessions that start with the same words are two conversations, each found again from its
-//! second turn on by its first exchange, and aider's first real turn is titled although its first
+//! second turn on by its first exchange, titled once between them (the second takes the title the
+//! first got from the same words), and aider's first real turn is titled although its first
 //! request already holds the few-shot answers it wrote itself.
 
 use serde_json::{Value, json};
@@ -52,6 +53,19 @@ async fn turn(app: &TestApp, token: &str, messages: &[Value]) -> (String, Option
     (id, title_url, answer)
 }
 
+/// Reads the title stream of `id` to its end: the title is recorded then.
+async fn title_of(app: &TestApp, token: &str, id: &str) -> Value {
+    let stream = app
+        .get(&format!("/titles/{id}/stream"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(stream.status(), 200);
+    read_all(stream).await;
+    app.get_json(&format!("/titles/{id}"), token).await
+}
+
 fn user(text: &str) -> Value {
     json!({"role": "user", "content": text})
 }
@@ -76,11 +90,18 @@ async fn two_sessions_starting_alike_are_two_conversations_and_each_goes_on() {
     let first = [system.clone(), user("Fix the login bug")];
 
     let (a, a_title, a_answer) = turn(&app, "k", &first).await;
+    assert_eq!(title_of(&app, "k", &a).await["title"], "Login fix");
     let (b, b_title, b_answer) = turn(&app, "k", &first).await;
     assert_ne!(a, b, "same first words, two sessions");
     assert_eq!(a_title, Some(format!("/titles/{a}")));
     assert_eq!(b_title, Some(format!("/titles/{b}")));
-    assert_eq!(titles_of(&upstream).len(), 2);
+    // The same words make the same title request: asked once, recorded for both.
+    let b_record = title_of(&app, "k", &b).await;
+    assert_eq!(
+        (&b_record["status"], &b_record["title"]),
+        (&json!("done"), &json!("Login fix"))
+    );
+    assert_eq!(titles_of(&upstream).len(), 1);
 
     // Each session's later turns carry its first exchange and land in its conversation.
     let a_second = [
@@ -101,7 +122,7 @@ async fn two_sessions_starting_alike_are_two_conversations_and_each_goes_on() {
     let mut a_third = a_second.to_vec();
     a_third.extend([assistant(&a2_answer), user("and the logout bug?")]);
     assert_eq!(turn(&app, "k", &a_third).await.0, a);
-    assert_eq!(titles_of(&upstream).len(), 2, "later turns are not titled");
+    assert_eq!(titles_of(&upstream).len(), 1, "later turns are not titled");
 
     // Upstream, each conversation is one session.
     let sessions: Vec<String> = upstream
@@ -148,14 +169,21 @@ async fn aider_first_real_turn_is_titled_and_two_aider_sessions_stay_apart() {
     assert_eq!(asked[2]["content"], "\"Add a --verbose flag to cli.py\"");
     assert!(!asked.to_string().contains("factorial"), "{asked}");
 
+    title_of(&app, "k", &a).await;
     let (b, b_title, _) = turn(&app, "k", &first).await;
     assert_ne!(a, b);
     assert!(b_title.is_some());
+    assert_eq!(title_of(&app, "k", &b).await["title"], "Login fix");
 
     let mut second = first.clone();
     second.extend([assistant(&a_answer), user("now add a test for it")]);
     let (a2, a2_title, _) = turn(&app, "k", &second).await;
     assert_eq!((a2, a2_title), (a, None));
+    assert_eq!(titles_of(&upstream).len(), 1);
+
+    // Another question is another title request.
+    let (c, _, _) = turn(&app, "k", &aider_first_request("Remove the --quiet flag")).await;
+    title_of(&app, "k", &c).await;
     assert_eq!(titles_of(&upstream).len(), 2);
 }
 

@@ -116,8 +116,16 @@ impl TitleService {
         if !due || !self.applies_to(turn.harness) {
             return out;
         }
-        let Some(live) = self
-            .claim(
+        let claimed = if turn.started {
+            self.claim_fresh(
+                turn.owner,
+                turn.conversation,
+                &facts.model,
+                turn.harness,
+                turn.protocol,
+            )
+        } else {
+            self.claim(
                 turn.owner,
                 turn.conversation,
                 &facts.model,
@@ -125,7 +133,8 @@ impl TitleService {
                 turn.protocol,
             )
             .await
-        else {
+        };
+        let Some(live) = claimed else {
             return out;
         };
         out.url = Some(format!("/titles/{}", turn.conversation));
@@ -134,6 +143,7 @@ impl TitleService {
             out.observed = Some(live);
         } else {
             let job = TitleJob {
+                fresh: turn.started,
                 first_user_text: if facts.initial_turn {
                     facts.first_user_text.clone()
                 } else {

@@ -1,0 +1,144 @@
+//! The service's claims against a store that counts them: known and fresh conversations cost
+//! no store round trip on the chat path.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use async_trait::async_trait;
+use chrono::DateTime;
+
+use super::*;
+use crate::config::{Config, StoreUrl};
+use crate::titles::store::memory::MemoryStore;
+
+/// The memory store, counting its claims.
+struct Counting {
+    inner: MemoryStore,
+    claims: AtomicUsize,
+}
+
+#[async_trait]
+impl TitleStore for Counting {
+    async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError> {
+        self.claims.fetch_add(1, Ordering::SeqCst);
+        self.inner.claim(record).await
+    }
+    async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
+        self.inner.set_text(owner, id, text).await
+    }
+    async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {
+        self.inner.finish(record).await
+    }
+    async fn get(&self, owner: Option<&str>, id: &str) -> Result<Option<TitleRecord>, StoreError> {
+        self.inner.get(owner, id).await
+    }
+    async fn list(
+        &self,
+        owner: Option<&str>,
+        before: Option<&Cursor>,
+        limit: usize,
+    ) -> Result<Vec<TitleRecord>, StoreError> {
+        self.inner.list(owner, before, limit).await
+    }
+    async fn prune(&self, older_than: DateTime<Utc>, keep: usize) -> Result<u64, StoreError> {
+        self.inner.prune(older_than, keep).await
+    }
+    async fn renew_lease(&self, instance: &str, until: DateTime<Utc>) -> Result<(), StoreError> {
+        self.inner.renew_lease(instance, until).await
+    }
+    async fn fail_stale_pending(
+        &self,
+        own: Option<&str>,
+        reason: &str,
+        now: DateTime<Utc>,
+    ) -> Result<u64, StoreError> {
+        self.inner.fail_stale_pending(own, reason, now).await
+    }
+    async fn withdraw(&self, record: &TitleRecord, reason: &str) -> Result<bool, StoreError> {
+        self.inner.withdraw(record, reason).await
+    }
+    async fn ping(&self) -> Result<(), StoreError> {
+        self.inner.ping().await
+    }
+    fn shared(&self) -> bool {
+        false
+    }
+}
+
+#[tokio::test]
+async fn a_fresh_conversation_is_claimed_without_waiting_on_the_store() {
+    let config = Config::default();
+    let mut titles = config.titles.clone();
+    titles.store = StoreUrl::Memory;
+    let upstream =
+        Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
+    let store = Arc::new(Counting {
+        inner: MemoryStore::new(100),
+        claims: AtomicUsize::new(0),
+    });
+    let service = Arc::new(
+        TitleService::new(titles, String::new(), store.clone(), upstream).expect("service"),
+    );
+    let live = service
+        .claim_fresh("o", "conv_fresh", "m", "opencode", "chat")
+        .expect("a fresh id is always ours");
+    assert_eq!(store.claims.load(Ordering::SeqCst), 0, "no store call yet");
+    let pending = service.get(Some("o"), "conv_fresh").await.expect("get");
+    assert_eq!(
+        pending.map(|r| r.status),
+        Some(Status::Pending),
+        "found live"
+    );
+    assert!(
+        service
+            .claim("o", "conv_fresh", "m", "opencode", "chat")
+            .await
+            .is_none(),
+        "known: not claimed again"
+    );
+    service.record_observed(live, Ok("Fresh title".into()));
+    service.tracker.close();
+    service.tracker.wait().await;
+    let record = store.inner.get(Some("o"), "conv_fresh").await.expect("get");
+    assert_eq!(record.and_then(|r| r.title).as_deref(), Some("Fresh title"));
+}
+
+#[tokio::test]
+async fn a_conversation_known_to_have_a_record_is_not_claimed_again() {
+    let config = Config::default();
+    let mut titles = config.titles.clone();
+    titles.store = StoreUrl::Memory;
+    let upstream =
+        Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
+    let store = Arc::new(Counting {
+        inner: MemoryStore::new(100),
+        claims: AtomicUsize::new(0),
+    });
+    let service = Arc::new(
+        TitleService::new(titles, String::new(), store.clone(), upstream).expect("service"),
+    );
+    let claim = |id: &'static str| {
+        let service = service.clone();
+        async move { service.claim("o", id, "m", "opencode", "chat").await }
+    };
+    let won = claim("a").await.expect("the first claim wins");
+    service.live.remove(&won.record.owner, &won.record.id);
+    assert!(claim("a").await.is_none(), "claimed here before");
+    assert_eq!(
+        store.claims.load(Ordering::SeqCst),
+        1,
+        "no second round trip"
+    );
+
+    // Found by a claim (another process made it): remembered the same way.
+    let mut theirs = won.record.clone();
+    theirs.id = "b".into();
+    theirs.instance = "other".into();
+    assert!(store.inner.claim(&theirs).await.expect("claim"));
+    assert!(claim("b").await.is_none());
+    assert!(claim("b").await.is_none());
+    assert_eq!(
+        store.claims.load(Ordering::SeqCst),
+        2,
+        "one round trip for b"
+    );
+}

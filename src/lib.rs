@@ -34,6 +34,7 @@ pub mod harness;
 pub mod inspect;
 pub mod prompts;
 pub mod protocols;
+pub mod reasoning_memo;
 pub mod routes;
 pub mod server;
 pub mod sse;

@@ -99,6 +99,8 @@ pub struct Inner {
     /// The key of the reasoning seals put in clients' opaque fields (`opencode.reasoning_key`,
     /// else random for this process).
     pub reasoning_seal: Arc<ReasoningSeal>,
+    /// The reasoning of answers that made tool calls, for clients that echo none back.
+    pub reasoning_memo: Arc<crate::reasoning_memo::ReasoningMemo>,
 }
 
 impl std::ops::Deref for AppState {
@@ -133,6 +135,7 @@ impl AppState {
         });
         Ok(Self(Arc::new(Inner {
             reasoning_seal,
+            reasoning_memo: Arc::default(),
             harness_header,
             titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),

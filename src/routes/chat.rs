@@ -9,6 +9,7 @@ use axum::http::{HeaderMap, HeaderValue, Method};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 
+use crate::config::ReasoningMode;
 use crate::error::ProxyError;
 use crate::harness::Prepared;
 use crate::protocols::{ClientProtocol, Inbound};
@@ -23,6 +24,7 @@ use crate::routes::proxy::{
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::titles::anchors::fresh_id;
+use crate::titles::answer_tap::MemoSink;
 use crate::titles::facts::ConversationFacts;
 use crate::titles::identity::{
     BadConversationId, Caller, client_conversation_id, conversation_id_with_key,
@@ -176,8 +178,9 @@ async fn serve(
     // A rewriting harness gets the client's request in the model, whatever its protocol;
     // passthrough gets the bytes, unparsed.
     let titled = state.titles.applies_to(harness.name());
+    let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
     let processed = if harness.rewrites() {
-        inbound::process(state, harness, front, &body, headers).await?
+        inbound::process(state, harness, front, &body, headers, &caller.owner).await?
     } else {
         Processed::passthrough(&body, headers, front.protocol, titled)
     };
@@ -195,7 +198,6 @@ async fn serve(
         dropped_tools: dropped,
         conversation_key,
     } = processed;
-    let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
     let body_key = conversation_key.as_deref();
     // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
     // A translated request's query belongs to the client's protocol (Claude Code's `?beta=true`),
@@ -290,7 +292,13 @@ async fn serve(
         &mut upstream.body,
         Box::pin(futures_util::stream::empty()),
     ));
-    title.watch_answer(&mut upstream);
+    // The reasoning of a rewritten answer, for the next turn of a client that echoes none.
+    let memo =
+        (rewritten && state.config.opencode.reasoning == ReasoningMode::Return).then(|| MemoSink {
+            memo: state.reasoning_memo.clone(),
+            owner: caller.owner.clone(),
+        });
+    title.watch_answer(&mut upstream, memo);
     let render = renderer.map(|renderer| (renderer, client_stream));
     let bounds = crate::routes::answer::Bounds {
         max_event: state.config.limits.max_sse_event_bytes,

@@ -1,17 +1,19 @@
 //! The inbound half of the pipeline: the client's bytes → its protocol's adapter → the
-//! conversation model → the title facts read from it → the harness's upstream request. Large
+//! conversation model (echoed reasoning recovered: from its seal, else from the reasoning memo) → the title facts read from it → the harness's upstream request. Large
 //! bodies are parsed and rebuilt on the blocking pool. A harness that does not rewrite gets the
 //! bytes unparsed (only a Chat Completions body is peeked at, for the title facts).
 
 use bytes::Bytes;
 use http::HeaderMap;
 
+use crate::config::ReasoningMode;
 use crate::conversation::seal::ReasoningSeal;
 use crate::error::ProxyError;
 use crate::harness::{Harness, HarnessRequest, Prepared};
 use crate::protocols::chat::ResponsePlan;
 use crate::protocols::chat::peek::Peek;
 use crate::protocols::{ClientProtocol, Inbound, Renderer};
+use crate::reasoning_memo::ReasoningMemo;
 use crate::routes::chat::Front;
 use crate::state::AppState;
 use crate::titles::facts::ConversationFacts;
@@ -72,10 +74,13 @@ pub(crate) async fn process(
     front: Front,
     body: &Bytes,
     headers: &HeaderMap,
+    owner: &str,
 ) -> Result<Processed, ProxyError> {
     let now = chrono::Utc::now();
     let context = Context {
         seal: state.reasoning_seal.clone(),
+        memo: (state.config.opencode.reasoning == ReasoningMode::Return)
+            .then(|| (state.reasoning_memo.clone(), owner.to_owned())),
         max_image_bytes: state.config.limits.max_image_bytes,
     };
     if body.len() < BLOCKING_PREPARE_BYTES {
@@ -95,6 +100,8 @@ pub(crate) async fn process(
 /// What `process_now` needs of the app's state.
 struct Context {
     seal: std::sync::Arc<ReasoningSeal>,
+    /// The memo of answers' reasoning and whose turn this is, when reasoning goes back.
+    memo: Option<(std::sync::Arc<ReasoningMemo>, String)>,
     max_image_bytes: usize,
 }
 
@@ -108,6 +115,7 @@ fn process_now(
 ) -> Result<Processed, ProxyError> {
     let Context {
         seal,
+        memo,
         max_image_bytes,
     } = context;
     let Inbound {
@@ -124,6 +132,10 @@ fn process_now(
     }
     // The reasoning a client echoed inside our seal (Claude Code's thinking shown empty).
     crate::conversation::seal::recover(&mut conversation.items, &seal);
+    // What a client that echoes no reasoning dropped, from the answer that made its calls.
+    if let Some((memo, owner)) = &memo {
+        memo.recover(owner, &mut conversation.items);
+    }
     if let Some(renderer) = renderer.as_mut() {
         renderer.seal_reasoning(seal);
     }

@@ -1,7 +1,10 @@
-//! Watches the upstream answer of a turn that started a conversation without a client id, and
-//! once it has ended cleanly remembers (its user text, the answer) as the conversation's anchor
-//! (`anchors`). Every item is forwarded unchanged; an answer cut short or failed is not an
-//! anchor (the client will not have it in its history as sent).
+//! Watches a rewritten turn's upstream answer, the one reader for what the proxy remembers of
+//! it: for a turn that started a conversation without a client id, once it has ended cleanly,
+//! (its user text, the answer) as the conversation's anchor (`anchors`); for any turn, the
+//! reasoning of an answer that made tool calls, under their ids (`reasoning_memo`), for clients
+//! that do not echo it. Every item is forwarded unchanged; an answer cut short or failed is not an
+//! anchor (the client will not have it in its history as sent). With only the memo to feed, an
+//! event is parsed only if it mentions reasoning or tool calls.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -12,6 +15,7 @@ use futures_util::Stream;
 
 use super::anchors::Anchors;
 use crate::api::chunk_view::{ChunkView, content_text};
+use crate::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo};
 use crate::sse::Decoder;
 use crate::titles::facts::exchange_digest;
 
@@ -27,9 +31,24 @@ pub struct Anchor {
     pub user_text: String,
 }
 
+/// Whose answer's reasoning to remember.
+pub struct MemoSink {
+    pub memo: Arc<ReasoningMemo>,
+    pub owner: String,
+}
+
+/// Built once: the memo-only tap's test of whether an event is worth parsing.
+static REASONING: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"reasoning"));
+static TOOL_CALLS: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"tool_calls"));
+
 pub struct AnswerTap<S> {
     inner: S,
     anchor: Option<Anchor>,
+    memo: Option<MemoSink>,
+    /// The answer's reasoning so far; `None` once past `MAX_ENTRY_BYTES` (not kept).
+    reasoning: Option<String>,
     sse: bool,
     decoder: Decoder,
     text: String,
@@ -41,10 +60,12 @@ pub struct AnswerTap<S> {
 }
 
 impl<S> AnswerTap<S> {
-    pub fn new(inner: S, anchor: Anchor, sse: bool) -> Self {
+    pub fn new(inner: S, anchor: Option<Anchor>, memo: Option<MemoSink>, sse: bool) -> Self {
         Self {
             inner,
-            anchor: Some(anchor),
+            anchor,
+            memo,
+            reasoning: Some(String::new()),
             sse,
             decoder: Decoder::new(),
             text: String::new(),
@@ -92,6 +113,12 @@ impl<S> AnswerTap<S> {
             self.finish();
             return;
         }
+        if self.anchor.is_none()
+            && REASONING.find(data).is_none()
+            && TOOL_CALLS.find(data).is_none()
+        {
+            return;
+        }
         let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
             return;
         };
@@ -99,11 +126,14 @@ impl<S> AnswerTap<S> {
             self.failed = true;
             return;
         }
-        let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
+        let Some(mut choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
             return;
         };
         if choice.finish_reason.is_some() {
             self.complete = true;
+        }
+        if let Some(reasoning) = choice.delta.reasoning_text() {
+            self.add_reasoning(&reasoning);
         }
         if let Some(Ok(Some(text))) = choice.delta.content.map(content_text) {
             self.text.push_str(&text);
@@ -115,11 +145,21 @@ impl<S> AnswerTap<S> {
         }
     }
 
+    fn add_reasoning(&mut self, text: &str) {
+        if let Some(reasoning) = &mut self.reasoning {
+            if reasoning.len() + text.len() > MAX_ENTRY_BYTES {
+                self.reasoning = None;
+            } else {
+                reasoning.push_str(text);
+            }
+        }
+    }
+
     /// The answer ended: remember it unless it failed.
     fn finish(&mut self) {
-        let Some(anchor) = self.anchor.take() else {
+        if self.anchor.is_none() && self.memo.is_none() {
             return;
-        };
+        }
         if self.sse
             && let Some(event) = self.decoder.finish()
         {
@@ -128,6 +168,14 @@ impl<S> AnswerTap<S> {
         if !self.sse && !self.failed {
             self.read_json();
         }
+        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.as_deref())
+            && !self.failed
+        {
+            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
+        }
+        let Some(anchor) = self.anchor.take() else {
+            return;
+        };
         // A stream that ends without a finish reason was cut: the client did not get it whole.
         if self.failed || (self.sse && !self.complete) {
             return;
@@ -151,6 +199,13 @@ impl<S> AnswerTap<S> {
             .and_then(|c| c.as_str())
         {
             self.text.push_str(text);
+        }
+        if let Some(text) = message.and_then(|m| {
+            ["reasoning_content", "reasoning"]
+                .iter()
+                .find_map(|key| m.get(*key).and_then(|r| r.as_str()))
+        }) {
+            self.add_reasoning(text);
         }
         for call in message
             .and_then(|m| m.get("tool_calls"))
@@ -178,6 +233,7 @@ where
             Poll::Ready(Some(Err(_))) => {
                 self.failed = true;
                 self.anchor = None;
+                self.memo = None;
             }
             Poll::Ready(None) => self.finish(),
             Poll::Pending => {}
@@ -191,6 +247,12 @@ impl<S> Drop for AnswerTap<S> {
         // A reader may stop at the last event without waiting for the end of the body.
         if self.complete {
             self.finish();
+        }
+        // The calls' reasoning is worth keeping even if the client hung up after them.
+        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.as_deref())
+            && !self.failed
+        {
+            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
         }
     }
 }

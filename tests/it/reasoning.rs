@@ -228,3 +228,60 @@ async fn codex_s_reasoning_item_brings_the_reasoning_back_in_its_encrypted_conte
         THINKING_TEXT
     );
 }
+
+/// pi, Qwen Code, Cline, aider and SDK scripts echo the assistant's calls but not its
+/// reasoning: the proxy remembers the reasoning of the answer that made the calls, per caller.
+#[tokio::test]
+async fn a_client_that_echoes_no_reasoning_gets_it_sent_back_from_the_answer_it_had() {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let app = app(&upstream, false).await;
+    let (status, first) = post(&app, "/v1/chat/completions", &chat_turn(vec![])).await;
+    assert_eq!(status, 200, "{first}");
+    let call = first["choices"][0]["message"]["tool_calls"][0].clone();
+    let echoed = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+    let result = json!({"role": "tool", "tool_call_id": call["id"], "content": "a.txt"});
+    let second = chat_turn(vec![echoed, result]);
+    let (status, answer) = post(&app, "/v1/chat/completions", &second).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["choices"][0]["message"]["content"], "Done.");
+    assert_eq!(
+        upstream_call_message(&upstream)["reasoning_content"],
+        THINKING_TEXT
+    );
+
+    // Another caller echoing the same call id is not given this caller's reasoning.
+    let response = app
+        .post("/v1/chat/completions")
+        .header("x-api-key", "sk-someone-else")
+        .json(&second)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+}
+
+/// The same for a Messages client that drops its thinking blocks (pi over `/v1/messages`).
+#[tokio::test]
+async fn a_messages_client_that_drops_thinking_blocks_still_passes_the_thinking_rule() {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let app = app(&upstream, false).await;
+    let (status, first) = post(&app, "/v1/messages", &messages_turn(vec![])).await;
+    assert_eq!(status, 200, "{first}");
+    let call = first["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .cloned()
+        .expect("a tool_use block");
+    let echoed = json!({"role": "assistant", "content": [call]});
+    let result = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": call["id"], "content": "a.txt"}
+    ]});
+    let (status, second) = post(&app, "/v1/messages", &messages_turn(vec![echoed, result])).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        upstream_call_message(&upstream)["reasoning_content"],
+        THINKING_TEXT
+    );
+}

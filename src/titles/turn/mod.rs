@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue};
 
-use super::answer_tap::{Anchor, AnswerTap};
+use super::answer_tap::{Anchor, AnswerTap, MemoSink};
 use super::facts::ConversationFacts;
 use super::live::LiveTitle;
 use super::observe::Observed;
@@ -190,14 +190,17 @@ impl TitleTurn {
     }
 
     /// Wraps the answer's body: a started conversation's answer is remembered as its anchor if
-    /// it ends cleanly, and the client's own title request has its answer teed into the title.
-    pub fn watch_answer(&mut self, upstream: &mut UpstreamResponse) {
+    /// it ends cleanly, its reasoning under its call ids when `memo` is given, and the client's
+    /// own title request has its answer teed into the title.
+    pub fn watch_answer(&mut self, upstream: &mut UpstreamResponse, memo: Option<MemoSink>) {
         let sse = is_event_stream(&upstream.headers);
         let success = upstream.status.is_success();
-        if let Some(anchor) = self.anchor.take().filter(|_| success) {
+        let anchor = self.anchor.take().filter(|_| success);
+        let memo = memo.filter(|_| success);
+        if anchor.is_some() || memo.is_some() {
             let body =
                 std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
-            upstream.body = Box::pin(AnswerTap::new(body, anchor, sse));
+            upstream.body = Box::pin(AnswerTap::new(body, anchor, memo, sse));
         }
         if let Some(live) = self.observed.take() {
             let refused =

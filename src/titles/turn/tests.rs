@@ -271,7 +271,7 @@ async fn the_clients_own_title_request_is_teed_into_the_title() {
             "data: [DONE]\n\n",
         ],
     );
-    turn.watch_answer(&mut upstream);
+    turn.watch_answer(&mut upstream, None);
     drain(upstream).await;
     let record = settled(&service, "c6").await;
     assert_eq!(record.status, Status::Done);
@@ -284,7 +284,7 @@ async fn a_refused_title_request_fails_the_title() {
     let title_request = facts(true, true);
     let mut turn = service.begin(info("c7", &title_request, false)).await;
     let mut upstream = answer(StatusCode::TOO_MANY_REQUESTS, false, &["{}"]);
-    turn.watch_answer(&mut upstream);
+    turn.watch_answer(&mut upstream, None);
     drain(upstream).await;
     let record = settled(&service, "c7").await;
     assert_eq!(record.status, Status::Failed);
@@ -335,7 +335,7 @@ async fn a_started_conversations_clean_answer_becomes_its_anchor() {
         })
         .await;
     let mut upstream = answer(StatusCode::OK, true, CLEAN_HI);
-    turn.watch_answer(&mut upstream);
+    turn.watch_answer(&mut upstream, None);
     drain(upstream).await;
     let digest = exchange_digest("last question", "Hi", &[]).expect("digest");
     assert_eq!(
@@ -355,7 +355,7 @@ async fn a_started_conversations_clean_answer_becomes_its_anchor() {
         })
         .await;
     let mut refused = answer(StatusCode::BAD_GATEWAY, true, CLEAN_HI);
-    turn.watch_answer(&mut refused);
+    turn.watch_answer(&mut refused, None);
     drain(refused).await;
     let digest = exchange_digest("other question", "Hi", &[]).expect("digest");
     assert_eq!(service.anchors().find("owner", &[digest]), None);

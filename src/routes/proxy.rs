@@ -153,11 +153,17 @@ pub struct AnswerFinished(
 );
 
 impl AnswerFinished {
+    /// Bytes about to reach the client, in whole SSE lines.
     pub fn note(&self, bytes: &[u8]) {
         use std::sync::atomic::Ordering;
-        if !self.0.load(Ordering::Relaxed) && crate::protocols::chat::ends_answer(bytes) {
+        if !self.0.load(Ordering::Relaxed) && crate::protocols::chat::lines_end_answer(bytes) {
             self.0.store(true, Ordering::Relaxed);
         }
+    }
+
+    /// The answer ended (a renderer saw its end event).
+    pub fn set(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     pub fn is_set(&self) -> bool {
@@ -324,7 +330,7 @@ impl Stream for PassthroughBody {
                 }
                 Poll::Ready(None) => {
                     let ended = self.finished.as_ref().is_some_and(AnswerFinished::is_set)
-                        || crate::protocols::chat::ends_answer(&self.partial);
+                        || crate::protocols::chat::lines_end_answer(&self.partial);
                     if self.must_end && !ended {
                         let event =
                             self.error_event(&UpstreamError::Interrupted(UNFINISHED.to_owned()));

@@ -73,7 +73,7 @@ pub async fn render(
     } else {
         // The upstream ignored `stream: true`: its one JSON answer, as events.
         let json = translate_json(collect(body, bounds).await?, calls.as_deref());
-        finished.note(b"[DONE]");
+        finished.set();
         Box::pin(futures_util::stream::once(std::future::ready(
             completion_to_sse(&json, true),
         )))

@@ -155,3 +155,23 @@ async fn upstream_garbage_is_one_rule_streaming_or_folded() {
         );
     }
 }
+
+/// A model that writes "[DONE]" in its own answer has not ended it: the stream cut after that
+/// still ends with the interruption event, through passthrough and the harness alike.
+#[tokio::test]
+async fn done_in_the_model_s_own_text_does_not_end_the_answer() {
+    let upstream =
+        RawUpstream::start(close_delimited(&text_chunk("All steps [DONE] so far"))).await;
+    let app = app_before(&upstream).await;
+    for harness in ["passthrough", "opencode"] {
+        let response = app.chat(harness, &chat_body(true)).await;
+        assert_eq!(response.status(), 200, "{harness}");
+        let text = read_all(response).await;
+        let last = data_lines(&text).pop().unwrap();
+        let event: serde_json::Value = serde_json::from_str(&last).unwrap();
+        assert_eq!(
+            event["error"]["code"], "upstream_interrupted",
+            "{harness}: {text:?}"
+        );
+    }
+}

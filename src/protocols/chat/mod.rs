@@ -51,19 +51,32 @@ pub fn excerpt(data: &[u8]) -> String {
 static ERROR_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"error\""));
 
-pub fn ends_answer(bytes: &[u8]) -> bool {
-    FINISH_MARKERS
-        .iter()
-        .any(|marker| marker.find(bytes).is_some())
+/// Whether one event's data ends the answer: it is `[DONE]`, or a chunk whose `finish_reason`
+/// is set. The key with its quotes can only be the chunk's own (inside the model's text the
+/// quotes are escaped), while `[DONE]` counts only as the whole data: a model that writes
+/// "[DONE]" in its answer does not end it.
+pub fn ends_answer(data: &[u8]) -> bool {
+    let data = data.trim_ascii();
+    data == b"[DONE]"
+        || FINISH_MARKERS
+            .iter()
+            .any(|marker| marker.find(data).is_some())
+}
+
+/// `ends_answer` for SSE text in whole lines (a forwarded chunk): any of its `data:` lines.
+pub fn lines_end_answer(bytes: &[u8]) -> bool {
+    bytes.split(|&b| b == b'\n').any(|line| {
+        line.strip_prefix(b"data:")
+            .is_some_and(|data| ends_answer(data.strip_suffix(b"\r").unwrap_or(data)))
+    })
 }
 
 /// Searchers built once: `memmem::find` builds one per call, and `ends_answer` runs on every
-/// forwarded chunk.
-static FINISH_MARKERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 3]> =
+/// forwarded event.
+static FINISH_MARKERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 2]> =
     std::sync::LazyLock::new(|| {
         [
             memchr::memmem::Finder::new(b"\"finish_reason\":\""),
             memchr::memmem::Finder::new(b"\"finish_reason\": \""),
-            memchr::memmem::Finder::new(b"[DONE]"),
         ]
     });

@@ -2,6 +2,8 @@
 //! - `opencode_rewrite/*`: parse a client request and build the opencode upstream body;
 //! - `sse_shaper/*`: per streamed chunk cost of the reshaping path (decode + forward raw bytes);
 //! - `fold/*`: folding a 200-chunk stream into one completion;
+//! - `answer_tap/*`: the tap every rewritten answer goes through (the reasoning memo's reader),
+//!   per chunk of a text answer that has no reasoning (the common case);
 //! - `translate/*`: a `bash` call streamed in 256 argument pieces, held and sent to a Codex
 //!   client as one `shell` call (the per-event cost of call translation).
 //!
@@ -107,6 +109,47 @@ fn shaper(c: &mut Criterion) {
                 shaper.push(chunk, &mut out).expect("small events");
                 out.clear();
             }
+        });
+    });
+    group.finish();
+
+    let mut group = c.benchmark_group("answer_tap");
+    group.throughput(Throughput::Elements(chunks.len() as u64));
+    group.bench_function("200_text_chunks_untapped", |b| {
+        use futures_util::StreamExt;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        b.iter(|| {
+            let items = chunks
+                .iter()
+                .cloned()
+                .map(Ok::<_, std::convert::Infallible>);
+            runtime.block_on(futures_util::stream::iter(items).count())
+        });
+    });
+    group.bench_function("200_text_chunks_memo_only", |b| {
+        use futures_util::StreamExt;
+        let memo = std::sync::Arc::new(harness_proxy::reasoning_memo::ReasoningMemo::default());
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        b.iter(|| {
+            let items = chunks
+                .iter()
+                .cloned()
+                .map(Ok::<_, std::convert::Infallible>);
+            let sink = harness_proxy::titles::answer_tap::MemoSink {
+                memo: memo.clone(),
+                owner: "owner".to_owned(),
+            };
+            let tap = harness_proxy::titles::answer_tap::AnswerTap::new(
+                futures_util::stream::iter(items),
+                None,
+                Some(sink),
+                true,
+            );
+            runtime.block_on(tap.count())
         });
     });
     group.finish();

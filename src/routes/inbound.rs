@@ -11,8 +11,8 @@ use crate::error::ProxyError;
 use crate::harness::{Harness, HarnessRequest, Prepared};
 use crate::protocols::chat::ResponsePlan;
 use crate::protocols::chat::peek::Peek;
-use crate::protocols::{ClientProtocol, Inbound, Renderer};
-use crate::routes::chat::Front;
+use crate::protocols::{ClientProtocol, Inbound, Renderer, Request};
+use crate::routes::front::{Call, Front};
 use crate::state::AppState;
 use crate::titles::facts::ConversationFacts;
 
@@ -70,8 +70,8 @@ pub(crate) async fn process(
     state: &AppState,
     harness: &std::sync::Arc<dyn Harness>,
     front: Front,
+    call: &Call,
     body: &Bytes,
-    headers: &HeaderMap,
 ) -> Result<Processed, ProxyError> {
     let now = chrono::Utc::now();
     let context = Context {
@@ -79,14 +79,14 @@ pub(crate) async fn process(
         max_image_bytes: state.config.limits.max_image_bytes,
     };
     if body.len() < BLOCKING_PREPARE_BYTES {
-        return process_now(harness.as_ref(), front, body, headers, now, context);
+        return process_now(harness.as_ref(), front, &call.request(body), now, context);
     }
     let Ok(_turn) = state.large_rewrites.acquire().await else {
         return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
     };
-    let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
+    let (harness, body, call) = (harness.clone(), body.clone(), call.clone());
     tokio::task::spawn_blocking(move || {
-        process_now(harness.as_ref(), front, &body, &headers, now, context)
+        process_now(harness.as_ref(), front, &call.request(&body), now, context)
     })
     .await
     .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
@@ -101,8 +101,7 @@ struct Context {
 fn process_now(
     harness: &dyn Harness,
     front: Front,
-    body: &Bytes,
-    headers: &HeaderMap,
+    request: &Request<'_>,
     now: chrono::DateTime<chrono::Utc>,
     context: Context,
 ) -> Result<Processed, ProxyError> {
@@ -114,7 +113,8 @@ fn process_now(
         mut conversation,
         mut renderer,
         dropped_tools,
-    } = (front.parse)(body, headers)?;
+    } = (front.parse)(request)?;
+    let (body, headers) = (request.body, request.headers);
     let size = conversation.image_bytes();
     if size > max_image_bytes {
         return Err(ProxyError::ImagesTooLarge {

@@ -5,6 +5,7 @@ pub mod chat;
 pub mod dropped_tools;
 pub mod extract;
 pub mod forward;
+pub mod front;
 pub mod health;
 pub mod inbound;
 pub mod messages;

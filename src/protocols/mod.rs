@@ -1,5 +1,5 @@
 //! Client protocols: the dialects agents speak to the proxy (Chat Completions, Responses,
-//! Anthropic Messages). The upstream always speaks Chat Completions.
+//! Anthropic Messages, Gemini). The upstream always speaks Chat Completions.
 //!
 //! An inbound adapter (one folder per protocol) parses a client request once into the
 //! protocol-neutral `conversation::Conversation` — what every harness rebuilds and the title facts
@@ -12,6 +12,7 @@
 //! `ClientProtocol` variant.
 
 pub mod chat;
+pub mod gemini;
 pub mod messages;
 pub mod responses;
 
@@ -27,6 +28,7 @@ pub enum ClientProtocol {
     Chat,
     Responses,
     Messages,
+    Gemini,
 }
 
 impl ClientProtocol {
@@ -36,6 +38,7 @@ impl ClientProtocol {
             Self::Chat => "chat",
             Self::Responses => "responses",
             Self::Messages => "messages",
+            Self::Gemini => "gemini",
         }
     }
 }

@@ -127,22 +127,32 @@ fn process_now(
     if let Some(renderer) = renderer.as_mut() {
         renderer.seal_reasoning(seal);
     }
-    let facts = if harness.is_client_title_request(&conversation) {
-        ConversationFacts::of_title_request(&conversation)
+    // A helper call beside the conversation has no facts: nothing to title, nothing to claim.
+    let aside = conversation.client.aside;
+    let facts = if aside {
+        None
+    } else if harness.is_client_title_request(&conversation) {
+        Some(ConversationFacts::of_title_request(&conversation))
     } else {
-        ConversationFacts::from_conversation(&conversation)
+        Some(ConversationFacts::from_conversation(&conversation))
     };
     let conversation_key = conversation.client.conversation_key.clone();
     let client_stream = conversation.options.stream;
-    let prepared = harness.prepare(HarnessRequest {
+    let request = HarnessRequest {
         conversation,
         chat_body: (front.protocol == ClientProtocol::Chat).then_some(body),
         headers,
         now,
-    })?;
+    };
+    // ... and is forwarded as the client asked, whatever the harness.
+    let prepared = if aside {
+        Prepared::unchanged(&request)
+    } else {
+        harness.prepare(request)?
+    };
     Ok(Processed {
         prepared,
-        facts: Some(facts),
+        facts,
         renderer,
         client_stream,
         dropped_tools,

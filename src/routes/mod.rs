@@ -6,6 +6,7 @@ pub mod dropped_tools;
 pub mod extract;
 pub mod forward;
 pub mod front;
+pub mod gemini;
 pub mod health;
 pub mod inbound;
 pub mod messages;

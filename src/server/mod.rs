@@ -81,6 +81,12 @@ pub fn router(state: AppState) -> Router {
             post(routes::messages::count_tokens).fallback(method_not_allowed),
         );
     let messages = front_routes(messages, &state, guard(), routes::messages::FRONT);
+    let gemini = front_routes(
+        routes::gemini::routes(),
+        &state,
+        guard(),
+        routes::gemini::FRONT,
+    );
     let probes = Router::new()
         // Base-URL probes (Claude Code: `HEAD /api/hello` without its no-traffic flags).
         .route("/", get(routes::messages::hello))
@@ -111,6 +117,7 @@ pub fn router(state: AppState) -> Router {
         .merge(console)
         .merge(proxied)
         .merge(messages)
+        .merge(gemini)
         .merge(probes)
         .merge(titles)
         .route("/healthz", get(routes::health::healthz))

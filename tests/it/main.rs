@@ -13,6 +13,7 @@ mod conversations;
 mod deploy;
 mod docs;
 mod errors;
+mod gemini;
 mod golden;
 mod images;
 mod interrupted;

@@ -14,6 +14,7 @@ mod deploy;
 mod docs;
 mod errors;
 mod gemini;
+mod gemini_golden;
 mod golden;
 mod images;
 mod interrupted;

@@ -1,5 +1,5 @@
-//! The Gemini API front through the real server: Gemini CLI's requests (shapes from docs/wire.md
-//! §7) reach the Chat Completions upstream in opencode's form, and the answer comes back as
+//! The Gemini API front through the real server: Gemini CLI's requests (shapes from
+//! docs/wire.md §5) reach the Chat Completions upstream in opencode's form, and the answer comes back as
 //! Gemini SSE, one `GenerateContentResponse`, or Google's error shape; the key in `?key=` goes
 //! nowhere but where it is meant to.
 
@@ -268,7 +268,7 @@ async fn a_cut_upstream_stream_ends_with_an_error_the_sdk_throws() {
     }
     gate.notify_one();
     text.push_str(&read_all(response).await);
-    // The SDK parses a read chunk that is a JSON object with `error` and throws it (docs/wire.md §7).
+    // The SDK parses a read chunk that is a JSON object with `error` and throws it (docs/wire.md §5).
     let last = text.trim_end().rsplit('\n').next().expect("a last line");
     let error: Value = serde_json::from_str(last).expect("bare JSON, not an event");
     assert!(

@@ -7,7 +7,7 @@
 //! the `opencode` harness sends after its system message (`upstream_messages`). A stream case gives
 //! an upstream chat stream and the Gemini events that must come out (`events`: each a subset of
 //! the event's `GenerateContentResponse`), and the closing `error` of a cut stream. Expected
-//! values are written by hand from the Gemini API's wire format (docs/wire.md §7), never generated.
+//! values are written by hand from the Gemini API's wire format (docs/wire.md §5), never generated.
 
 use std::path::{Path, PathBuf};
 

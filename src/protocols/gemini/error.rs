@@ -2,7 +2,7 @@
 //! status, the body for the proxy's own errors (rendered once by `routes::gemini::GeminiError`),
 //! an upstream's error body reshaped into it, and the error that ends a stream.
 //!
-//! Pure. Why a stream's error is bare JSON, not an SSE event: docs/wire.md §7.
+//! Pure. Why a stream's error is bare JSON, not an SSE event: docs/wire.md §5.
 
 use serde_json::{Value, json};
 

@@ -1,5 +1,5 @@
 //! The Gemini API's `GenerateContentRequest` as Gemini CLI and the `@google/genai` SDK send it
-//! (docs/wire.md §7): every field the front reads typed, camelCase with the snake_case alias the
+//! (docs/wire.md §5): every field the front reads typed, camelCase with the snake_case alias the
 //! REST API also accepts. Unknown fields are ignored (never a 400); fields whose shape this front
 //! does not read are `Value` so an odd one cannot fail the parse.
 //!

@@ -1,5 +1,5 @@
 //! The Gemini front's parse, credential and renderer, against values written from the Gemini
-//! API's wire format (docs/wire.md §7).
+//! API's wire format (docs/wire.md §5).
 
 use bytes::Bytes;
 use http::{HeaderMap, Method};

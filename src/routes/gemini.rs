@@ -9,7 +9,7 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use bytes::Bytes;
 
 use crate::error::ProxyError;
@@ -48,6 +48,17 @@ pub fn routes() -> Router<AppState> {
             "/harness/{name}/v1/models/{target}",
             post(generate).get(crate::routes::forward::path_route),
         )
+        // The rest of the Gemini API (files, caches, embeddings) is not served: 404 in its shape.
+        .route("/v1beta/{*rest}", any(not_served))
+        .route("/harness/{name}/v1beta/{*rest}", any(not_served))
+}
+
+async fn not_served(call: Call) -> Response {
+    GeminiError(ProxyError::NotFound {
+        method: call.method.to_string(),
+        path: call.path,
+    })
+    .into_response()
 }
 
 /// A `ProxyError` in Google's shape `{"error":{"code","message","status"}}`, rendered once.
@@ -86,19 +97,12 @@ fn split_target(call: &mut Call) -> Option<String> {
 }
 
 async fn generate(State(state): State<AppState>, mut call: Call, body: Body) -> Response {
-    let not_found = |call: &Call| {
-        GeminiError(ProxyError::NotFound {
-            method: call.method.to_string(),
-            path: call.path.clone(),
-        })
-        .into_response()
-    };
     match split_target(&mut call).as_deref() {
         Some(gemini::STREAM | gemini::GENERATE) => chat::handle(state, FRONT, call, body).await,
         Some(gemini::COUNT_TOKENS) => count_tokens(&state, &call.headers, body)
             .await
             .unwrap_or_else(IntoResponse::into_response),
-        _ => not_found(&call),
+        _ => not_served(call).await,
     }
 }
 

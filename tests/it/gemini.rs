@@ -370,6 +370,9 @@ async fn the_proxys_own_errors_are_google_shaped() {
     .await;
     assert_eq!(unknown.status(), 404);
     error(404, "NOT_FOUND", &unknown.json().await.unwrap());
+    let unknown = post(&app, "/v1beta/files", &first_turn()).await;
+    assert_eq!(unknown.status(), 404);
+    error(404, "NOT_FOUND", &unknown.json().await.unwrap());
     // One streaming answer holds the only permit; the next request is turned away.
     let held = post(&app, STREAM_PATH, &first_turn()).await;
     assert_eq!(held.status(), 200);
@@ -561,4 +564,64 @@ async fn the_key_in_the_query_never_reaches_the_logs() {
         !logs.contains("SECRET"),
         "the key appears in the logs:\n{logs}"
     );
+}
+
+#[tokio::test]
+async fn a_gemini_conversation_is_titled_once_and_found_again_by_its_first_exchange() {
+    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+        let answered = r.json()["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        if r.is_title() {
+            Reply::sse(&[
+                &text_chunk("Create the Gemini file"),
+                &finish_chunk("stop"),
+                DONE,
+            ])
+        } else if answered {
+            Reply::sse(
+                &hello_stream()
+                    .iter()
+                    .map(String::as_str)
+                    .collect::<Vec<_>>(),
+            )
+        } else {
+            bash_call()
+        }
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    // Gemini CLI sends no conversation id: the first turn starts one and is titled.
+    let first = post(&app, STREAM_PATH, &first_turn()).await;
+    let id = first.headers()["x-conversation-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(first.headers()["x-title-url"], format!("/titles/{id}"));
+    let events = responses_of(&read_all(first).await);
+    let call = events
+        .iter()
+        .flat_map(|e| {
+            e["candidates"][0]["content"]["parts"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .find_map(|p| p.get("functionCall").cloned())
+        .expect("a call");
+    // The next turn holds that exchange (the call, echoed with its id) and lands in it.
+    let mut turn = first_turn();
+    turn["contents"].as_array_mut().unwrap().extend([
+        json!({"role": "model", "parts": [{"functionCall": call}]}),
+        json!({"role": "user", "parts": [{"functionResponse": {"id": call["id"], "name": call["name"],
+            "response": {"output": ""}}}]}),
+    ]);
+    let second = post(&app, STREAM_PATH, &turn).await;
+    assert_eq!(second.headers()["x-conversation-id"], id.as_str());
+    assert!(!second.headers().contains_key("x-title-url"), "titled once");
+    let _ = read_all(second).await;
+    let record = crate::titles::settled(&app, &id, KEY).await;
+    assert_eq!(record["title"], "Create the Gemini file", "{record}");
+    let titles = upstream.requests().iter().filter(|r| r.is_title()).count();
+    assert_eq!(titles, 1);
 }

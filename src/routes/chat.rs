@@ -170,7 +170,15 @@ async fn serve(
         code: "invalid_conversation_id",
     })?;
     exchange.conversation_id = Some(conversation.clone());
-    let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
+    // A translated request is a Chat Completions body the proxy wrote, even when the harness left
+    // it as the client meant it (a title or helper call): fresh content headers, no client key
+    // in its protocol's own header.
+    let mut forwarded = upstream_headers(
+        headers,
+        &state.harness_header,
+        rewritten || translated,
+        &id.0,
+    );
     if rewritten {
         add_thread_headers(&mut forwarded, &conversation);
     }
@@ -200,7 +208,7 @@ async fn serve(
     } else {
         (front.upstream_path)(&call.request(&body))
     };
-    if !rewritten && let Some(name) = front.passthrough_key {
+    if !translated && let Some(name) = front.passthrough_key {
         rename_key(&mut forwarded, name);
     }
     let path = match call.query.as_deref().filter(|_| !translated) {

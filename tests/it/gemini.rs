@@ -433,6 +433,8 @@ async fn a_json_helper_call_is_forwarded_plain_and_never_titled() {
     );
     let sent = upstream.requests();
     assert_eq!(sent.len(), 1, "no title request: {sent:?}");
+    assert!(sent[0].header("x-api-key").is_none() && sent[0].header("x-goog-api-key").is_none());
+    assert_eq!(sent[0].header("accept"), Some("text/event-stream"));
     let chat = sent[0].json();
     assert_eq!(chat["model"], "gemini-2.5-flash-lite");
     assert_eq!(
@@ -473,6 +475,10 @@ async fn the_model_list_comes_from_the_upstream_in_geminis_shape() {
         "NOT_FOUND"
     );
     assert_eq!(upstream.requests()[0].path, "/v1/models");
+    // `GET /v1/models/{id}` is OpenAI's: forwarded as it is.
+    let openai = app.get("/v1/models/m2").send().await.unwrap();
+    assert_eq!(openai.status(), 200);
+    assert_eq!(upstream.requests().last().unwrap().path, "/v1/models/m2");
 }
 
 #[tokio::test]

@@ -81,10 +81,22 @@ impl IntoResponse for GeminiError {
     }
 }
 
-/// `{model}:{action}` → the path parameters `model`, `action` and the API `version`.
+/// `{model}:{action}` → the path parameters `model`, `action` and the API `version`. The model
+/// (decoded) goes into a passthrough's upstream path: only a plain name is one (no `/`, no
+/// leading `.`), anything else is no route.
 fn split_target(call: &mut Call) -> Option<String> {
     let target = call.params.iter().find(|(k, _)| k == "target")?.1.clone();
     let (model, action) = target.rsplit_once(':')?;
+    let plain = |name: &str| {
+        !name.is_empty()
+            && !name.starts_with('.')
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+    };
+    if !plain(model) || !plain(action) {
+        return None;
+    }
     let version = if call.path.contains("/v1beta/") {
         "v1beta"
     } else {

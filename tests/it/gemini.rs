@@ -370,6 +370,14 @@ async fn the_proxys_own_errors_are_google_shaped() {
     .await;
     assert_eq!(unknown.status(), 404);
     error(404, "NOT_FOUND", &unknown.json().await.unwrap());
+    let climbing = post(
+        &app,
+        "/v1beta/models/..%2F..%2Fadmin:generateContent",
+        &first_turn(),
+    )
+    .await;
+    assert_eq!(climbing.status(), 404);
+    error(404, "NOT_FOUND", &climbing.json().await.unwrap());
     let unknown = post(&app, "/v1beta/files", &first_turn()).await;
     assert_eq!(unknown.status(), 404);
     error(404, "NOT_FOUND", &unknown.json().await.unwrap());

@@ -6,6 +6,9 @@
 //! goes as `thought: true` parts only when the client asked (`includeThoughts`); the last event
 //! carries `finishReason` (`STOP` after tool calls too: the CLI reads the calls, not the reason)
 //! and `usageMetadata`. A failure ends the stream with Google's error object (`error::stream_error`).
+//!
+//! Must not send a keep-alive: the SDK's parser anchors each event at `data: `, so an SSE comment
+//! would stall it.
 
 use std::collections::BTreeMap;
 

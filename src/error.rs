@@ -188,34 +188,89 @@ fn cut_message(message: String) -> String {
 #[derive(Debug, Clone, Copy)]
 pub struct ErrorCode(pub &'static str);
 
-impl IntoResponse for ProxyError {
-    fn into_response(self) -> Response {
+/// What a protocol's error shape is rendered from: the status, the code and the public message
+/// (internals already left out).
+pub struct ErrorFacts<'a> {
+    pub status: StatusCode,
+    pub code: &'static str,
+    pub message: &'a str,
+}
+
+impl ProxyError {
+    /// The one rendering of this error: logged (server errors), its body made by `shape` (a
+    /// protocol's error shape, which may also pick the status it is sent with), `Retry-After` on
+    /// the proxy's own overload, and the code marked for the access log.
+    pub fn render_with(
+        self,
+        shape: impl FnOnce(&ErrorFacts<'_>) -> (StatusCode, String),
+    ) -> Response {
         let status = self.status();
         if status.is_server_error() {
             tracing::warn!(code = self.code(), error = %self, "request failed");
         }
         let message = self.public_message();
-        let body = ErrorBody {
-            error: ErrorDetail {
-                message: &message,
-                kind: self.kind(),
-                param: self.param(),
-                code: self.code(),
-            },
-        };
-        let mut response = (status, body.to_json()).into_response();
+        let (status, body) = shape(&ErrorFacts {
+            status,
+            code: self.code(),
+            message: &message,
+        });
+        let mut response = (status, body).into_response();
         let headers = response.headers_mut();
         headers.insert(
             header::CONTENT_TYPE,
             HeaderValue::from_static("application/json"),
         );
-        if matches!(
-            self,
-            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
-        ) {
+        if self.is_overload() {
             headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
         }
         response.extensions_mut().insert(ErrorCode(self.code()));
         response
+    }
+
+    /// The proxy's own "retry shortly" (a slot, a bound or the title store).
+    pub fn is_overload(&self) -> bool {
+        matches!(
+            self,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
+        )
+    }
+}
+
+/// OpenAI's shape, what Chat Completions and Responses clients get.
+impl IntoResponse for ProxyError {
+    fn into_response(self) -> Response {
+        let kind = self.kind();
+        let param = self.param();
+        self.render_with(|facts| {
+            let body = ErrorBody {
+                error: ErrorDetail {
+                    message: facts.message,
+                    kind,
+                    param,
+                    code: facts.code,
+                },
+            };
+            (facts.status, body.to_json())
+        })
+    }
+}
+
+/// How the route's client protocol renders the proxy's own errors. A protocol's route layer puts
+/// it in the request's extensions, so a middleware that refuses the request (admission, the key
+/// gate, the browser guard) answers in the client's shape, and in the response's, for the
+/// framework's own errors (`server::json_errors`). Absent: OpenAI's shape.
+#[derive(Clone, Copy)]
+pub struct ErrorShape(pub fn(ProxyError) -> Response);
+
+impl ErrorShape {
+    pub fn of(extensions: &http::Extensions) -> Self {
+        extensions
+            .get::<Self>()
+            .copied()
+            .unwrap_or(Self(IntoResponse::into_response))
+    }
+
+    pub fn render(self, err: ProxyError) -> Response {
+        (self.0)(err)
     }
 }

@@ -302,6 +302,10 @@ pub struct ClientInfo {
     /// A conversation id the body carries (Responses `prompt_cache_key`, Anthropic
     /// `metadata.user_id`'s session), used when no header names the conversation.
     pub conversation_key: Option<String>,
+    /// The request is a helper call the agent makes beside the conversation (Gemini CLI's
+    /// next-speaker check), not a turn of it: forwarded as a plain Chat Completions request,
+    /// never rebuilt by a harness, never titled.
+    pub aside: bool,
 }
 
 impl Conversation {

@@ -1,19 +1,23 @@
 //! Client protocols: the dialects agents speak to the proxy (Chat Completions, Responses,
-//! Anthropic Messages). The upstream always speaks Chat Completions.
+//! Anthropic Messages, Gemini). The upstream always speaks Chat Completions.
 //!
 //! An inbound adapter (one folder per protocol) parses a client request once into the
 //! protocol-neutral `conversation::Conversation` — what every harness rebuilds and the title facts
 //! read — and gives a `Renderer` that turns the answer events (`conversation::answer`) back into
 //! that protocol's stream or its one JSON answer. `chat` is also the upstream's protocol: its
 //! answer side (shaper, fold, answer reader) serves Chat Completions clients directly. Adapters are
-//! pure and synchronous: no I/O, no axum. Adding a protocol = one folder here, one route, one
+//! pure and synchronous: no I/O, no axum. A protocol's parse sees the whole `Request` (method,
+//! the route's path parameters, query, headers, body), so what a protocol needs of the request
+//! is its own business. Adding a protocol = one folder here, one route file (its `Front`), one
 //! `ClientProtocol` variant.
 
 pub mod chat;
+pub mod gemini;
 pub mod messages;
 pub mod responses;
 
 use bytes::Bytes;
+use http::{HeaderMap, Method};
 
 pub use crate::conversation::answer::{AnswerEvent, FinishReason, Usage};
 pub use chat::answer::ChatAnswerReader;
@@ -24,25 +28,40 @@ pub enum ClientProtocol {
     Chat,
     Responses,
     Messages,
+    Gemini,
 }
 
 impl ClientProtocol {
-    /// The upstream path (below the base URL) that speaks this protocol, for `passthrough`.
-    pub fn upstream_path(self) -> &'static str {
-        match self {
-            Self::Chat => "/chat/completions",
-            Self::Responses => "/responses",
-            Self::Messages => "/messages",
-        }
-    }
-
     /// Label for logs and metrics.
     pub fn name(self) -> &'static str {
         match self {
             Self::Chat => "chat",
             Self::Responses => "responses",
             Self::Messages => "messages",
+            Self::Gemini => "gemini",
         }
+    }
+}
+
+/// What a protocol's parse sees of one client request.
+#[derive(Clone, Copy)]
+pub struct Request<'a> {
+    pub method: &'a Method,
+    /// The route's path parameters by name (the harness `name`; Gemini's `model` and `action`).
+    pub params: &'a [(String, String)],
+    /// The query, without what the protocol's route took out of it (Gemini's `key`).
+    pub query: Option<&'a str>,
+    pub headers: &'a HeaderMap,
+    pub body: &'a Bytes,
+}
+
+impl Request<'_> {
+    /// The path parameter `name`, if the route has one.
+    pub fn param(&self, name: &str) -> Option<&str> {
+        self.params
+            .iter()
+            .find(|(key, _)| key == name)
+            .map(|(_, value)| value.as_str())
     }
 }
 

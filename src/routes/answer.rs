@@ -20,6 +20,7 @@ use crate::protocols::chat::calls::{translate_completion, translate_completion_j
 use crate::protocols::chat::shaper::ShapeError;
 use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::protocols::{ClientProtocol, Renderer};
+use crate::routes::front::Front;
 use crate::routes::proxy::{
     AnswerFinished, PassthroughBody, UNFINISHED, client_headers, is_event_stream,
 };
@@ -40,7 +41,7 @@ pub(crate) async fn respond(
     plan: ResponsePlan,
     render: Option<(Box<dyn Renderer>, bool)>,
     bounds: Bounds,
-    protocol: ClientProtocol,
+    front: &Front,
 ) -> Result<Response, ProxyError> {
     let finished = AnswerFinished::default();
     let mut response = match render {
@@ -51,11 +52,11 @@ pub(crate) async fn respond(
                 renderer,
                 client_stream,
                 &finished,
-                bounds,
+                (bounds, front.upstream_error),
             )
             .await?
         }
-        None => shape(upstream, plan, &finished, bounds, protocol).await?,
+        None => shape(upstream, plan, &finished, bounds, front.protocol).await?,
     };
     response.extensions_mut().insert(finished);
     Ok(response)

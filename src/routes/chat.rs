@@ -2,26 +2,25 @@
 //! pipeline every client protocol's route goes through: client protocol → conversation model →
 //! harness → upstream → answer in the client's protocol.
 
-use axum::Extension;
 use axum::body::Body;
-use axum::extract::{RawQuery, State};
+use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, Method};
-use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
+use axum::response::Response;
 
 use crate::config::ReasoningMode;
 use crate::error::ProxyError;
 use crate::harness::Prepared;
-use crate::protocols::{ClientProtocol, Inbound};
+use crate::protocols::ClientProtocol;
+use crate::protocols::chat::UPSTREAM_PATH;
+use crate::routes::ResponseFacts;
 use crate::routes::answer::respond;
 use crate::routes::dropped_tools;
-use crate::routes::extract::PathParam;
+use crate::routes::front::{Call, Front};
 use crate::routes::inbound::{self, Processed};
 use crate::routes::meter::Meter;
 use crate::routes::proxy::{
     add_thread_headers, client_authorization, on_end, read_body, upstream_headers,
 };
-use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::titles::anchors::fresh_id;
 use crate::titles::answer_tap::MemoSink;
@@ -32,71 +31,36 @@ use crate::titles::identity::{
 use crate::titles::{AfterAnswer, TurnInfo};
 use crate::upstream::Outbound;
 
-pub async fn default_route(
-    State(state): State<AppState>,
-    Extension(id): Extension<RequestId>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    handle(state, None, id, query, headers, body, Front::CHAT).await
+pub async fn default_route(State(state): State<AppState>, call: Call, body: Body) -> Response {
+    handle(state, FRONT, call, body).await
 }
 
-pub async fn path_route(
-    State(state): State<AppState>,
-    PathParam(name): PathParam<String>,
-    Extension(id): Extension<RequestId>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    handle(state, Some(name), id, query, headers, body, Front::CHAT).await
-}
-
-/// The client protocol a route serves, and how its requests become Chat Completions requests.
-#[derive(Clone, Copy)]
-pub struct Front {
-    pub protocol: ClientProtocol,
-    pub parse: ParseFn,
-}
-
-/// An inbound adapter's entry point: the client's body and headers → the conversation model.
-pub type ParseFn = fn(&Bytes, &HeaderMap) -> Result<Inbound, ProxyError>;
-
-impl Front {
-    pub const CHAT: Self = Self {
-        protocol: ClientProtocol::Chat,
-        parse: crate::protocols::chat::request::parse,
-    };
-}
+/// Chat Completions: the client's body is the model's source, its upstream path the same.
+const FRONT: Front = Front::openai(
+    ClientProtocol::Chat,
+    |request| crate::protocols::chat::request::parse(request.body, request.headers),
+    |_| UPSTREAM_PATH.to_owned(),
+);
 
 /// The one pipeline every client protocol goes through: pick the harness, parse the client's
 /// protocol into the conversation model and let the harness rebuild it (`routes::inbound`), let
 /// the titles service order its title around the turn, send it upstream, and answer in the
 /// client's protocol (`routes::answer`).
-pub async fn handle(
-    state: AppState,
-    path_harness: Option<String>,
-    id: RequestId,
-    query: Option<String>,
-    headers: HeaderMap,
-    body: Body,
-    front: Front,
-) -> Response {
-    let name = headers
+pub async fn handle(state: AppState, front: Front, call: Call, body: Body) -> Response {
+    let name = call
+        .headers
         .get(&state.harness_header)
         .and_then(|v| v.to_str().ok())
         .map(str::trim)
         .filter(|v| !v.is_empty())
         .map(str::to_owned)
-        .or(path_harness)
+        .or_else(|| call.path_harness())
         .unwrap_or_else(|| state.config.default_harness.clone());
     let Some(harness) = state.harnesses.get(&name).cloned() else {
-        return ProxyError::UnknownHarness {
+        return (front.error)(ProxyError::UnknownHarness {
             name,
             known: state.harnesses.names(),
-        }
-        .into_response();
+        });
     };
     let meter = Meter::start(harness.name(), front.protocol.name());
     let mut exchange = Exchange {
@@ -109,16 +73,14 @@ pub async fn handle(
         after_answer: None,
     };
     let incoming = Incoming {
-        id: &id,
-        query,
-        headers: &headers,
+        call: &call,
         front,
         meter: &meter,
     };
     let result = serve(&state, &harness, incoming, body, &mut exchange).await;
     let mut response = match result {
         Ok(response) => response,
-        Err(err) => err.into_response(),
+        Err(err) => (front.error)(err),
     };
     if let Some(title) = exchange.after_answer.take() {
         let body = std::mem::take(response.body_mut());
@@ -149,9 +111,7 @@ struct Exchange {
 
 /// What the client sent, as the pipeline sees it.
 struct Incoming<'a> {
-    id: &'a RequestId,
-    query: Option<String>,
-    headers: &'a HeaderMap,
+    call: &'a Call,
     front: Front,
     meter: &'a Meter,
 }
@@ -163,13 +123,8 @@ async fn serve(
     body: Body,
     exchange: &mut Exchange,
 ) -> Result<Response, ProxyError> {
-    let Incoming {
-        id,
-        query,
-        headers,
-        front,
-        meter,
-    } = incoming;
+    let Incoming { call, front, meter } = incoming;
+    let (id, headers) = (&call.id, &call.headers);
     let reading = std::time::Instant::now();
     let body = read_body(headers, body, state.config.limits.max_body_bytes).await;
     meter.waited(reading.elapsed());
@@ -180,7 +135,7 @@ async fn serve(
     let titled = state.titles.applies_to(harness.name());
     let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
     let processed = if harness.rewrites() {
-        inbound::process(state, harness, front, &body, headers, &caller.owner).await?
+        inbound::process(state, harness, front, call, &body, &caller.owner).await?
     } else {
         Processed::passthrough(&body, headers, front.protocol, titled)
     };
@@ -217,7 +172,15 @@ async fn serve(
         code: "invalid_conversation_id",
     })?;
     exchange.conversation_id = Some(conversation.clone());
-    let mut forwarded = upstream_headers(headers, &state.harness_header, rewritten, &id.0);
+    // A translated request is a Chat Completions body the proxy wrote, even when the harness left
+    // it as the client meant it (a title or helper call): fresh content headers, no client key
+    // in its protocol's own header.
+    let mut forwarded = upstream_headers(
+        headers,
+        &state.harness_header,
+        rewritten || translated,
+        &id.0,
+    );
     if rewritten {
         add_thread_headers(&mut forwarded, &conversation);
     }
@@ -243,11 +206,14 @@ async fn serve(
     exchange.after_answer = title.before_upstream().await;
 
     let upstream_path = if translated {
-        ClientProtocol::Chat.upstream_path()
+        UPSTREAM_PATH.to_owned()
     } else {
-        front.protocol.upstream_path()
+        (front.upstream_path)(&call.request(&body))
     };
-    let path = match query.filter(|_| !translated) {
+    if !translated && let Some(name) = front.passthrough_key {
+        rename_key(&mut forwarded, name);
+    }
+    let path = match call.query.as_deref().filter(|_| !translated) {
         Some(q) => format!("{upstream_path}?{q}"),
         None => upstream_path.to_owned(),
     };
@@ -266,11 +232,7 @@ async fn serve(
             conversation_id: &conversation,
             harness: harness.name(),
             protocol: front.protocol.name(),
-            client: (
-                &format!("/v1{}", front.protocol.upstream_path()),
-                headers,
-                &client_body,
-            ),
+            client: (&call.path, headers, &client_body),
             upstream: (&outbound.path, &outbound.headers, &outbound.body),
         });
     }
@@ -304,7 +266,7 @@ async fn serve(
         max_event: state.config.limits.max_sse_event_bytes,
         max_answer: state.config.limits.max_answer_bytes,
     };
-    let mut response = respond(upstream, plan, render, bounds, front.protocol).await?;
+    let mut response = respond(upstream, plan, render, bounds, &front).await?;
     let mut dropped_tools = harness_dropped;
     dropped_tools.extend(dropped);
     dropped_tools::report(harness.name(), &dropped_tools, response.headers_mut());
@@ -312,6 +274,15 @@ async fn serve(
         response.headers_mut().insert("x-title-url", url);
     }
     Ok(response)
+}
+
+/// `passthrough` of a protocol whose key goes in its own header: the client's key (`x-api-key`
+/// since `Front::adopt`) under that name.
+fn rename_key(headers: &mut HeaderMap, name: &'static str) {
+    if let Some(mut key) = headers.remove("x-api-key") {
+        key.set_sensitive(true);
+        headers.insert(name, key);
+    }
 }
 
 /// Which conversation this turn belongs to, and whether it starts one. A client id wins; a

@@ -12,9 +12,9 @@ use crate::error::ProxyError;
 use crate::harness::{Harness, HarnessRequest, Prepared};
 use crate::protocols::chat::ResponsePlan;
 use crate::protocols::chat::peek::Peek;
-use crate::protocols::{ClientProtocol, Inbound, Renderer};
+use crate::protocols::{ClientProtocol, Inbound, Renderer, Request};
 use crate::reasoning_memo::ReasoningMemo;
-use crate::routes::chat::Front;
+use crate::routes::front::{Call, Front};
 use crate::state::AppState;
 use crate::titles::facts::ConversationFacts;
 
@@ -72,8 +72,8 @@ pub(crate) async fn process(
     state: &AppState,
     harness: &std::sync::Arc<dyn Harness>,
     front: Front,
+    call: &Call,
     body: &Bytes,
-    headers: &HeaderMap,
     owner: &str,
 ) -> Result<Processed, ProxyError> {
     let now = chrono::Utc::now();
@@ -84,14 +84,14 @@ pub(crate) async fn process(
         max_image_bytes: state.config.limits.max_image_bytes,
     };
     if body.len() < BLOCKING_PREPARE_BYTES {
-        return process_now(harness.as_ref(), front, body, headers, now, context);
+        return process_now(harness.as_ref(), front, &call.request(body), now, context);
     }
     let Ok(_turn) = state.large_rewrites.acquire().await else {
         return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
     };
-    let (harness, body, headers) = (harness.clone(), body.clone(), headers.clone());
+    let (harness, body, call) = (harness.clone(), body.clone(), call.clone());
     tokio::task::spawn_blocking(move || {
-        process_now(harness.as_ref(), front, &body, &headers, now, context)
+        process_now(harness.as_ref(), front, &call.request(&body), now, context)
     })
     .await
     .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
@@ -108,8 +108,7 @@ struct Context {
 fn process_now(
     harness: &dyn Harness,
     front: Front,
-    body: &Bytes,
-    headers: &HeaderMap,
+    request: &Request<'_>,
     now: chrono::DateTime<chrono::Utc>,
     context: Context,
 ) -> Result<Processed, ProxyError> {
@@ -122,7 +121,8 @@ fn process_now(
         mut conversation,
         mut renderer,
         dropped_tools,
-    } = (front.parse)(body, headers)?;
+    } = (front.parse)(request)?;
+    let (body, headers) = (request.body, request.headers);
     let size = conversation.image_bytes();
     if size > max_image_bytes {
         return Err(ProxyError::ImagesTooLarge {
@@ -139,22 +139,32 @@ fn process_now(
     if let Some(renderer) = renderer.as_mut() {
         renderer.seal_reasoning(seal);
     }
-    let facts = if harness.is_client_title_request(&conversation) {
-        ConversationFacts::of_title_request(&conversation)
+    // A helper call beside the conversation has no facts: nothing to title, nothing to claim.
+    let aside = conversation.client.aside;
+    let facts = if aside {
+        None
+    } else if harness.is_client_title_request(&conversation) {
+        Some(ConversationFacts::of_title_request(&conversation))
     } else {
-        ConversationFacts::from_conversation(&conversation)
+        Some(ConversationFacts::from_conversation(&conversation))
     };
     let conversation_key = conversation.client.conversation_key.clone();
     let client_stream = conversation.options.stream;
-    let prepared = harness.prepare(HarnessRequest {
+    let request = HarnessRequest {
         conversation,
         chat_body: (front.protocol == ClientProtocol::Chat).then_some(body),
         headers,
         now,
-    })?;
+    };
+    // ... and is forwarded as the client asked, whatever the harness.
+    let prepared = if aside {
+        Prepared::unchanged(&request)
+    } else {
+        harness.prepare(request)?
+    };
     Ok(Processed {
         prepared,
-        facts: Some(facts),
+        facts,
         renderer,
         client_stream,
         dropped_tools,

@@ -1,76 +1,71 @@
 //! The Anthropic Messages front (Claude Code): `POST /v1/messages` and
 //! `/harness/{name}/v1/messages` through the one pipeline (`chat::handle`), `count_tokens` answered
-//! locally, the base-URL probes, and the route layer that gives every error on these routes
-//! Anthropic's shape.
+//! locally, the base-URL probes, and `AnthropicError`, the proxy's errors in Anthropic's shape.
 
-use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, Request, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::Next;
+use axum::extract::State;
+use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use bytes::Bytes;
 
-use crate::error::{ErrorCode, ProxyError};
+use crate::error::ProxyError;
 use crate::protocols::ClientProtocol;
 use crate::protocols::messages::{self, error as anthropic};
-use crate::routes::RequestId;
-use crate::routes::chat::{self, Front};
+use crate::routes::chat;
+use crate::routes::front::{Call, Front};
 use crate::routes::proxy::read_body;
 use crate::state::AppState;
 
-const FRONT: Front = Front {
-    protocol: ClientProtocol::Messages,
-    parse: messages::parse,
+pub const FRONT: Front = Front {
+    error: |err| AnthropicError(err).into_response(),
+    upstream_error: Some(|status, body| anthropic::reshape(status.as_u16(), body)),
+    ..Front::openai(
+        ClientProtocol::Messages,
+        |request| messages::parse(request.body, request.headers),
+        |_| "/messages".to_owned(),
+    )
 };
 
 /// Claude Code's session header; the conversation id of its requests.
 const SESSION_HEADER: &str = "x-claude-code-session-id";
 
-/// Longest error body reshaped (an upstream's error page is cut there).
-const MAX_ERROR_BODY: usize = 64 * 1024;
+/// A `ProxyError` in Anthropic's shape `{"type":"error","error":{"type","message"}}`, rendered
+/// once; the proxy's own overload (a full limiter, 503) is Anthropic's `529 overloaded_error`.
+pub struct AnthropicError(pub ProxyError);
 
-pub async fn default_route(
-    State(state): State<AppState>,
-    Extension(id): Extension<RequestId>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    handle(state, None, id, query, headers, body).await
+impl From<ProxyError> for AnthropicError {
+    fn from(err: ProxyError) -> Self {
+        Self(err)
+    }
 }
 
-pub async fn path_route(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-    Extension(id): Extension<RequestId>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    handle(state, Some(name), id, query, headers, body).await
+impl IntoResponse for AnthropicError {
+    fn into_response(self) -> Response {
+        let overload = self.0.is_overload();
+        self.0.render_with(|facts| {
+            let status = if overload {
+                StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
+            } else {
+                facts.status
+            };
+            let kind = anthropic::error_type(status.as_u16());
+            (status, anthropic::body_for(kind, facts.message))
+        })
+    }
 }
 
-async fn handle(
-    state: AppState,
-    harness: Option<String>,
-    id: RequestId,
-    query: Option<String>,
-    mut headers: HeaderMap,
-    body: Body,
-) -> Response {
-    let body = match read_body(&headers, body, state.config.limits.max_body_bytes).await {
+pub async fn route(State(state): State<AppState>, mut call: Call, body: Body) -> Response {
+    let body = match read_body(&call.headers, body, state.config.limits.max_body_bytes).await {
         Ok(body) => body,
-        Err(err) => return err.into_response(),
+        Err(err) => return AnthropicError(err).into_response(),
     };
     // Without the session header the conversation id comes from `metadata.user_id`.
-    if !headers.contains_key(SESSION_HEADER)
+    if !call.headers.contains_key(SESSION_HEADER)
         && let Some(value) =
             messages::session_id(&body).and_then(|s| HeaderValue::from_str(&s).ok())
     {
-        headers.insert(SESSION_HEADER, value);
+        call.headers.insert(SESSION_HEADER, value);
     }
-    chat::handle(state, harness, id, query, headers, Body::from(body), FRONT).await
+    chat::handle(state, FRONT, call, Body::from(body)).await
 }
 
 /// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, a local estimate (see
@@ -78,15 +73,15 @@ async fn handle(
 /// once than `limits.max_token_counts` get 529 `overloaded_error`.
 pub async fn count_tokens(
     State(state): State<AppState>,
-    headers: HeaderMap,
+    call: Call,
     body: Body,
-) -> Result<Response, ProxyError> {
-    let body = read_body(&headers, body, state.config.limits.max_body_bytes).await?;
+) -> Result<Response, AnthropicError> {
+    let body = read_body(&call.headers, body, state.config.limits.max_body_bytes).await?;
     let request = messages::read(&body)?;
     // Counting is CPU-bound (linear in the body): off the async workers, one per core at a time
     // (`limits.max_token_counts`); beyond that the client is told to retry (529 on this route).
     let Ok(permit) = state.token_counts.clone().try_acquire_owned() else {
-        return Err(ProxyError::Busy("token counts running at once"));
+        return Err(ProxyError::Busy("token counts running at once").into());
     };
     let tokens = tokio::task::spawn_blocking(move || {
         let tokens = messages::tokens::estimate(&request);
@@ -106,49 +101,7 @@ pub async fn count_tokens(
         .into_response())
 }
 
-pub async fn count_tokens_path(
-    state: State<AppState>,
-    Path(_name): Path<String>,
-    headers: HeaderMap,
-    body: Body,
-) -> Result<Response, ProxyError> {
-    count_tokens(state, headers, body).await
-}
-
 /// `HEAD`/`GET` on the base URL (and Claude Code's `/api/hello` probe): the proxy is there.
 pub async fn hello() -> StatusCode {
     StatusCode::OK
-}
-
-/// Route layer: any error answer on the Messages routes — the proxy's own `ProxyError` or the
-/// upstream's, passed through — in Anthropic's shape, headers kept. The proxy's own overload
-/// (the concurrency limiter's 503) is Anthropic's `529 overloaded_error`.
-pub async fn anthropic_errors(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
-    let status = response.status();
-    if !status.is_client_error() && !status.is_server_error() {
-        return response;
-    }
-    // A compressed body (a Messages upstream's, passed through) is left as it came.
-    if response.headers().contains_key(header::CONTENT_ENCODING) {
-        return response;
-    }
-    let own_overload = response
-        .extensions()
-        .get::<ErrorCode>()
-        .is_some_and(|code| code.0 == "overloaded");
-    let (mut parts, body) = response.into_parts();
-    let bytes = axum::body::to_bytes(body, MAX_ERROR_BODY)
-        .await
-        .unwrap_or_else(|_| Bytes::new());
-    if own_overload {
-        parts.status = StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
-    }
-    let reshaped = anthropic::reshape(parts.status.as_u16(), &bytes);
-    parts.headers.remove(header::CONTENT_LENGTH);
-    parts.headers.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    Response::from_parts(parts, Body::from(reshaped))
 }

@@ -5,6 +5,8 @@ pub mod chat;
 pub mod dropped_tools;
 pub mod extract;
 pub mod forward;
+pub mod front;
+pub mod gemini;
 pub mod health;
 pub mod inbound;
 pub mod messages;

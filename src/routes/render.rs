@@ -7,7 +7,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use axum::body::Body;
-use axum::http::{HeaderValue, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
@@ -17,8 +17,9 @@ use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};
 use crate::protocols::{AnswerEvent, ChatAnswerReader, Renderer};
 use crate::routes::answer::{Bounds, ShapedBody, apart, bounded, build, collect, translate_json};
+use crate::routes::front::UpstreamErrorShape;
 use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
-use crate::upstream::{UpstreamError, UpstreamResponse};
+use crate::upstream::{BodyStream, UpstreamError, UpstreamResponse};
 
 type ChatStream = Pin<Box<dyn Stream<Item = Bytes> + Send>>;
 
@@ -32,7 +33,7 @@ pub async fn render(
     mut renderer: Box<dyn Renderer>,
     client_stream: bool,
     finished: &AnswerFinished,
-    bounds: Bounds,
+    (bounds, upstream_error): (Bounds, Option<UpstreamErrorShape>),
 ) -> Result<Response, ProxyError> {
     let UpstreamResponse {
         status,
@@ -40,13 +41,7 @@ pub async fn render(
         body,
     } = upstream;
     if !status.is_success() {
-        // The upstream's own error answer (OpenAI-shaped) with its status; a protocol with another
-        // error shape reshapes it in its route layer.
-        return Ok(build(
-            status,
-            client_headers(&headers, false),
-            PassthroughBody::new(body, false).into_body(),
-        ));
+        return upstream_failed(status, &headers, body, upstream_error).await;
     }
     let calls = match plan {
         ResponsePlan::Reshape(reshape) => reshape.calls,
@@ -119,6 +114,47 @@ pub async fn render(
     );
     Ok(build(status, out_headers, Body::from(json)))
 }
+
+/// The upstream's own error answer (OpenAI-shaped) with its status: as it came, or in the client
+/// protocol's shape (`Front::upstream_error`; the body read up to `MAX_ERROR_BODY`).
+async fn upstream_failed(
+    status: StatusCode,
+    headers: &HeaderMap,
+    body: BodyStream,
+    shape: Option<UpstreamErrorShape>,
+) -> Result<Response, ProxyError> {
+    let Some(shape) = shape else {
+        return Ok(build(
+            status,
+            client_headers(headers, false),
+            PassthroughBody::new(body, false).into_body(),
+        ));
+    };
+    // A compressed body cannot be read here: only its status is reshaped.
+    let readable = !headers.contains_key(header::CONTENT_ENCODING);
+    let bounds = Bounds {
+        max_event: MAX_ERROR_BODY,
+        max_answer: MAX_ERROR_BODY,
+    };
+    let bytes = if readable {
+        collect(body, bounds).await.unwrap_or_default()
+    } else {
+        Bytes::new()
+    };
+    let mut out_headers = client_headers(headers, true);
+    out_headers.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    Ok(build(
+        status,
+        out_headers,
+        Body::from(shape(status, &bytes)),
+    ))
+}
+
+/// The longest upstream error body read to be reshaped (an error page is cut there).
+const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Chat SSE in, the client protocol's events out, frame by frame; the protocol's keep-alive
 /// whenever the upstream was silent for `KEEPALIVE_EVERY`.

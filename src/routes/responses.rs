@@ -2,42 +2,24 @@
 //! one pipeline of `chat::handle`. `GET` (Codex's WebSocket attempt) gets a fast 426 so the client
 //! falls back to HTTP.
 
-use axum::Extension;
 use axum::body::Body;
-use axum::extract::{Path, RawQuery, State};
-use axum::http::HeaderMap;
+use axum::extract::State;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ProxyError;
 use crate::protocols::{self, ClientProtocol};
-use crate::routes::RequestId;
-use crate::routes::chat::{Front, handle};
+use crate::routes::chat::handle;
+use crate::routes::front::{Call, Front};
 use crate::state::AppState;
 
-const FRONT: Front = Front {
-    protocol: ClientProtocol::Responses,
-    parse: protocols::responses::parse,
-};
+const FRONT: Front = Front::openai(
+    ClientProtocol::Responses,
+    |request| protocols::responses::parse(request.body, request.headers),
+    |_| "/responses".to_owned(),
+);
 
-pub async fn default_route(
-    State(state): State<AppState>,
-    Extension(id): Extension<RequestId>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    handle(state, None, id, query, headers, body, FRONT).await
-}
-
-pub async fn path_route(
-    State(state): State<AppState>,
-    Path(name): Path<String>,
-    Extension(id): Extension<RequestId>,
-    RawQuery(query): RawQuery,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
-    handle(state, Some(name), id, query, headers, body, FRONT).await
+pub async fn route(State(state): State<AppState>, call: Call, body: Body) -> Response {
+    handle(state, FRONT, call, body).await
 }
 
 /// Responses over WebSocket is not served: 426, and Codex retries over HTTP at once.

@@ -9,27 +9,28 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::config::LimitsConfig;
-use crate::error::ProxyError;
+use crate::error::{ErrorShape, ProxyError};
 use crate::state::AppState;
 
 use super::access_log::{InFlight, PermitSlot};
 
 pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let shape = ErrorShape::of(request.extensions());
     let (parts, body) = request.into_parts();
     let limits = &state.config.limits;
     let (body, reserved) = match read(&parts.headers, body, limits, &state.body_budget).await {
         Ok(read) => read,
-        Err(err) => return err.into_response(),
+        Err(err) => return shape.render(err),
     };
     let Ok(permit) = state.limiter.clone().try_acquire_owned() else {
-        return ProxyError::Overloaded.into_response();
+        return shape.render(ProxyError::Overloaded);
     };
     let in_flight = InFlight::new(permit);
     let mut response = next.run(Request::from_parts(parts, Body::from(body))).await;

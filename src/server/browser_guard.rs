@@ -23,10 +23,10 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, Uri, header};
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
 use crate::config::ServerConfig;
-use crate::error::ProxyError;
+use crate::error::{ErrorShape, ProxyError};
 
 /// Why the guard refused a request; rendered through `ProxyError`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -158,7 +158,7 @@ pub async fn guard(
     next: Next,
 ) -> Response {
     if let Err(refusal) = policy.check(request.method(), request.uri(), request.headers()) {
-        return ProxyError::from(refusal).into_response();
+        return ErrorShape::of(request.extensions()).render(ProxyError::from(refusal));
     }
     next.run(request).await
 }

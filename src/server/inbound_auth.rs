@@ -7,7 +7,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::Credential;
-use crate::error::ProxyError;
+use crate::error::{ErrorShape, ProxyError};
 use crate::state::AppState;
 
 const NEED_A_KEY: &str = "this proxy needs an API key: send `Authorization: Bearer <key>` or \
@@ -17,7 +17,7 @@ const NEED_A_KEY: &str = "this proxy needs an API key: send `Authorization: Bear
 pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
     if state.inbound_keys.required() && !state.inbound_keys.admit(Credential::of(request.headers()))
     {
-        return ProxyError::Unauthorized(NEED_A_KEY).into_response();
+        return ErrorShape::of(request.extensions()).render(ProxyError::Unauthorized(NEED_A_KEY));
     }
     next.run(request).await
 }

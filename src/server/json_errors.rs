@@ -10,9 +10,9 @@
 use axum::extract::Request;
 use axum::http::header;
 use axum::middleware::Next;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
-use crate::error::{ErrorCode, ProxyError};
+use crate::error::{ErrorCode, ErrorShape, ProxyError};
 use crate::routes::ResponseFacts;
 
 /// How much of a framework error body is kept as the message.
@@ -44,7 +44,8 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
     } else {
         text
     };
-    let mut rendered = ProxyError::Rejected { status, message }.into_response();
+    let mut rendered =
+        ErrorShape::of(&parts.extensions).render(ProxyError::Rejected { status, message });
     // Headers such as `allow` or `retry-after` still apply; length and type are the new body's.
     for (name, value) in &parts.headers {
         if !matches!(*name, header::CONTENT_TYPE | header::CONTENT_LENGTH) {

@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::error::ProxyError;
+use crate::error::{ErrorShape, ProxyError};
 use crate::routes;
 use crate::state::AppState;
 
@@ -38,15 +38,15 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/chat/completions", post(routes::chat::default_route))
         .route(
             "/harness/{name}/v1/chat/completions",
-            post(routes::chat::path_route),
+            post(routes::chat::default_route),
         )
         .route(
             "/v1/responses",
-            post(routes::responses::default_route).get(routes::responses::websocket),
+            post(routes::responses::route).get(routes::responses::websocket),
         )
         .route(
             "/harness/{name}/v1/responses",
-            post(routes::responses::path_route).get(routes::responses::websocket),
+            post(routes::responses::route).get(routes::responses::websocket),
         )
         .route("/v1/{*rest}", any(routes::forward::default_route))
         .route(
@@ -62,15 +62,15 @@ pub fn router(state: AppState) -> Router {
             inbound_auth::require_key,
         ))
         .route_layer(guard());
-    // Anthropic Messages: errors reshaped outside the limiter, so its 503 becomes a 529 too.
+    // Anthropic Messages: every refusal in Anthropic's shape (the limiter's 503 a 529).
     let messages = Router::new()
         .route(
             "/v1/messages",
-            post(routes::messages::default_route).fallback(method_not_allowed),
+            post(routes::messages::route).fallback(method_not_allowed),
         )
         .route(
             "/harness/{name}/v1/messages",
-            post(routes::messages::path_route).fallback(method_not_allowed),
+            post(routes::messages::route).fallback(method_not_allowed),
         )
         .route(
             "/v1/messages/count_tokens",
@@ -78,20 +78,15 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/harness/{name}/v1/messages/count_tokens",
-            post(routes::messages::count_tokens_path).fallback(method_not_allowed),
-        )
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            admit::admit,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            inbound_auth::require_key,
-        ))
-        .route_layer(guard())
-        .route_layer(axum::middleware::from_fn(
-            routes::messages::anthropic_errors,
-        ));
+            post(routes::messages::count_tokens).fallback(method_not_allowed),
+        );
+    let messages = front_routes(messages, &state, guard(), routes::messages::FRONT);
+    let gemini = front_routes(
+        routes::gemini::routes(),
+        &state,
+        guard(),
+        routes::gemini::FRONT,
+    );
     let probes = Router::new()
         // Base-URL probes (Claude Code: `HEAD /api/hello` without its no-traffic flags).
         .route("/", get(routes::messages::hello))
@@ -122,6 +117,7 @@ pub fn router(state: AppState) -> Router {
         .merge(console)
         .merge(proxied)
         .merge(messages)
+        .merge(gemini)
         .merge(probes)
         .merge(titles)
         .route("/healthz", get(routes::health::healthz))
@@ -138,6 +134,38 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// A client protocol's routes behind the layers every proxied route has — the browser guard, the
+/// key gate, admission — with the protocol's own say first (`routes::front::enter`: its
+/// credential read, its error shape for every refusal).
+fn front_routes<G>(
+    routes: Router<AppState>,
+    state: &AppState,
+    guard: G,
+    front: routes::front::Front,
+) -> Router<AppState>
+where
+    G: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+    G::Service:
+        tower::Service<Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
+    <G::Service as tower::Service<Request>>::Response: IntoResponse + 'static,
+    <G::Service as tower::Service<Request>>::Future: Send + 'static,
+{
+    routes
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            admit::admit,
+        ))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            inbound_auth::require_key,
+        ))
+        .route_layer(guard)
+        .route_layer(axum::middleware::from_fn_with_state(
+            front,
+            routes::front::enter,
+        ))
+}
+
 async fn not_found(method: Method, request: Request) -> ProxyError {
     ProxyError::NotFound {
         method: method.to_string(),
@@ -145,11 +173,12 @@ async fn not_found(method: Method, request: Request) -> ProxyError {
     }
 }
 
-async fn method_not_allowed(method: Method, request: Request) -> ProxyError {
-    ProxyError::MethodNotAllowed {
+/// In the route's protocol shape when it has one (`ErrorShape`).
+async fn method_not_allowed(method: Method, request: Request) -> axum::response::Response {
+    ErrorShape::of(request.extensions()).render(ProxyError::MethodNotAllowed {
         method: method.to_string(),
         path: request.uri().path().to_owned(),
-    }
+    })
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish for

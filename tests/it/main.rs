@@ -13,6 +13,8 @@ mod conversations;
 mod deploy;
 mod docs;
 mod errors;
+mod gemini;
+mod gemini_golden;
 mod golden;
 mod images;
 mod interrupted;

@@ -19,6 +19,9 @@ pub use crate::conversation::mapping::{CallMapper, CallRoute, Reshape, ResponseP
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 
+/// The upstream's Chat Completions path (below the base URL): where every translated request goes.
+pub const UPSTREAM_PATH: &str = "/chat/completions";
+
 /// Whether these bytes (one SSE event or line of a Chat Completions stream) mark the end of the
 /// answer: a string `finish_reason` or `[DONE]`. A stream that ends without either was cut short.
 /// A byte search, so passthrough can use it without parsing.

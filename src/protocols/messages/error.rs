@@ -1,6 +1,6 @@
 //! Anthropic's error shape `{"type":"error","error":{"type","message"}}`: the error type for a
-//! status, and any error body (the proxy's own OpenAI-shaped one or an upstream's) reshaped into
-//! it. Pure; the route layer that applies it lives in `routes::messages`.
+//! status, the body for the proxy's own errors (`body_for`, rendered once by
+//! `routes::messages::AnthropicError`), and an upstream's error body reshaped into it. Pure.
 
 use serde_json::{Value, json};
 

@@ -15,11 +15,11 @@ use serde_json::Value;
 use super::request::{Block, MessagesRequest, Text};
 
 /// Fixed cost of a message's role and framing.
-const PER_MESSAGE: usize = 4;
+pub const PER_MESSAGE: usize = 4;
 /// Fixed cost of a tool definition's framing.
-const PER_TOOL: usize = 8;
+pub const PER_TOOL: usize = 8;
 /// What an image is counted as (Anthropic bills ~1,600 tokens for a 1,092×1,092 image).
-const PER_IMAGE: usize = 1_600;
+pub const PER_IMAGE: usize = 1_600;
 /// A run of one character class longer than this many bytes is not encoded but estimated by
 /// its length: BPE time grows faster than a piece's length (a 30 MiB run of one letter took 20 s
 /// of CPU and 1.7 GB), and such runs (base64, hashes, minified code, padding) are rare in prose.
@@ -54,6 +54,13 @@ pub fn estimate(request: &MessagesRequest) -> usize {
             .map_or(0, |schema| count(&schema.to_string()));
     }
     total
+}
+
+/// The estimated tokens of one text, as `estimate` counts each: for another protocol's count
+/// (Gemini's `:countTokens`), so every front estimates alike.
+pub fn count(text: &str) -> usize {
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    count_text(text, &mut |piece| bpe.encode_ordinary(piece).len())
 }
 
 /// The tokens of `text`, with `encode` the BPE encoder: long runs estimated by their length,

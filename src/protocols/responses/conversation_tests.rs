@@ -224,6 +224,7 @@ fn options_tool_choice_format_and_the_conversation_key() {
         ClientInfo {
             profile: Some("codex-responses"),
             conversation_key: Some("conv-1".into()),
+            aside: false,
         }
     );
 }

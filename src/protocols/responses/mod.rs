@@ -141,6 +141,7 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
         client: ClientInfo {
             profile: is_codex(headers).then_some(CODEX_PROFILE),
             conversation_key: prompt_cache_key.filter(|k| !k.trim().is_empty()),
+            ..ClientInfo::default()
         },
     };
     Ok(Inbound {

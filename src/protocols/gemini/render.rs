@@ -1,0 +1,186 @@
+//! Answer events → the Gemini API's answer: one `GenerateContentResponse` per SSE event
+//! (`data: {…}\r\n\r\n`, no `[DONE]`), or, for `:generateContent`, one `GenerateContentResponse`.
+//!
+//! Text goes out as it streams; a function call is held until its arguments are complete and
+//! goes as one whole `functionCall` part with its id (Gemini CLI reads calls whole); reasoning
+//! goes as `thought: true` parts only when the client asked (`includeThoughts`); the last event
+//! carries `finishReason` (`STOP` after tool calls too: the CLI reads the calls, not the reason)
+//! and `usageMetadata`. A failure ends the stream with Google's error object (`error::stream_error`).
+//!
+//! Must not send a keep-alive: the SDK's parser anchors each event at `data: `, so an SSE comment
+//! would stall it.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::error::stream_error;
+use crate::conversation::answer::deliverable;
+use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
+
+/// A call whose arguments are still arriving.
+struct OpenCall {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+pub struct GeminiRenderer {
+    model: String,
+    response_id: String,
+    include_thoughts: bool,
+    calls: BTreeMap<u32, OpenCall>,
+    /// Only `into_json` will be read: events fill `parts` and render nothing.
+    holding: bool,
+    /// The answer's parts, for the one JSON answer.
+    parts: Vec<Value>,
+    finish: Option<&'static str>,
+    usage: Usage,
+    failed: Option<AnswerFailed>,
+}
+
+impl GeminiRenderer {
+    /// `model` is the model the path named; `response_id` names the answer.
+    pub fn new(model: String, response_id: String, include_thoughts: bool) -> Self {
+        Self {
+            model,
+            response_id,
+            include_thoughts,
+            calls: BTreeMap::new(),
+            holding: false,
+            parts: Vec::new(),
+            finish: None,
+            usage: Usage::default(),
+            failed: None,
+        }
+    }
+
+    /// One event holding `parts` (and, last, the finish and usage).
+    fn response(&self, parts: Vec<Value>, finish: Option<&str>) -> Value {
+        let mut candidate = json!({"content": {"role": "model", "parts": Value::Array(parts)},
+            "index": 0});
+        let mut response = json!({});
+        if let Some(reason) = finish {
+            candidate["finishReason"] = json!(reason);
+            response["usageMetadata"] = usage_metadata(&self.usage);
+        }
+        response["candidates"] = json!([candidate]);
+        response["modelVersion"] = json!(self.model);
+        response["responseId"] = json!(self.response_id);
+        response
+    }
+
+    /// A part: streamed at once, or kept for the JSON answer (text joined to the text before).
+    fn part(&mut self, part: Value, out: &mut Vec<Bytes>) {
+        if !self.holding {
+            out.push(sse(&self.response(vec![part], None)));
+            return;
+        }
+        let joinable = |p: &Value| p.get("text").is_some() && p.get("functionCall").is_none();
+        if let (Some(last), Some(text)) = (self.parts.last_mut(), part["text"].as_str())
+            && joinable(last)
+            && last.get("thought") == part.get("thought")
+            && let Some(Value::String(whole)) = last.get_mut("text")
+        {
+            whole.push_str(text);
+            return;
+        }
+        self.parts.push(part);
+    }
+
+    fn end_call(&mut self, index: u32, out: &mut Vec<Bytes>) {
+        let Some(call) = self.calls.remove(&index) else {
+            return;
+        };
+        let args: Value =
+            serde_json::from_str(deliverable(&call.arguments).text()).unwrap_or_else(|_| json!({}));
+        let part = json!({"functionCall": {"id": call.id, "name": call.name, "args": args}});
+        self.part(part, out);
+    }
+}
+
+fn sse(response: &Value) -> Bytes {
+    Bytes::from(format!("data: {response}\r\n\r\n"))
+}
+
+/// Chat Completions finish reasons in Gemini's words.
+pub fn finish_reason(reason: &FinishReason) -> &'static str {
+    match reason {
+        FinishReason::Length => "MAX_TOKENS",
+        FinishReason::ContentFilter => "SAFETY",
+        FinishReason::Stop | FinishReason::ToolCalls | FinishReason::Other(_) => "STOP",
+    }
+}
+
+/// Chat usage in Gemini's terms: `candidatesTokenCount` leaves the thoughts out (they have
+/// their own count), as Gemini reports it.
+pub fn usage_metadata(usage: &Usage) -> Value {
+    json!({
+        "promptTokenCount": usage.input_tokens,
+        "candidatesTokenCount": usage.output_tokens.saturating_sub(usage.reasoning_tokens),
+        "totalTokenCount": usage.input_tokens + usage.output_tokens,
+        "thoughtsTokenCount": usage.reasoning_tokens,
+        "cachedContentTokenCount": usage.cached_input_tokens,
+    })
+}
+
+impl Renderer for GeminiRenderer {
+    fn start(&mut self, _out: &mut Vec<Bytes>) {}
+
+    fn event(&mut self, answer: AnswerEvent, out: &mut Vec<Bytes>) {
+        match answer {
+            AnswerEvent::Text(text) if !text.is_empty() => self.part(json!({"text": text}), out),
+            AnswerEvent::Reasoning(text) if self.include_thoughts && !text.is_empty() => {
+                self.part(json!({"text": text, "thought": true}), out);
+            }
+            AnswerEvent::Text(_) | AnswerEvent::Reasoning(_) => {}
+            AnswerEvent::ToolCallStart { index, id, name } => {
+                self.calls.insert(
+                    index,
+                    OpenCall {
+                        id,
+                        name,
+                        arguments: String::new(),
+                    },
+                );
+            }
+            AnswerEvent::ToolCallArguments { index, delta } => {
+                if let Some(call) = self.calls.get_mut(&index) {
+                    call.arguments.push_str(&delta);
+                }
+            }
+            AnswerEvent::ToolCallEnd { index } => self.end_call(index, out),
+            AnswerEvent::Finish { reason, usage } => {
+                let open: Vec<u32> = self.calls.keys().copied().collect();
+                for index in open {
+                    self.end_call(index, out);
+                }
+                let reason = finish_reason(&reason);
+                self.finish = Some(reason);
+                self.usage = usage.unwrap_or_default();
+                if !self.holding {
+                    out.push(sse(&self.response(Vec::new(), Some(reason))));
+                }
+            }
+            AnswerEvent::Error { message, code } => {
+                out.push(Bytes::from(stream_error(&code, &message)));
+                self.failed = Some(AnswerFailed { message, code });
+            }
+        }
+    }
+
+    fn holding_whole(&mut self) {
+        self.holding = true;
+    }
+
+    fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed> {
+        let mut this = *self;
+        if let Some(failed) = this.failed.take() {
+            return Err(failed);
+        }
+        let parts = std::mem::take(&mut this.parts);
+        let finish = this.finish.unwrap_or("STOP");
+        Ok(Bytes::from(this.response(parts, Some(finish)).to_string()))
+    }
+}

@@ -54,6 +54,7 @@ impl Processed {
                 rewritten: false,
                 response: ResponsePlan::Passthrough,
                 dropped_tools: Vec::new(),
+                passthrough_tools: Vec::new(),
             },
             facts,
             renderer: None,

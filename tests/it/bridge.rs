@@ -112,7 +112,12 @@ async fn a_codex_agent_gets_a_shell_call_and_its_follow_up_reaches_the_upstream_
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["x-harness-dropped-tools"], "apply_patch");
+    assert!(response.headers().get("x-harness-dropped-tools").is_none());
+    assert_eq!(
+        response.headers()["x-harness-passthrough-tools"],
+        "apply_patch",
+        "no opencode counterpart: kept as the client's own"
+    );
     let events = data_lines(&read_all(response).await);
     let chunks: Vec<Value> = events
         .iter()
@@ -145,7 +150,7 @@ async fn a_codex_agent_gets_a_shell_call_and_its_follow_up_reaches_the_upstream_
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "todowrite"]);
+    assert_eq!(names, ["bash", "todowrite", "apply_patch"]);
     assert!(
         first["messages"][0]["content"]
             .as_str()

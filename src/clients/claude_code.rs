@@ -174,11 +174,8 @@ pub(super) fn todos_to_client(args: &Map<String, Value>) -> Option<Value> {
         .iter()
         .map(|item| {
             let content = item.get("content").cloned().unwrap_or_else(|| json!(""));
-            let status = match item.get("status").and_then(Value::as_str) {
-                Some("cancelled") => "completed",
-                Some(other) => other,
-                None => "pending",
-            };
+            let status =
+                super::gemini_cli::status_in(item, &["pending", "in_progress", "completed"]);
             json!({"content": content, "status": status, "activeForm": content})
         })
         .collect();

@@ -62,7 +62,29 @@ pub(crate) fn todos_to_opencode(args: &Map<String, Value>) -> Option<Value> {
     Some(json!({ "todos": todos }))
 }
 
-/// `todowrite`'s todos → `write_todos`'s (every opencode status is one of Gemini CLI's).
+/// A todo status in a client's set: as it is when the client has it, else `pending` (opencode's
+/// status is free text; its four documented values are Gemini CLI's).
+pub(crate) fn status_in(todo: &Value, allowed: &[&str]) -> Value {
+    let status = todo
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("pending");
+    match status {
+        "cancelled" if !allowed.contains(&"cancelled") => json!("completed"),
+        s if allowed.contains(&s) => json!(s),
+        _ => json!("pending"),
+    }
+}
+
+const GEMINI_STATUSES: [&str; 5] = [
+    "pending",
+    "in_progress",
+    "completed",
+    "cancelled",
+    "blocked",
+];
+
+/// `todowrite`'s todos → `write_todos`'s.
 pub(crate) fn todos_to_client(args: &Map<String, Value>) -> Option<Value> {
     let todos: Vec<Value> = args
         .get("todos")?
@@ -70,7 +92,38 @@ pub(crate) fn todos_to_client(args: &Map<String, Value>) -> Option<Value> {
         .iter()
         .map(|todo| {
             Some(json!({"description": todo.get("content")?.clone(),
-                "status": todo.get("status").cloned().unwrap_or_else(|| json!("pending"))}))
+                "status": status_in(todo, &GEMINI_STATUSES)}))
+        })
+        .collect::<Option<_>>()?;
+    Some(json!({ "todos": todos }))
+}
+
+/// Qwen Code's `todo_write {todos: [{content, status, id}]}` → `todowrite` (Qwen Code, a fork
+/// of Gemini CLI, keeps its todos as Claude Code does).
+pub(crate) fn qwen_todos_to_opencode(args: &Map<String, Value>) -> Option<Value> {
+    let todos: Vec<Value> = args
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .map(|todo| {
+            Some(json!({"content": todo.get("content")?.clone(),
+                "status": todo.get("status")?.clone(), "priority": "medium"}))
+        })
+        .collect::<Option<_>>()?;
+    Some(json!({ "todos": todos }))
+}
+
+/// `todowrite`'s todos → Qwen Code's: ids by position, its three statuses.
+pub(crate) fn todos_to_qwen(args: &Map<String, Value>) -> Option<Value> {
+    let todos: Vec<Value> = args
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .enumerate()
+        .map(|(i, todo)| {
+            Some(json!({"content": todo.get("content")?.clone(),
+                "status": status_in(todo, &["pending", "in_progress", "completed"]),
+                "id": (i + 1).to_string()}))
         })
         .collect::<Option<_>>()?;
     Some(json!({ "todos": todos }))

@@ -156,13 +156,16 @@ fn collect_types<'a>(schema: &'a Value, out: &mut Vec<&'a str>) {
     }
 }
 
-/// Two type lists agree when either says nothing, or they share a type (`integer` is a
-/// `number`).
-fn types_meet(a: &[&str], b: &[&str]) -> bool {
-    fn widen(t: &str) -> &str {
-        if t == "integer" { "number" } else { t }
-    }
-    a.is_empty() || b.is_empty() || a.iter().any(|x| b.iter().any(|y| widen(x) == widen(y)))
+/// A client's types take a harness's values: either says nothing, or every harness type is one
+/// the client accepts (a harness `integer` is a client `number`, not the other way round).
+fn types_meet(client: &[&str], harness: &[&str]) -> bool {
+    client.is_empty()
+        || harness.is_empty()
+        || harness.iter().all(|h| {
+            client
+                .iter()
+                .any(|c| c == h || (*h == "integer" && *c == "number"))
+        })
 }
 
 #[cfg(test)]

@@ -70,7 +70,8 @@ impl Profiles {
             .join(", ")
     }
 
-    fn named(&self, name: &str) -> Result<Arc<Profile>, UnknownProfile> {
+    /// The profile of that name (`x-harness-client`).
+    pub fn named(&self, name: &str) -> Result<Arc<Profile>, UnknownProfile> {
         self.profiles
             .iter()
             .find(|p| p.name == name)

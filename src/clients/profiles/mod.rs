@@ -73,6 +73,8 @@ pub enum Converter {
     ClineSearch,
     /// Cline `fetch_web_content {requests: [{url, prompt}]}` ↔ `webfetch`.
     ClineFetch,
+    /// Qwen Code `todo_write {todos: [{content, status, id}]}` ↔ `todowrite`.
+    QwenTodos,
 }
 
 /// How an agent's tool result text reads as the harness's tool's.
@@ -82,6 +84,8 @@ pub enum OutputReader {
     /// Gemini CLI's and Qwen Code's shell block (`Command: …`, `Output: …`, `Exit Code: …`):
     /// the output alone, `(no output)` when empty.
     ShellBlock,
+    /// Cline's JSON results (`[{query, result, success}]`): the result texts.
+    ClineResults,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -334,15 +338,17 @@ impl Profile {
         let alias = self.by_client(client_tool);
         let reduced = match alias.map(|a| (a.converter, a.output)) {
             Some((_, Some(OutputReader::ShellBlock))) => results::shell_block(text),
+            Some((_, Some(OutputReader::ClineResults))) => results::cline_results(text),
             Some((Converter::CodexExecCommand, _)) => codex_responses::exec_output(text),
             Some((Converter::CodexApplyPatch, _)) => codex_responses::patch_output(text),
             _ => None,
         };
-        if let Some(reduced) = reduced {
-            return reduced;
-        }
+        let text = reduced.as_deref().unwrap_or(text);
         if let Some(worded) = results::reword(&self.results, client_tool, text) {
             return worded;
+        }
+        if reduced.is_some() {
+            return text.to_owned();
         }
         if self.unwrap_output_json
             && let Some(Value::String(output)) =
@@ -379,6 +385,7 @@ fn convert_to_harness(alias: &Alias, args: Map<String, Value>) -> Option<Value> 
         Converter::ClineReadFiles => cline::files_to_read(&args),
         Converter::ClineSearch => cline::queries_to_grep(&args),
         Converter::ClineFetch => cline::requests_to_webfetch(&args),
+        Converter::QwenTodos => gemini_cli::qwen_todos_to_opencode(&args),
         // Handled whole by `calls_to_opencode`.
         Converter::CodexApplyPatch | Converter::PiEdit | Converter::ClineEditor => None,
     }
@@ -407,6 +414,7 @@ fn convert_to_client(alias: &Alias, harness_tool: &str, args: Map<String, Value>
         Converter::ClineEditor => cline::opencode_to_editor(harness_tool, &args)?,
         Converter::ClineSearch => cline::grep_to_queries(&args)?,
         Converter::ClineFetch => cline::webfetch_to_requests(&args)?,
+        Converter::QwenTodos => gemini_cli::todos_to_qwen(&args)?,
     };
     let Value::Object(mut out) = converted else {
         return Some(converted);

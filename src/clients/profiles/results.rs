@@ -46,17 +46,32 @@ pub fn reword(rules: &[ResultRule], tool: &str, result: &str) -> Option<String> 
 /// `Command: …\nDirectory: …\nOutput: …\nError: …\nExit Code: …\nSignal: …\nProcess Group PGID: …`
 /// → the output (and the error, when there is one), `(no output)` when both are empty; a text
 /// of another form is not read.
+///
+/// Gemini CLI 0.61 wraps a shorter block (`Output: …`, `Process Group PGID: …`) in
+/// `<untrusted_context>`; that form is read too.
 pub fn shell_block(text: &str) -> Option<String> {
-    if !text.starts_with("Command: ") {
+    let text = text
+        .strip_prefix("<untrusted_context>\n")
+        .and_then(|t| t.trim_end().strip_suffix("</untrusted_context>"))
+        .unwrap_or(text);
+    let after = if let Some(after) = text.strip_prefix("Output: ") {
+        after
+    } else if text.starts_with("Command: ") {
+        text.split_once("\nOutput: ")?.1
+    } else {
         return None;
-    }
-    let (_, after) = text.split_once("\nOutput: ")?;
-    let end = ["\nError: ", "\nExit Code: ", "\nSignal: "]
-        .iter()
-        .filter_map(|m| after.find(m))
-        .min()
-        .unwrap_or(after.len());
-    let output = &after[..end];
+    };
+    let end = [
+        "\nError: ",
+        "\nExit Code: ",
+        "\nSignal: ",
+        "\nProcess Group PGID: ",
+    ]
+    .iter()
+    .filter_map(|m| after.find(m))
+    .min()
+    .unwrap_or(after.len());
+    let output = after[..end].trim_end_matches('\n');
     let error = after[end..]
         .strip_prefix("\nError: ")
         .map(|e| e.split("\nExit Code: ").next().unwrap_or(e));
@@ -73,6 +88,23 @@ pub fn shell_block(text: &str) -> Option<String> {
     Some(super::plain_output(out))
 }
 
+/// Cline's results, a JSON list of `{query, result, success}` (or one such object): the result
+/// texts, one per line, `(no output)` when all are empty. Another text is not read.
+pub fn cline_results(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let entries = match &value {
+        serde_json::Value::Array(entries) => entries.iter().collect::<Vec<_>>(),
+        serde_json::Value::Object(_) => vec![&value],
+        _ => return None,
+    };
+    let results: Vec<&str> = entries
+        .iter()
+        .map(|e| e.get("result").and_then(serde_json::Value::as_str))
+        .collect::<Option<_>>()?;
+    let joined: Vec<&str> = results.into_iter().filter(|r| !r.is_empty()).collect();
+    Some(super::plain_output(joined.join("\n")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -86,5 +118,20 @@ mod tests {
         let failed = "Command: false\nDirectory: (root)\nOutput: (empty)\nError: boom\nExit Code: 1\nSignal: 0";
         assert_eq!(shell_block(failed).as_deref(), Some("boom"));
         assert_eq!(shell_block("a.txt"), None);
+        let gemini =
+            "<untrusted_context>\nOutput: (empty)\nProcess Group PGID: 16416\n</untrusted_context>";
+        assert_eq!(shell_block(gemini).as_deref(), Some("(no output)"));
+    }
+
+    #[test]
+    fn cline_results_are_their_result_texts() {
+        let ran = r#"[{"query":"echo hi > made_by_cline.txt","result":"","success":true}]"#;
+        assert_eq!(cline_results(ran).as_deref(), Some("(no output)"));
+        let edited = r#"{"query":"edit:/abs/w.txt","result":"File created successfully at: /abs/w.txt","success":true}"#;
+        assert_eq!(
+            cline_results(edited).as_deref(),
+            Some("File created successfully at: /abs/w.txt")
+        );
+        assert_eq!(cline_results("plain"), None);
     }
 }

@@ -271,6 +271,7 @@ async fn serve(
                 &client_body,
             ),
             upstream: (&outbound.path, &outbound.headers, &outbound.body),
+            tools: (&harness_dropped, &passthrough_tools),
         });
     }
     let sending = std::time::Instant::now();

@@ -2,6 +2,7 @@
 
 use super::super::Profile;
 use super::*;
+use crate::conversation::ToolDefinition;
 
 fn codex() -> Profile {
     Profile::codex()
@@ -106,5 +107,69 @@ fn profiles_load_from_files() {
     assert!(
         err.contains("mine.toml") && err.contains("teleport"),
         "{err}"
+    );
+}
+
+fn function(name: &str, properties: &[&str]) -> ToolDefinition {
+    let properties: serde_json::Map<String, serde_json::Value> = properties
+        .iter()
+        .map(|p| ((*p).to_owned(), serde_json::json!({"type": "string"})))
+        .collect();
+    ToolDefinition::Function(crate::conversation::FunctionTool {
+        name: name.to_owned(),
+        parameters: Some(serde_json::json!({"type": "object", "properties": properties})),
+        ..Default::default()
+    })
+}
+
+#[test]
+fn headers_come_before_the_tool_set_and_the_tool_set_before_nothing() {
+    let profiles = Profiles::load(&[]).expect("built-ins");
+    let pi_tools = [
+        function("write", &["path", "content"]),
+        function("edit", &["path", "edits"]),
+    ];
+    let detect = |pairs: &[(&str, &str)], tools: &[ToolDefinition]| {
+        let mut headers = HeaderMap::new();
+        for (k, v) in pairs {
+            headers.insert(
+                http::HeaderName::from_bytes(k.as_bytes()).expect("name"),
+                v.parse().expect("value"),
+            );
+        }
+        profiles
+            .detect(&headers, None, tools)
+            .map(|p| p.name.clone())
+            .ok()
+    };
+    assert_eq!(
+        detect(&[("user-agent", "Anthropic/JS 0.91.1")], &pi_tools).as_deref(),
+        Some("pi")
+    );
+    assert_eq!(
+        detect(
+            &[("user-agent", "QwenCode/0.15.10 (linux; x64)")],
+            &pi_tools
+        )
+        .as_deref(),
+        Some("qwen-code")
+    );
+    assert_eq!(
+        detect(&[("x-app", "cli")], &[]).as_deref(),
+        Some("claude-code")
+    );
+    assert_eq!(
+        detect(&[("user-agent", "Anthropic/JS 0.91.1")], &[]).as_deref(),
+        Some("opencode")
+    );
+    // Codex's User-Agent on both fronts: its tools say which dialect.
+    let codex = [("user-agent", "codex_exec/0.171.0")];
+    assert_eq!(
+        detect(&codex, &[function("exec_command", &["cmd"])]).as_deref(),
+        Some("codex-responses")
+    );
+    assert_eq!(
+        detect(&codex, &[function("shell", &["command"])]).as_deref(),
+        Some("codex")
     );
 }

@@ -255,21 +255,29 @@ fn alias_binding(
     })
 }
 
-/// The client's schema takes any harness call unchanged: it declares everything the harness
-/// does (or is open), and requires nothing the harness does not.
+/// The client's schema takes any harness call unchanged, so its calls need no check: it is open,
+/// or declares every harness parameter with the same schema (descriptions aside), and it
+/// requires nothing the harness does not.
 fn takes_as_is(client: &ToolSchema, harness: &ToolSchema) -> bool {
     let declares_all = client.is_open()
-        || harness
-            .declared()
-            .unwrap_or_default()
-            .iter()
-            .all(|name| client.declares(name));
+        || harness.declared().unwrap_or_default().iter().all(|name| {
+            let (c, h) = (client.property(name), harness.property(name));
+            c.is_some() && c.map(without_description) == h.map(without_description)
+        });
     let harness_required = harness.required();
     declares_all
         && client
             .required()
             .iter()
             .all(|name| harness_required.contains(name))
+}
+
+fn without_description(schema: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("description");
+    }
+    schema
 }
 
 fn parameters(def: &ToolDefinition) -> Option<Value> {

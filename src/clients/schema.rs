@@ -52,6 +52,11 @@ impl ToolSchema {
             .map(|p| p.keys().map(String::as_str).collect())
     }
 
+    /// One declared parameter's schema.
+    pub fn property(&self, name: &str) -> Option<&Value> {
+        self.properties()?.get(name)
+    }
+
     pub fn declares(&self, name: &str) -> bool {
         self.properties().is_some_and(|p| p.contains_key(name))
     }

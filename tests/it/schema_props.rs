@@ -228,6 +228,13 @@ fn any_client_schema_under_an_opencode_name_gets_only_calls_it_validates() {
                 let inferred = matches!(bridge.tools[0].binding, Binding::Mapped { .. });
                 inferences.set(inferences.get() + u32::from(inferred));
                 let outcome = delivered_is_valid_or_reported(&bridge, tool, &call)?;
+                // A call the server streams through unchecked must validate as the model made it.
+                if bridge.route(tool) == harness_proxy::conversation::mapping::CallRoute::Native {
+                    prop_assert!(
+                        jsonschema::is_valid(&client, &call),
+                        "{tool}: {call} passed unchecked to {client}"
+                    );
+                }
                 // A schema the inference accepted takes every valid opencode call, cut down.
                 prop_assert!(
                     !inferred || outcome != Outcome::Invalid,

@@ -184,7 +184,8 @@ fn call_piece(head: bool, args: &str) -> String {
 }
 
 fn translate(c: &mut Criterion) {
-    use harness_proxy::clients::profiles::{Profile, RequestCalls};
+    use harness_proxy::clients::bridge::Bridge;
+    use harness_proxy::clients::profiles::Profile;
     use std::sync::Arc;
     let mut events = vec![Bytes::from(call_piece(true, ""))];
     events.push(Bytes::from(call_piece(false, "{\"command\":\"")));
@@ -194,10 +195,10 @@ fn translate(c: &mut Criterion) {
         "data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
     ));
     events.push(Bytes::from_static(b"data: [DONE]\n\n"));
-    let mapper: Arc<dyn harness_proxy::protocols::chat::CallMapper> = Arc::new(RequestCalls {
-        profile: Arc::new(Profile::codex()),
-        client_tools: vec!["shell".to_owned(), "update_plan".to_owned()],
-    });
+    let mapper: Arc<dyn harness_proxy::protocols::chat::CallMapper> = Arc::new(Bridge::open(
+        Arc::new(Profile::codex()),
+        &["shell", "update_plan"],
+    ));
     let mut group = c.benchmark_group("translate");
     group.throughput(Throughput::Elements(events.len() as u64));
     group.bench_function("bash_call_256_pieces", |b| {

@@ -36,7 +36,14 @@ pub struct Entry {
     pub protocol: &'static str,
     pub client: Side,
     pub upstream: Side,
+    /// Client tools the harness did not send, and those it sent as the client defined them
+    /// (`x-harness-dropped-tools`, `x-harness-passthrough-tools`), at most `MAX_TOOL_NAMES` each.
+    pub dropped_tools: Vec<String>,
+    pub passthrough_tools: Vec<String>,
 }
+
+/// Names kept per list: enough to read, bounded like the rest of an entry.
+const MAX_TOOL_NAMES: usize = 256;
 
 /// One side of the exchange: where it went, its headers (credentials redacted) and its body.
 #[derive(Debug, Clone, Serialize)]
@@ -58,6 +65,8 @@ pub struct Exchange<'a> {
     pub protocol: &'static str,
     pub client: (&'a str, &'a HeaderMap, &'a Bytes),
     pub upstream: (&'a str, &'a HeaderMap, &'a Bytes),
+    /// (dropped, passed through) client tools.
+    pub tools: (&'a [String], &'a [String]),
 }
 
 impl Inspector {
@@ -89,6 +98,20 @@ impl Inspector {
             protocol: exchange.protocol,
             client: side(exchange.client),
             upstream: side(exchange.upstream),
+            dropped_tools: exchange
+                .tools
+                .0
+                .iter()
+                .take(MAX_TOOL_NAMES)
+                .cloned()
+                .collect(),
+            passthrough_tools: exchange
+                .tools
+                .1
+                .iter()
+                .take(MAX_TOOL_NAMES)
+                .cloned()
+                .collect(),
         };
         // A poisoned lock only means another request panicked mid-push; the ring is still whole.
         let mut entries = self
@@ -174,6 +197,7 @@ mod tests {
             protocol: "chat",
             client: ("/v1/chat/completions", &headers, &body),
             upstream: ("/chat/completions", &headers, &body),
+            tools: (&[], &[]),
         });
     }
 

@@ -132,6 +132,11 @@ function showDetail(entry) {
     $(side + "-headers").textContent = part.headers.map(([k, v]) => k + ": " + v).join("\n");
     $(side + "-body").textContent = pretty(part.body) + (part.truncated ? "\n… (cut at inspect.max_body_bytes)" : "");
   }
+  // What the harness did with the client's tools, as the response headers name them.
+  const tools = [["dropped tools", entry.dropped_tools], ["passed-through tools", entry.passthrough_tools]]
+    .filter(([, names]) => names && names.length)
+    .map(([what, names]) => "(" + what + ") " + names.join(", "));
+  if (tools.length) $("upstream-headers").textContent += "\n" + tools.join("\n");
   $("detail").hidden = false;
 }
 

@@ -7,19 +7,24 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value, json};
 
-use super::profiles::{Alias, Converter, Profile};
+use super::profiles::{Alias, Converter, Profile, ResultRule};
 
 impl Profile {
     pub fn claude_code() -> Self {
         let alias = |client: &str, opencode: &str, converter, fields: &[(&str, &str)]| Alias {
-            client: client.into(),
-            opencode: opencode.into(),
-            converter,
             fields: fields
                 .iter()
                 .map(|(c, o)| ((*c).to_owned(), (*o).to_owned()))
                 .collect::<BTreeMap<_, _>>(),
+            ..Alias::new(client, opencode, converter)
         };
+        let result =
+            |tool: &str, equals: Option<&str>, starts_with: Option<&str>, text: &str| ResultRule {
+                tool: tool.into(),
+                equals: equals.map(str::to_owned),
+                starts_with: starts_with.map(str::to_owned),
+                text: text.into(),
+            };
         let task = [
             ("description", "description"),
             ("prompt", "prompt"),
@@ -28,6 +33,32 @@ impl Profile {
         Self {
             name: "claude-code".into(),
             user_agents: vec!["claude-cli/".into()],
+            apps: vec!["cli".into()],
+            fingerprint: vec!["Bash.command".into(), "Write.file_path".into()],
+            // Claude Code's own machinery: a placeholder for tools it loads later, and the
+            // search that loads them; neither means anything to another model.
+            drop: vec!["DeferredToolPlaceholder".into(), "ToolSearch".into()],
+            results: vec![
+                result(
+                    "Bash",
+                    Some("(Bash completed with no output)"),
+                    None,
+                    "(no output)",
+                ),
+                result(
+                    "Write",
+                    None,
+                    Some("File created successfully at: "),
+                    "Wrote file successfully.",
+                ),
+                result("Write", None, Some("The file "), "Wrote file successfully."),
+                result(
+                    "Edit",
+                    None,
+                    Some("The file "),
+                    "Edit applied successfully.",
+                ),
+            ],
             unwrap_output_json: false,
             aliases: vec![
                 alias("Bash", "bash", Converter::ClaudeBash, &[]),
@@ -143,11 +174,8 @@ pub(super) fn todos_to_client(args: &Map<String, Value>) -> Option<Value> {
         .iter()
         .map(|item| {
             let content = item.get("content").cloned().unwrap_or_else(|| json!(""));
-            let status = match item.get("status").and_then(Value::as_str) {
-                Some("cancelled") => "completed",
-                Some(other) => other,
-                None => "pending",
-            };
+            let status =
+                super::gemini_cli::status_in(item, &["pending", "in_progress", "completed"]);
             json!({"content": content, "status": status, "activeForm": content})
         })
         .collect();

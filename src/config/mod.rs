@@ -214,11 +214,16 @@ pub enum ToolsPolicy {
     Client,
 }
 
+/// Client tools with no counterpart in the harness's tool set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ExtraTools {
+    /// Sent upstream with the client's own definitions, after the harness's (as opencode sends
+    /// MCP tools): no agent loses a tool. `append`, its first name, is still read.
+    #[serde(alias = "append")]
+    Keep,
+    /// Not sent: the reference's strict filtering.
     Drop,
-    Append,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -296,7 +301,7 @@ impl Default for OpencodeConfig {
             reasoning: ReasoningMode::Return,
             reasoning_key: None,
             tools: ToolsPolicy::Intersect,
-            extra_tools: ExtraTools::Drop,
+            extra_tools: ExtraTools::Keep,
             cwd: None,
             workspace_root: None,
             git: None,

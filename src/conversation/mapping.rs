@@ -1,27 +1,53 @@
 //! How the upstream's answer is mapped back, as a harness decides it: forwarded untouched, or
 //! reshaped for what the client asked (stream or one JSON, usage or not) with tool calls translated
-//! back into the client's dialect by a `CallMapper` (a client profile implements it).
+//! back into the client's dialect by a `CallMapper` (a client profile's bridge implements it).
 
 /// How a call the upstream made reaches the client.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CallRoute {
-    /// An alias of one of the client's tools: name and arguments are translated.
+    /// Held until complete, then delivered through `CallMapper::to_client` (translated, or
+    /// checked against the client's schema).
     Translate,
-    /// One of the client's own tools: passed through.
+    /// One of the client's own tools that takes the call as it is: passed through.
     Native,
     /// Neither: passed through unchanged, and counted.
     Unmapped,
 }
 
+/// What became of a call on its way to the client (metrics, logs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Put into the client's names, units and shapes, and valid for its schema.
+    Translated,
+    /// Sent as the model made it, under the client's name: it validates as it is.
+    AsMade,
+    /// Neither translated nor valid as made: sent as made (still a JSON object), and reported.
+    Invalid,
+}
+
+impl Outcome {
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Translated => "translated",
+            Self::AsMade => "as_made",
+            Self::Invalid => "invalid",
+        }
+    }
+}
+
+/// A call as the client gets it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delivered {
+    pub name: String,
+    /// A JSON object's text, always.
+    pub arguments: String,
+    pub outcome: Outcome,
+}
+
 pub trait CallMapper: Send + Sync {
     fn route(&self, name: &str) -> CallRoute;
-    /// The client's (name, arguments) for a complete call; `None` if the arguments do not translate.
-    fn to_client(&self, name: &str, arguments: &str) -> Option<(String, String)>;
-    /// The client's name of the tool a `Translate` call is made to, for a call whose arguments do
-    /// not translate (it still goes to the client under the client's name).
-    fn client_name(&self, _name: &str) -> Option<String> {
-        None
-    }
+    /// The client's call for a complete `Translate` call.
+    fn to_client(&self, name: &str, arguments: &str) -> Delivered;
     /// Profile name, for metrics.
     fn profile(&self) -> &str;
 }

@@ -296,8 +296,9 @@ fn inline_bytes(url: &str) -> usize {
 /// What the client told about itself.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ClientInfo {
-    /// The client-dialect profile the protocol implies (`codex-responses`, `claude-code`), used
-    /// when the client named none with `x-harness-client`.
+    /// The client-dialect profile the client's own headers name on its front (`codex-responses`
+    /// for Codex on the Responses front; a protocol alone implies none), used when the client
+    /// named none with `x-harness-client`.
     pub profile: Option<&'static str>,
     /// A conversation id the body carries (Responses `prompt_cache_key`, Anthropic
     /// `metadata.user_id`'s session), used when no header names the conversation.

@@ -63,6 +63,9 @@ pub struct Prepared {
     /// Tools of the client's the harness did not send upstream; the route names them to the
     /// client (`x-harness-dropped-tools`).
     pub dropped_tools: Vec<String>,
+    /// Tools of the client's sent upstream as the client defined them, with no harness
+    /// counterpart (`x-harness-passthrough-tools`).
+    pub passthrough_tools: Vec<String>,
 }
 
 impl Prepared {
@@ -83,6 +86,7 @@ impl Prepared {
             rewritten: false,
             response: ResponsePlan::Passthrough,
             dropped_tools: Vec::new(),
+            passthrough_tools: Vec::new(),
         }
     }
 }

@@ -146,6 +146,7 @@ async fn serve(
                 rewritten,
                 response: plan,
                 dropped_tools: harness_dropped,
+                passthrough_tools,
             },
         facts,
         renderer,
@@ -234,6 +235,7 @@ async fn serve(
             protocol: front.protocol.name(),
             client: (&call.path, headers, &client_body),
             upstream: (&outbound.path, &outbound.headers, &outbound.body),
+            tools: (&harness_dropped, &passthrough_tools),
         });
     }
     let sending = std::time::Instant::now();
@@ -270,6 +272,7 @@ async fn serve(
     let mut dropped_tools = harness_dropped;
     dropped_tools.extend(dropped);
     dropped_tools::report(harness.name(), &dropped_tools, response.headers_mut());
+    dropped_tools::report_passthrough(harness.name(), &passthrough_tools, response.headers_mut());
     if let Some(url) = title.url().and_then(|u| HeaderValue::from_str(u).ok()) {
         response.headers_mut().insert("x-title-url", url);
     }

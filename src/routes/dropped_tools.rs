@@ -1,12 +1,15 @@
 //! `x-harness-dropped-tools`: the tools a request's harness and client protocol dropped, named to
 //! the client in one bounded header, and the full list in the debug log and in
-//! `harness_proxy_dropped_tools_total`. Hundreds of dropped MCP tools made a header Node's fetch
+//! `harness_proxy_dropped_tools_total`; likewise `x-harness-passthrough-tools`, the client tools
+//! sent upstream as the client defined them (no harness counterpart), and
+//! `harness_proxy_passthrough_tools_total`. Hundreds of dropped MCP tools made a header Node's fetch
 //! (Claude Code's client) refuses (`UND_ERR_HEADERS_OVERFLOW`), and 50,000 a header line over
 //! 64 KiB.
 
 use http::{HeaderMap, HeaderValue};
 
 pub const HEADER: &str = "x-harness-dropped-tools";
+pub const PASSTHROUGH_HEADER: &str = "x-harness-passthrough-tools";
 
 /// Most bytes of names the header carries; the rest are counted in a last `...(+N more)`.
 pub const MAX_NAMES_BYTES: usize = 2048;
@@ -35,6 +38,25 @@ pub fn report(harness: &'static str, dropped: &[String], headers: &mut HeaderMap
     );
     if let Ok(value) = HeaderValue::from_str(&header_text(dropped)) {
         headers.insert(HEADER, value);
+    }
+}
+
+/// Names the kept-as-is tools in `headers` (bounded like the dropped ones), counts each one.
+pub fn report_passthrough(harness: &'static str, kept: &[String], headers: &mut HeaderMap) {
+    if kept.is_empty() {
+        return;
+    }
+    for name in kept {
+        metrics::counter!(
+            "harness_proxy_passthrough_tools_total",
+            "harness" => harness,
+            "tool" => crate::routes::meter::tool_label(name)
+        )
+        .increment(1);
+    }
+    tracing::debug!(harness, count = kept.len(), tools = %kept.join(SEPARATOR), "client tools passed through");
+    if let Ok(value) = HeaderValue::from_str(&header_text(kept)) {
+        headers.insert(PASSTHROUGH_HEADER, value);
     }
 }
 

@@ -56,6 +56,7 @@ impl Processed {
                 rewritten: false,
                 response: ResponsePlan::Passthrough,
                 dropped_tools: Vec::new(),
+                passthrough_tools: Vec::new(),
             },
             facts,
             renderer: None,

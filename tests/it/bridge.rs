@@ -112,7 +112,12 @@ async fn a_codex_agent_gets_a_shell_call_and_its_follow_up_reaches_the_upstream_
         .await
         .unwrap();
     assert_eq!(response.status(), 200);
-    assert_eq!(response.headers()["x-harness-dropped-tools"], "apply_patch");
+    assert!(response.headers().get("x-harness-dropped-tools").is_none());
+    assert_eq!(
+        response.headers()["x-harness-passthrough-tools"],
+        "apply_patch",
+        "no opencode counterpart: kept as the client's own"
+    );
     let events = data_lines(&read_all(response).await);
     let chunks: Vec<Value> = events
         .iter()
@@ -145,7 +150,7 @@ async fn a_codex_agent_gets_a_shell_call_and_its_follow_up_reaches_the_upstream_
         .iter()
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["bash", "todowrite"]);
+    assert_eq!(names, ["bash", "todowrite", "apply_patch"]);
     assert!(
         first["messages"][0]["content"]
             .as_str()
@@ -424,5 +429,278 @@ async fn a_codex_agent_offering_shell_command_gets_bash_upstream_and_shell_comma
     assert!(
         upstream.main_requests()[0].header("thread-id").is_some(),
         "the reference's thread headers go upstream"
+    );
+}
+
+/// The upstream, shown opencode's tools, answers every main request with one opencode call
+/// `name(arguments)`, its arguments in two fragments; titles get nothing.
+async fn calling_upstream(name: &'static str, arguments: Value) -> FakeUpstream {
+    FakeUpstream::start(move |r: &Recorded, _| {
+        if r.is_title() {
+            return Reply::sse(&[DONE]);
+        }
+        let text = arguments.to_string();
+        let (a, b) = text.split_at(text.len() / 2);
+        Reply::steps(vec![
+            Step::Send(call_delta(0, Some("call_1"), Some(name), "").into_bytes()),
+            Step::Send(call_delta(0, None, None, a).into_bytes()),
+            Step::Send(call_delta(0, None, None, b).into_bytes()),
+            Step::Send(finish("tool_calls").into_bytes()),
+            Step::Send(DONE.as_bytes().to_vec()),
+        ])
+    })
+    .await
+}
+
+/// The one call a streamed Chat Completions answer carries: (name, arguments as JSON).
+fn streamed_call(text: &str) -> (String, Value) {
+    let mut name = String::new();
+    let mut arguments = String::new();
+    for event in data_lines(text).iter().filter(|e| *e != "[DONE]") {
+        let chunk: Value = serde_json::from_str(event).unwrap();
+        for call in chunk["choices"][0]["delta"]["tool_calls"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            name.push_str(call["function"]["name"].as_str().unwrap_or_default());
+            arguments.push_str(call["function"]["arguments"].as_str().unwrap_or_default());
+        }
+    }
+    (name, serde_json::from_str(&arguments).unwrap())
+}
+
+fn upstream_tool_names(upstream: &FakeUpstream) -> Vec<String> {
+    upstream.main_requests()[0].json()["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn chat_turn(tools: &Value) -> Value {
+    json!({"model": "mock-model", "stream": true,
+        "messages": [{"role": "user", "content": "Make a file"}], "tools": tools})
+}
+
+const OPENCODE_BASH: &str =
+    r#"{"command":"echo hi > made.txt","description":"Writes a file","workdir":"/w"}"#;
+
+/// llm 0.36's function `bash(command)` (captured): opencode's `bash` upstream, and the call
+/// back without the `description` and `workdir` the Python function cannot take.
+#[tokio::test]
+async fn an_llm_style_bash_function_gets_a_call_with_only_its_own_parameter() {
+    let upstream = calling_upstream("bash", serde_json::from_str(OPENCODE_BASH).unwrap()).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let tools = json!([{"type": "function", "function": {"name": "bash", "parameters":
+        {"properties": {"command": {"type": "string"}}, "required": ["command"], "type": "object"}}}]);
+    let response = app
+        .post("/v1/chat/completions")
+        .header("user-agent", "OpenAI/Python 3.57.0")
+        .json(&chat_turn(&tools))
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        response
+            .headers()
+            .get("x-harness-passthrough-tools")
+            .is_none()
+    );
+    let (name, arguments) = streamed_call(&read_all(response).await);
+    assert_eq!(
+        (name.as_str(), arguments),
+        ("bash", json!({"command": "echo hi > made.txt"}))
+    );
+    assert_eq!(
+        upstream_tool_names(&upstream),
+        ["bash"],
+        "opencode's own bash upstream"
+    );
+    let sent = &upstream.main_requests()[0].json()["tools"][0]["function"]["parameters"];
+    assert!(
+        sent["properties"].get("description").is_some(),
+        "opencode's definition: {sent}"
+    );
+}
+
+/// The openai SDK's strict tool, not streamed: exactly its one parameter comes back.
+#[tokio::test]
+async fn a_strict_sdk_tool_gets_no_parameter_its_schema_forbids() {
+    let upstream = calling_upstream("bash", serde_json::from_str(OPENCODE_BASH).unwrap()).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let mut request = chat_turn(
+        &json!([{"type": "function", "function": {"name": "bash", "strict": true,
+        "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+            "required": ["command"], "additionalProperties": false}}}]),
+    );
+    request["stream"] = json!(false);
+    let body: Value = app
+        .post("/v1/chat/completions")
+        .header("user-agent", "OpenAI/Python 3.57.0")
+        .json(&request)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let call = &body["choices"][0]["message"]["tool_calls"][0]["function"];
+    assert_eq!(call["name"], "bash");
+    let arguments: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
+    assert_eq!(arguments, json!({"command": "echo hi > made.txt"}));
+}
+
+fn pi_tools() -> Value {
+    json!([
+        {"type": "function", "function": {"name": "read", "parameters": {"type": "object", "required": ["path"], "properties": {"path": {"type": "string"}, "offset": {"type": "number"}, "limit": {"type": "number"}}}}},
+        {"type": "function", "function": {"name": "bash", "parameters": {"type": "object", "required": ["command"], "properties": {"command": {"type": "string"}, "timeout": {"type": "number"}}}}},
+        {"type": "function", "function": {"name": "edit", "parameters": {"type": "object", "required": ["path", "edits"], "properties": {"path": {"type": "string"}, "edits": {"type": "array", "items": {"type": "object", "required": ["oldText", "newText"], "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}}, "additionalProperties": false}}}, "additionalProperties": false}}},
+        {"type": "function", "function": {"name": "write", "parameters": {"type": "object", "required": ["path", "content"], "properties": {"path": {"type": "string"}, "content": {"type": "string"}}}}}
+    ])
+}
+
+/// pi 0.73.1 over Chat Completions (its SDK's User-Agent, nothing pi-specific): known by its
+/// tools, its `write` gets `path`, not opencode's `filePath`.
+#[tokio::test]
+async fn pi_s_write_gets_path() {
+    let upstream =
+        calling_upstream("write", json!({"filePath": "/w/made.txt", "content": "hi"})).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let response = app
+        .post("/v1/chat/completions")
+        .header("user-agent", "OpenAI/JS 6.26.0")
+        .json(&chat_turn(&pi_tools()))
+        .send()
+        .await
+        .unwrap();
+    let (name, arguments) = streamed_call(&read_all(response).await);
+    assert_eq!(
+        (name.as_str(), arguments),
+        ("write", json!({"path": "/w/made.txt", "content": "hi"}))
+    );
+    assert_eq!(
+        upstream_tool_names(&upstream),
+        ["bash", "edit", "read", "write"]
+    );
+}
+
+/// pi over `/v1/messages` (User-Agent `Anthropic/JS`): the Messages protocol does not make it
+/// Claude Code, so its `bash` call comes back as `bash`, not `Bash`.
+#[tokio::test]
+async fn pi_over_messages_gets_bash_not_claude_code_s_bash() {
+    let upstream = calling_upstream("bash", serde_json::from_str(OPENCODE_BASH).unwrap()).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let tools: Vec<Value> = pi_tools()
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(
+            |t| json!({"name": t["function"]["name"], "input_schema": t["function"]["parameters"]}),
+        )
+        .collect();
+    let body = json!({"model": "mock-model", "max_tokens": 1000, "stream": false, "tools": tools,
+        "messages": [{"role": "user", "content": "Make a file"}]});
+    let answer: Value = app
+        .post("/v1/messages")
+        .header("user-agent", "Anthropic/JS 0.91.1")
+        .header("x-api-key", "sk-x")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let block = answer["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .expect("a tool_use block");
+    assert_eq!(block["name"], "bash");
+    // pi's bash has no working directory: opencode's `workdir` becomes a `cd`.
+    assert_eq!(
+        block["input"],
+        json!({"command": "cd /w && echo hi > made.txt"})
+    );
+}
+
+fn cline_tools() -> Value {
+    let tool = |name: &str, parameters: Value| json!({"type": "function", "function": {"name": name, "parameters": parameters}});
+    json!([
+        tool(
+            "read_files",
+            json!({"type": "object", "properties": {"files": {"type": "array", "items": {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}}}, "required": ["files"], "additionalProperties": false})
+        ),
+        tool(
+            "search_codebase",
+            json!({"type": "object", "properties": {"queries": {"type": "array", "items": {"type": "string"}}}, "required": ["queries"], "additionalProperties": false})
+        ),
+        tool(
+            "run_commands",
+            json!({"type": "object", "properties": {"commands": {"type": "array", "items": {"type": "string"}}}, "required": ["commands"], "additionalProperties": false})
+        ),
+        tool(
+            "fetch_web_content",
+            json!({"type": "object", "properties": {"requests": {"type": "array", "items": {"type": "object", "properties": {"url": {"type": "string"}, "prompt": {"type": "string"}}, "required": ["url", "prompt"]}}}, "required": ["requests"], "additionalProperties": false})
+        ),
+        tool(
+            "apply_patch",
+            json!({"type": "object", "properties": {"input": {"type": "string", "minLength": 1}}, "required": ["input"], "additionalProperties": false})
+        ),
+        tool(
+            "ask_question",
+            json!({"type": "object", "properties": {"question": {"type": "string"}, "options": {"type": "array", "items": {"type": "string"}}}, "required": ["question", "options"], "additionalProperties": false})
+        ),
+        tool(
+            "team_status",
+            json!({"type": "object", "properties": {}, "additionalProperties": false})
+        )
+    ])
+}
+
+/// Cline CLI 3.0.65 (gpt-* model: `apply_patch`, no `editor`): every one of its tools reaches
+/// the upstream, mapped to opencode's or kept as its own, and a `bash` call comes back as
+/// `run_commands`.
+#[tokio::test]
+async fn cline_keeps_every_tool_and_its_run_commands_call_works() {
+    let upstream = calling_upstream("bash", serde_json::from_str(OPENCODE_BASH).unwrap()).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let response = app
+        .post("/v1/chat/completions")
+        .header(
+            "user-agent",
+            "ai-sdk/openai-compatible/3.0.37 ai-sdk/provider-utils/5.0.30 runtime/bun/1.3.13",
+        )
+        .json(&chat_turn(&cline_tools()))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers().get("x-harness-dropped-tools").is_none());
+    assert_eq!(
+        response.headers()["x-harness-passthrough-tools"],
+        "apply_patch, ask_question, team_status"
+    );
+    let (name, arguments) = streamed_call(&read_all(response).await);
+    assert_eq!(
+        (name.as_str(), arguments),
+        (
+            "run_commands",
+            json!({"commands": ["cd /w && echo hi > made.txt"]})
+        )
+    );
+    assert_eq!(
+        upstream_tool_names(&upstream),
+        [
+            "bash",
+            "grep",
+            "read",
+            "webfetch",
+            "apply_patch",
+            "ask_question",
+            "team_status"
+        ]
     );
 }

@@ -24,10 +24,11 @@ fn golden_dir() -> PathBuf {
 
 /// The golden world: 2025-11-29 12:00 UTC on linux, temp dir /tmp, no $SHELL, an upstream on a
 /// host no provider owns (a case may name another with `"upstream"`). The cases were written for
-/// the reference identity line and the reference's dropped instructions, so both are pinned
-/// unless a case's config says otherwise.
+/// the reference identity line, the reference's dropped instructions and its strict tool
+/// filtering (`extra_tools = "drop"`: client tools with no opencode counterpart are not sent), so
+/// these are pinned unless a case's config says otherwise.
 fn harness(overrides: &Value, upstream: Option<&str>) -> Opencode {
-    let mut base = serde_json::json!({"timezone": "UTC", "platform": "linux", "identity": "reference", "instructions": "drop"});
+    let mut base = serde_json::json!({"timezone": "UTC", "platform": "linux", "identity": "reference", "instructions": "drop", "extra_tools": "drop"});
     if let (Some(base), Some(over)) = (base.as_object_mut(), overrides.as_object()) {
         base.extend(over.clone());
     }
@@ -228,8 +229,7 @@ fn opencode_golden_cases() {
 /// and handed to the harness: the harness never reads the process's local zone.
 #[test]
 fn without_a_configured_zone_the_date_is_in_the_hosts_offset() {
-    let config =
-        serde_json::json!({"platform": "linux", "identity": "reference", "instructions": "drop"});
+    let config = serde_json::json!({"platform": "linux", "identity": "reference", "instructions": "drop", "extra_tools": "drop"});
     let body = br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
     // 23:30 UTC on Saturday 29 November 2025: already Sunday one hour east of UTC.
     let now = chrono::Utc

@@ -18,6 +18,8 @@ async fn post(app: &TestApp, path: &str, body: &Value) -> (u16, Value) {
     let response = app
         .post(path)
         .header("x-api-key", "sk-test")
+        // Claude Code names itself (a protocol alone implies no client profile).
+        .header("user-agent", "claude-cli/2.1.332 (external, sdk-cli)")
         .json(body)
         .send()
         .await

@@ -310,7 +310,7 @@ async fn a_tool_round_trip_speaks_claude_code_tools_to_the_client_and_opencode_u
         &[
             json!({"role": "assistant", "content": "", "reasoning_content": "run it", "tool_calls": [{"type": "function", "id": "call_b1",
                 "function": {"name": "bash", "arguments": "{\"command\":\"echo hi > made_by_claude.txt\",\"description\":\"x\"}"}}]}),
-            json!({"role": "tool", "content": "(Bash completed with no output)", "tool_call_id": "call_b1"})
+            json!({"role": "tool", "content": "(no output)", "tool_call_id": "call_b1"})
         ],
         "the thinking goes back as reasoning_content (opencode.reasoning = return), never as text; the call is opencode's bash"
     );
@@ -564,7 +564,7 @@ async fn claude_code_s_own_title_request_is_forwarded_translated_and_teed_into_t
 }
 
 #[tokio::test]
-async fn hundreds_of_dropped_mcp_tools_make_a_bounded_header() {
+async fn hundreds_of_kept_mcp_tools_make_a_bounded_header() {
     let upstream = answering(Reply::sse(&[
         &text_chunk("ok"),
         &finish_chunk("stop"),
@@ -585,7 +585,7 @@ async fn hundreds_of_dropped_mcp_tools_make_a_bounded_header() {
     body["tools"] = Value::Array(tools);
     let response = post_messages(&app, "/v1/messages", &body).await;
     assert_eq!(response.status(), 200);
-    let header = response.headers()["x-harness-dropped-tools"]
+    let header = response.headers()["x-harness-passthrough-tools"]
         .to_str()
         .unwrap()
         .to_owned();

@@ -120,8 +120,8 @@ async fn metrics_answer_what_the_traffic_was() {
     assert_eq!(refused.status(), 418);
     read_all(refused).await;
 
-    // A Codex first turn through opencode: one tool dropped, one call translated, one unmapped,
-    // and a title.
+    // A Codex first turn through opencode: one tool kept as the client's, one call translated,
+    // one unmapped, and a title.
     let response = post("opencode", codex_first_turn())
         .header("user-agent", CODEX_UA)
         .send()
@@ -129,7 +129,7 @@ async fn metrics_answer_what_the_traffic_was() {
         .unwrap();
     assert_eq!(response.status(), 200);
     assert_eq!(
-        response.headers()["x-harness-dropped-tools"],
+        response.headers()["x-harness-passthrough-tools"],
         "metrics_widget"
     );
     let conversation = response.headers()["x-conversation-id"]
@@ -250,7 +250,7 @@ async fn metrics_answer_what_the_traffic_was() {
         1.0,
     );
     check(
-        "harness_proxy_dropped_tools_total",
+        "harness_proxy_passthrough_tools_total",
         &[("harness", "opencode"), ("tool", "metrics_widget")],
         1.0,
     );

@@ -48,7 +48,7 @@ async fn streamed_request_arrives_in_opencode_form() {
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["x-harness"], "opencode");
     assert_eq!(
-        response.headers()["x-harness-dropped-tools"],
+        response.headers()["x-harness-passthrough-tools"],
         "my_custom_tool"
     );
     let text = read_all(response).await;
@@ -104,8 +104,8 @@ async fn streamed_request_arrives_in_opencode_form() {
         .collect();
     assert_eq!(
         names,
-        ["bash", "read"],
-        "canonical order, intersected with the client's tools"
+        ["bash", "read", "my_custom_tool"],
+        "canonical order, intersected with the client's tools, then the client's own kept"
     );
 }
 

@@ -120,6 +120,34 @@ async fn the_inspector_shows_each_caller_its_own_requests_side_by_side_without_s
     assert_eq!(admin["data"].as_array().unwrap().len(), 2);
 }
 
+/// The inspector names what the harness did with the client's tools, as the response headers do.
+#[tokio::test]
+async fn the_inspector_names_the_tools_dropped_and_passed_through() {
+    let upstream = FakeUpstream::fixed(hello()).await;
+    let mut config = test_config(&upstream.base_url());
+    config.inspect.enabled = true;
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    let app = TestApp::start(config).await;
+    let mut turn = first_turn("look it up");
+    turn["tools"] = json!([
+        {"type": "function", "function": {"name": "lookup", "parameters": {"type": "object", "properties": {"term": {"type": "string"}}}}},
+        {"type": "function", "function": {"name": "read", "parameters": {"type": "object"}}}
+    ]);
+    let response = app
+        .post("/v1/chat/completions")
+        .bearer_auth("sk-alice")
+        .json(&turn)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["x-harness-passthrough-tools"], "lookup");
+    read_all(response).await;
+    let listed = app.get_json("/ui/api/inspect", "sk-alice").await;
+    let entry = &listed["data"][0];
+    assert_eq!(entry["passthrough_tools"], json!(["lookup"]));
+    assert_eq!(entry["dropped_tools"], json!([]));
+}
+
 /// The whole console in a real browser: a first turn, the page opened with the caller's key, the
 /// title appearing while it streams and then done, and the request's two bodies side by side.
 #[tokio::test]

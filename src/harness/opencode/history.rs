@@ -45,6 +45,8 @@ struct Converter<'a> {
     result_images: Vec<OutPart>,
     /// Client tool name of every call seen, by id, so its output can be translated.
     call_tools: HashMap<String, String>,
+    /// The opencode call ids a client call became, by the client's id.
+    expanded: HashMap<String, Vec<String>>,
 }
 
 /// Converts the client's items (system messages and reasoning are ignored here).
@@ -60,6 +62,7 @@ pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> 
         calls_reasoning: None,
         result_images: Vec::new(),
         call_tools: HashMap::new(),
+        expanded: HashMap::new(),
     };
     for item in items {
         if !matches!(item, Item::ToolResult(_)) {
@@ -146,24 +149,39 @@ impl Converter<'_> {
         }
     }
 
+    /// A client call as opencode's: one call, or several for a client tool doing several things
+    /// at once (pi's `edits[]`), their ids the client's, then `<id>_2`, `<id>_3`….
     fn call(&mut self, call: &ToolCall) {
         let client_name = call.name.as_str();
         let args = call.input.as_arguments();
-        let (name, args) = self.options.profile.call_to_opencode(client_name, &args);
-        let arguments = reserialize_arguments(&name, &args);
-        let id = call
-            .id
-            .clone()
-            .unwrap_or_else(|| format!("call_{}", name.replace('.', "_")));
-        self.call_tools.insert(id.clone(), client_name.to_owned());
+        let calls = self.options.profile.calls_to_opencode(client_name, &args);
         if let Some(reasoning) = self.reasoning.take() {
             append(&mut self.calls_reasoning, &reasoning);
         }
-        self.pending_calls.push(OutCall {
-            kind: "function",
-            id,
-            function: OutFunction { name, arguments },
-        });
+        let mut ids = Vec::with_capacity(calls.len());
+        for (n, (name, args)) in calls.into_iter().enumerate() {
+            let arguments = reserialize_arguments(&name, &args);
+            let base = call
+                .id
+                .clone()
+                .unwrap_or_else(|| format!("call_{}", name.replace('.', "_")));
+            let id = if n == 0 {
+                base
+            } else {
+                format!("{base}_{}", n + 1)
+            };
+            ids.push(id.clone());
+            self.pending_calls.push(OutCall {
+                kind: "function",
+                id,
+                function: OutFunction { name, arguments },
+            });
+        }
+        if let Some(first) = ids.first().cloned() {
+            self.call_tools
+                .insert(first.clone(), client_name.to_owned());
+            self.expanded.insert(first, ids);
+        }
     }
 
     fn tool_output(&mut self, result: &ToolResult) {
@@ -171,20 +189,32 @@ impl Converter<'_> {
         let Some(id) = result.call_id.as_deref() else {
             return;
         };
-        let Some(pos) = self.awaiting.iter().position(|a| a == id) else {
-            return;
-        };
-        self.awaiting.remove(pos);
+        let ids = self
+            .expanded
+            .get(id)
+            .cloned()
+            .unwrap_or_else(|| vec![id.to_owned()]);
         let text = result.text();
         let text = text.strip_prefix(NO_TRUNCATE_MARKER).unwrap_or(&text);
         let client_tool = self.call_tools.get(id).map_or("", String::as_str);
         let content = self.options.profile.output_to_opencode(client_tool, text);
-        self.out.push(OutMessage::ToolResult {
-            role: "tool",
-            content,
-            tool_call_id: id.to_owned(),
-        });
-        self.result_images.extend(images(&result.content));
+        let mut answered = false;
+        for id in ids {
+            let Some(pos) = self.awaiting.iter().position(|a| *a == id) else {
+                continue;
+            };
+            self.awaiting.remove(pos);
+            answered = true;
+            // Each of the calls one client call became gets the client's one result.
+            self.out.push(OutMessage::ToolResult {
+                role: "tool",
+                content: content.clone(),
+                tool_call_id: id,
+            });
+        }
+        if answered {
+            self.result_images.extend(images(&result.content));
+        }
     }
 
     /// The images of the results just given, as one user message after them.

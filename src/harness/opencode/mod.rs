@@ -23,9 +23,10 @@ use self::history::HistoryOptions;
 use self::tools::{Catalog, HostInfo, SelectRules};
 use super::collaboration::{Collaboration, Mode};
 use super::{Harness, HarnessError, HarnessRequest, Prepared};
+use crate::clients::bridge::{Bridge, Unmatched};
 use crate::clients::contextual::is_contextual;
-use crate::clients::profiles::{Profiles, RequestCalls};
-use crate::config::{InstructionsMode, OpencodeConfig};
+use crate::clients::profiles::Profiles;
+use crate::config::{ExtraTools, InstructionsMode, OpencodeConfig};
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
 use crate::conversation::{Conversation, Item, ResponseFormat, Role};
 use crate::prompts::Prompts;
@@ -69,6 +70,8 @@ pub enum SetupError {
 pub struct Built {
     pub body: Bytes,
     pub dropped_tools: Vec<String>,
+    /// Client tools sent upstream as the client defined them (`x-harness-passthrough-tools`).
+    pub passthrough_tools: Vec<String>,
     pub client_stream: bool,
     pub include_usage: bool,
     /// Translates upstream tool calls back into the client's dialect (non-identity profiles).
@@ -138,7 +141,19 @@ impl Opencode {
         headers: &HeaderMap,
         now: DateTime<Utc>,
     ) -> Result<Built, HarnessError> {
-        let profile = self.profiles.detect(headers, conversation.client.profile)?;
+        let profile =
+            self.profiles
+                .detect(headers, conversation.client.profile, &conversation.tools)?;
+        let unmatched = match self.config.extra_tools {
+            ExtraTools::Keep => Unmatched::Keep,
+            ExtraTools::Drop => Unmatched::Drop,
+        };
+        let mut bridge = Bridge::new(
+            profile.clone(),
+            &conversation.tools,
+            self.catalog.harness_tools(),
+            unmatched,
+        );
         let mode = Mode::from_headers(headers)?;
         if let Some(mode) = mode {
             self.collaboration.apply(mode, &mut conversation);
@@ -236,12 +251,10 @@ impl Opencode {
         let rules = SelectRules {
             flavour,
             policy: self.config.tools,
-            extra: self.config.extra_tools,
-            profile: &profile,
             platform: &env.platform,
             request_user_input,
         };
-        let selection = self.catalog.select(client_tools, &rules);
+        let selection = self.catalog.select(client_tools, &mut bridge, &rules);
         let has_tools = !selection.tools.is_empty();
         let body = UpstreamBody {
             model: &conversation.model,
@@ -264,19 +277,17 @@ impl Opencode {
         if serde_json::to_writer(&mut bytes, &body).is_err() {
             bytes.clear();
         }
-        let calls: Option<Arc<dyn CallMapper>> = (!profile.is_identity()).then(|| {
-            let client_tools = client_tools
-                .iter()
-                .filter_map(|t| t.name().map(str::to_owned))
-                .collect();
-            Arc::new(RequestCalls {
-                profile: profile.clone(),
-                client_tools,
-            }) as Arc<dyn CallMapper>
-        });
+        let dropped_tools = bridge.dropped();
+        let passthrough_tools = bridge.kept();
+        // Every call goes through the bridge, the identity profile's too: a client's own `bash`
+        // may not take opencode's `description`. Calls to tools that take them as they are
+        // stream through untouched.
+        let calls: Option<Arc<dyn CallMapper>> =
+            (!bridge.tools.is_empty()).then(|| Arc::new(bridge) as Arc<dyn CallMapper>);
         Ok(Built {
             body: Bytes::from(bytes),
-            dropped_tools: selection.dropped,
+            dropped_tools,
+            passthrough_tools,
             client_stream: conversation.options.stream,
             include_usage: conversation.options.include_usage,
             calls,
@@ -330,6 +341,7 @@ impl Harness for Opencode {
                 calls: built.calls,
             }),
             dropped_tools: built.dropped_tools,
+            passthrough_tools: built.passthrough_tools,
         })
     }
 }

@@ -1,6 +1,8 @@
 //! The tool list (docs/wire.md §1 "Tools"; README "Harnesses", tool policy): opencode's canonical
-//! definitions, selected by flavour and by the tools policy, plus the client tools that have no
-//! opencode counterpart (dropped or appended).
+//! definitions, selected by flavour and by the tools policy for the client tools the request's
+//! bridge maps to them, then the client tools it keeps (their own definitions, after opencode's,
+//! as opencode sends MCP tools). The catalogue is also the harness's tool set the bridge pivots
+//! on (`HarnessTools`).
 
 use std::borrow::Cow;
 use std::path::Path;
@@ -8,8 +10,8 @@ use std::path::Path;
 use serde_json::value::RawValue;
 
 use super::flavour::Flavour;
-use crate::clients::profiles::Profile;
-use crate::config::{ExtraTools, ToolsPolicy};
+use crate::clients::bridge::{Binding, Bridge, HarnessTools};
+use crate::config::ToolsPolicy;
 use crate::conversation::ToolDefinition;
 use crate::harness::collaboration::REQUEST_USER_INPUT;
 use crate::prompts::ToolText;
@@ -55,6 +57,8 @@ const TEMP_DIR: &str = "temp_dir";
 
 pub struct Catalog {
     tools: Vec<Canonical>,
+    /// The tools' names and argument schemas, for the bridge.
+    harness_tools: HarnessTools,
     default_platform: String,
     host: HostInfo,
 }
@@ -64,18 +68,14 @@ pub struct Catalog {
 pub struct SelectRules<'r> {
     pub flavour: Flavour,
     pub policy: ToolsPolicy,
-    pub extra: ExtraTools,
-    pub profile: &'r Profile,
     pub platform: &'r str,
-    /// `Some(keep)` when a collaboration mode decides `request_user_input`; else `extra` does.
+    /// `Some(keep)` when a collaboration mode decides `request_user_input`; else the bridge does.
     pub request_user_input: Option<bool>,
 }
 
 /// The outcome of selection for one request.
 pub struct Selection<'a> {
     pub tools: Vec<Cow<'a, RawValue>>,
-    /// Client tool names that were not sent, in the client's order.
-    pub dropped: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +92,7 @@ impl Catalog {
         host: HostInfo,
     ) -> Result<Self, CatalogError> {
         let mut tools = Vec::with_capacity(texts.len());
+        let mut schemas = Vec::with_capacity(texts.len());
         let temp_dir = Path::new(&host.temp_dir)
             .join("opencode")
             .display()
@@ -116,6 +117,10 @@ impl Catalog {
             }
             let rendered =
                 serde_json::value::to_raw_value(&tool).map_err(|e| error(e.to_string()))?;
+            schemas.push((
+                text.name.clone(),
+                tool.pointer("/function/parameters").cloned(),
+            ));
             tools.push(Canonical {
                 name: text.name.clone(),
                 rendered,
@@ -124,6 +129,7 @@ impl Catalog {
         }
         Ok(Self {
             tools,
+            harness_tools: HarnessTools::new(schemas),
             default_platform: default_platform.to_owned(),
             host,
         })
@@ -143,69 +149,78 @@ impl Catalog {
         }
     }
 
-    fn is_canonical(&self, name: &str) -> bool {
-        self.tools.iter().any(|t| t.name == name)
+    pub fn harness_tools(&self) -> &HarnessTools {
+        &self.harness_tools
     }
 
+    /// The upstream's tools: opencode's for what the bridge mapped (all of the flavour's with
+    /// the `reference` policy), then the kept client tools. A tool the flavour or the mode has
+    /// no place for is dropped from the bridge, so its calls are not routed to it.
     pub fn select<'a>(
         &'a self,
         client_tools: &'a [ToolDefinition],
+        bridge: &mut Bridge,
         rules: &SelectRules<'_>,
     ) -> Selection<'a> {
         let SelectRules {
             flavour,
             policy,
-            extra,
-            profile,
             platform,
             request_user_input,
         } = *rules;
-        let mut dropped = Vec::new();
+        let mut now_dropped = Vec::new();
         let mut extras: Vec<Cow<'a, RawValue>> = Vec::new();
-        let mut wanted: Vec<&str> = Vec::new();
+        let mut wanted: Vec<String> = Vec::new();
         let mut client_kept: Vec<Cow<'a, RawValue>> = Vec::new();
         for def in client_tools {
             let Some(name) = def.name() else { continue };
-            let opencode: Vec<&str> = profile
-                .opencode_names(name)
-                .into_iter()
-                .filter(|o| self.is_canonical(o))
-                .collect();
-            if !opencode.is_empty() {
-                let allowed: Vec<&str> =
-                    opencode.into_iter().filter(|o| flavour.allows(o)).collect();
-                if allowed.is_empty() {
-                    dropped.push(name.to_owned());
-                } else {
-                    wanted.extend(allowed);
-                    if policy == ToolsPolicy::Client {
-                        client_kept.extend(to_raw(def));
+            match (bridge.binding(name), name, request_user_input) {
+                (_, REQUEST_USER_INPUT, Some(false)) => now_dropped.push(name),
+                (Some(Binding::Mapped { harness, .. }), _, _) => {
+                    let allowed: Vec<String> = harness
+                        .iter()
+                        .filter(|o| flavour.allows(o))
+                        .cloned()
+                        .collect();
+                    if allowed.is_empty() {
+                        now_dropped.push(name);
+                    } else {
+                        wanted.extend(allowed);
+                        if policy == ToolsPolicy::Client {
+                            client_kept.extend(to_raw(def));
+                        }
                     }
                 }
-            } else {
-                let keep = match (name, request_user_input) {
-                    (REQUEST_USER_INPUT, Some(allowed)) => allowed,
-                    _ => extra == ExtraTools::Append,
-                };
-                if keep {
-                    extras.extend(to_raw(def));
-                } else {
-                    dropped.push(name.to_owned());
+                (Some(Binding::Kept), _, _) | (_, REQUEST_USER_INPUT, Some(true)) => {
+                    match to_raw(def) {
+                        Some(raw) => {
+                            bridge.keep_tool(name);
+                            extras.push(raw);
+                        }
+                        None => now_dropped.push(name),
+                    }
                 }
+                (Some(Binding::Dropped) | None, _, _) => {}
             }
         }
+        for name in now_dropped {
+            bridge.drop_tool(name);
+        }
+        let kept = bridge.kept();
         let mut tools: Vec<Cow<'a, RawValue>> = match policy {
             ToolsPolicy::Client => client_kept,
             ToolsPolicy::Reference | ToolsPolicy::Intersect => self
                 .tools
                 .iter()
                 .filter(|t| flavour.allows(&t.name))
-                .filter(|t| policy == ToolsPolicy::Reference || wanted.contains(&t.name.as_str()))
+                .filter(|t| policy == ToolsPolicy::Reference || wanted.contains(&t.name))
+                // A kept client tool of the same name is the one the model's calls go to.
+                .filter(|t| !kept.contains(&t.name))
                 .map(|t| self.definition(t, platform))
                 .collect(),
         };
         tools.extend(extras);
-        Selection { tools, dropped }
+        Selection { tools }
     }
 }
 

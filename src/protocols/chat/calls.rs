@@ -13,8 +13,8 @@ use serde_json::{Map, Value, json};
 use super::call_chunk::CallChunk;
 use crate::api::chunk_view::CallView;
 use crate::api::stream::{Chunk, Completion, ToolCallDelta};
-use crate::conversation::answer::{Deliverable, deliverable, flagged};
-use crate::conversation::mapping::{CallMapper, CallRoute};
+use crate::conversation::answer::{Deliverable, deliverable};
+use crate::conversation::mapping::{CallMapper, CallRoute, Outcome};
 use crate::sse::data_event;
 
 fn count_unmapped(mapper: &dyn CallMapper, name: &str) {
@@ -22,26 +22,23 @@ fn count_unmapped(mapper: &dyn CallMapper, name: &str) {
         .increment(1);
 }
 
-/// A call made under an opencode name, back in the client's terms (`translated`), or left as the
-/// upstream made it because its arguments did not translate (`untranslatable`).
-fn count_translated(mapper: &dyn CallMapper, name: &str, outcome: &'static str) {
-    metrics::counter!("harness_proxy_translated_tool_calls_total", "profile" => mapper.profile().to_owned(), "tool" => name.to_owned(), "outcome" => outcome)
+/// What became of a call the bridge delivered: `translated`, `as_made` (valid for the client's
+/// schema as the model made it) or `invalid` (valid neither way: sent as made, and reported).
+fn count_translated(mapper: &dyn CallMapper, name: &str, outcome: Outcome) {
+    metrics::counter!("harness_proxy_translated_tool_calls_total", "profile" => mapper.profile().to_owned(), "tool" => name.to_owned(), "outcome" => outcome.label())
         .increment(1);
 }
 
-/// `to_client`, counted. A call whose arguments do not translate still goes to the client under
-/// the client's name, its raw arguments flagged (`conversation::answer::flagged`): the client can
-/// parse it, and its own validation shows the model the mistake, instead of a call to a tool
-/// the client does not have or with arguments it cannot read.
+/// `to_client`, counted. A call that fits the client's schema neither translated nor as made
+/// still goes to the client (as a JSON object: its own validation shows the model the mistake),
+/// but never silently: it is logged and counted `invalid`.
 fn to_client(mapper: &dyn CallMapper, name: &str, arguments: &str) -> (String, String) {
-    if let Some(translated) = mapper.to_client(name, arguments) {
-        count_translated(mapper, name, "translated");
-        return translated;
+    let delivered = mapper.to_client(name, arguments);
+    count_translated(mapper, name, delivered.outcome);
+    if delivered.outcome == Outcome::Invalid {
+        tracing::warn!(tool = %name, client_tool = %delivered.name, profile = %mapper.profile(), "the model's call fits the client's schema neither translated nor as made; sent as made");
     }
-    count_translated(mapper, name, "untranslatable");
-    let client = mapper.client_name(name).unwrap_or_else(|| name.to_owned());
-    tracing::warn!(tool = %name, client_tool = %client, profile = %mapper.profile(), "the model's call does not translate into the client's tool; sent with its raw arguments under `_invalid_arguments`");
-    (client, flagged(arguments))
+    (delivered.name, delivered.arguments)
 }
 
 /// A call passed on as the model made it still gets arguments the client can parse.
@@ -343,14 +340,12 @@ fn delta_is_empty(delta: &crate::api::stream::Delta) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::clients::profiles::{Profile, RequestCalls};
+    use crate::clients::bridge::Bridge;
+    use crate::clients::profiles::Profile;
     use crate::protocols::chat::Shaper;
 
     fn codex(client_tools: &[&str]) -> Arc<dyn CallMapper> {
-        Arc::new(RequestCalls {
-            profile: Arc::new(Profile::codex()),
-            client_tools: client_tools.iter().map(|t| (*t).to_owned()).collect(),
-        })
+        Arc::new(Bridge::open(Arc::new(Profile::codex()), client_tools))
     }
 
     fn run(shaper: Shaper, events: &[String]) -> Vec<String> {

@@ -18,9 +18,6 @@ use self::request::MessagesRequest;
 use super::Inbound;
 use crate::error::ProxyError;
 
-/// The client profile Messages clients get unless they name one: Claude Code's tool dialect.
-pub const CLIENT_PROFILE: &str = "claude-code";
-
 /// The `ParseFn` of the Messages front.
 pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> {
     let request = read(body)?;
@@ -29,9 +26,9 @@ pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> 
         request.model.clone(),
     );
     let converted = request.into_conversation();
-    let mut conversation = converted.conversation;
+    let conversation = converted.conversation;
     // The route turns `metadata.user_id`'s session into the session header before parsing.
-    conversation.client.profile = Some(CLIENT_PROFILE);
+    // No profile implied: Claude Code is known by its headers or its tools (`clients::profiles`).
     Ok(Inbound {
         conversation,
         renderer: Some(Box::new(renderer)),

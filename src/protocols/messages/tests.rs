@@ -13,7 +13,10 @@ use crate::protocols::{AnswerEvent, ChatAnswerReader, FinishReason, Renderer, Us
 fn chat_of(request: &Value) -> (Value, Vec<String>) {
     let inbound = super::parse(&Bytes::from(request.to_string()), &HeaderMap::new())
         .expect("a Messages request parses");
-    assert_eq!(inbound.conversation.client.profile, Some("claude-code"));
+    assert_eq!(
+        inbound.conversation.client.profile, None,
+        "a protocol implies no profile"
+    );
     let chat = crate::harness::plain::chat_request(&inbound.conversation, false);
     (
         serde_json::to_value(&chat).expect("chat request is JSON"),

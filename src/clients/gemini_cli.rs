@@ -1,0 +1,146 @@
+//! The `gemini-cli` profile's structural converters (Gemini CLI 0.61, `profiles/gemini-cli.toml`
+//! holds its renames; Qwen Code, a fork, shares the shell result block in `profiles::results`):
+//! `read_file`'s line range ↔ opencode's offset and limit, `write_todos` ↔ `todowrite`, and
+//! `web_fetch`, which takes one prompt with the URL inside it. Pure.
+//!
+//! Owns: Gemini CLI's shapes. Must not: rename anything a data file can.
+
+use serde_json::{Map, Value, json};
+
+/// `read_file {file_path, start_line?, end_line?}` (1-based, inclusive) → `read {filePath,
+/// offset?, limit?}` (offset 1-based).
+pub(crate) fn lines_to_read(args: &Map<String, Value>) -> Option<Value> {
+    let mut out = Map::new();
+    out.insert("filePath".into(), args.get("file_path")?.clone());
+    let start = args.get("start_line").and_then(Value::as_u64);
+    let end = args.get("end_line").and_then(Value::as_u64);
+    if let Some(start) = start {
+        out.insert("offset".into(), json!(start));
+    }
+    if let Some(end) = end {
+        let start = start.unwrap_or(1);
+        out.insert("limit".into(), json!(end.saturating_sub(start) + 1));
+    }
+    Some(Value::Object(out))
+}
+
+/// `read {filePath, offset?, limit?}` → `read_file {file_path, start_line?, end_line?}`.
+pub(crate) fn read_to_lines(args: &Map<String, Value>) -> Option<Value> {
+    let mut out = Map::new();
+    out.insert("file_path".into(), args.get("filePath")?.clone());
+    let offset = args
+        .get("offset")
+        .and_then(Value::as_u64)
+        .filter(|o| *o > 0);
+    if let Some(offset) = offset {
+        out.insert("start_line".into(), json!(offset));
+    }
+    if let Some(limit) = args.get("limit").and_then(Value::as_u64).filter(|l| *l > 0) {
+        out.insert("end_line".into(), json!(offset.unwrap_or(1) + limit - 1));
+    }
+    Some(Value::Object(out))
+}
+
+/// `write_todos {todos: [{description, status}]}` → `todowrite {todos: [{content, status,
+/// priority}]}`: `blocked`, which opencode lacks, reads as `pending`.
+pub(crate) fn todos_to_opencode(args: &Map<String, Value>) -> Option<Value> {
+    let todos: Vec<Value> = args
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .map(|todo| {
+            let status = match todo.get("status").and_then(Value::as_str)? {
+                "blocked" => "pending",
+                other => other,
+            };
+            Some(
+                json!({"content": todo.get("description")?.clone(), "status": status,
+                "priority": "medium"}),
+            )
+        })
+        .collect::<Option<_>>()?;
+    Some(json!({ "todos": todos }))
+}
+
+/// A todo status in a client's set: as it is when the client has it, else `pending` (opencode's
+/// status is free text; its four documented values are Gemini CLI's).
+pub(crate) fn status_in(todo: &Value, allowed: &[&str]) -> Value {
+    let status = todo
+        .get("status")
+        .and_then(Value::as_str)
+        .unwrap_or("pending");
+    match status {
+        "cancelled" if !allowed.contains(&"cancelled") => json!("completed"),
+        s if allowed.contains(&s) => json!(s),
+        _ => json!("pending"),
+    }
+}
+
+const GEMINI_STATUSES: [&str; 5] = [
+    "pending",
+    "in_progress",
+    "completed",
+    "cancelled",
+    "blocked",
+];
+
+/// `todowrite`'s todos → `write_todos`'s.
+pub(crate) fn todos_to_client(args: &Map<String, Value>) -> Option<Value> {
+    let todos: Vec<Value> = args
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .map(|todo| {
+            Some(json!({"description": todo.get("content")?.clone(),
+                "status": status_in(todo, &GEMINI_STATUSES)}))
+        })
+        .collect::<Option<_>>()?;
+    Some(json!({ "todos": todos }))
+}
+
+/// Qwen Code's `todo_write {todos: [{content, status, id}]}` → `todowrite` (Qwen Code, a fork
+/// of Gemini CLI, keeps its todos as Claude Code does).
+pub(crate) fn qwen_todos_to_opencode(args: &Map<String, Value>) -> Option<Value> {
+    let todos: Vec<Value> = args
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .map(|todo| {
+            Some(json!({"content": todo.get("content")?.clone(),
+                "status": todo.get("status")?.clone(), "priority": "medium"}))
+        })
+        .collect::<Option<_>>()?;
+    Some(json!({ "todos": todos }))
+}
+
+/// `todowrite`'s todos → Qwen Code's: ids by position, its three statuses.
+pub(crate) fn todos_to_qwen(args: &Map<String, Value>) -> Option<Value> {
+    let todos: Vec<Value> = args
+        .get("todos")?
+        .as_array()?
+        .iter()
+        .enumerate()
+        .map(|(i, todo)| {
+            Some(json!({"content": todo.get("content")?.clone(),
+                "status": status_in(todo, &["pending", "in_progress", "completed"]),
+                "id": (i + 1).to_string()}))
+        })
+        .collect::<Option<_>>()?;
+    Some(json!({ "todos": todos }))
+}
+
+/// `web_fetch {prompt}` → `webfetch {url, format}`: the first http(s) URL of the prompt.
+pub(crate) fn prompt_to_webfetch(args: &Map<String, Value>) -> Option<Value> {
+    let prompt = args.get("prompt")?.as_str()?;
+    let url = prompt
+        .split_whitespace()
+        .find(|w| w.starts_with("https://") || w.starts_with("http://"))?
+        .trim_end_matches(['.', ',', ')', '"', '\'']);
+    Some(json!({"url": url, "format": "markdown"}))
+}
+
+/// `webfetch {url}` → `web_fetch {prompt}` asking for the whole page, opencode's meaning.
+pub(crate) fn webfetch_to_prompt(args: &Map<String, Value>) -> Option<Value> {
+    let url = args.get("url")?.as_str()?;
+    Some(json!({"prompt": format!("Return the full content of {url} as markdown.")}))
+}

@@ -1,0 +1,137 @@
+//! Agents' tool result texts as the harness's tools word them (opencode's: `(no output)`,
+//! `Wrote file successfully.`, `Edit applied successfully.`; docs/wire.md §3): a profile's
+//! `[[result]]` rules for fixed texts, and the readers of structured ones.
+//!
+//! Owns: result texts. Must not: know which agent a rule belongs to (the profile's data says).
+
+use serde::Deserialize;
+
+/// One fixed result text of one client tool, and what the harness's tool says instead.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResultRule {
+    /// The client's tool name.
+    pub tool: String,
+    /// The whole result, when it is exactly this.
+    #[serde(default)]
+    pub equals: Option<String>,
+    /// The result's start (a path and a note follow).
+    #[serde(default)]
+    pub starts_with: Option<String>,
+    /// What the harness's tool returns in its place.
+    pub text: String,
+}
+
+impl ResultRule {
+    fn applies(&self, tool: &str, result: &str) -> bool {
+        let result = result.trim_end();
+        self.tool == tool
+            && (self.equals.as_deref() == Some(result)
+                || self
+                    .starts_with
+                    .as_deref()
+                    .is_some_and(|p| result.starts_with(p)))
+    }
+}
+
+/// The harness's words for `result` of `tool`, by the first rule that applies.
+pub fn reword(rules: &[ResultRule], tool: &str, result: &str) -> Option<String> {
+    rules
+        .iter()
+        .find(|r| r.applies(tool, result))
+        .map(|r| r.text.clone())
+}
+
+/// Gemini CLI's and Qwen Code's shell result block:
+/// `Command: …\nDirectory: …\nOutput: …\nError: …\nExit Code: …\nSignal: …\nProcess Group PGID: …`
+/// → the output (and the error, when there is one), `(no output)` when both are empty; a text
+/// of another form is not read.
+///
+/// Gemini CLI 0.61 wraps a shorter block (`Output: …`, `Process Group PGID: …`) in
+/// `<untrusted_context>`; that form is read too.
+pub fn shell_block(text: &str) -> Option<String> {
+    let text = text
+        .strip_prefix("<untrusted_context>\n")
+        .and_then(|t| t.trim_end().strip_suffix("</untrusted_context>"))
+        .unwrap_or(text);
+    let after = if let Some(after) = text.strip_prefix("Output: ") {
+        after
+    } else if text.starts_with("Command: ") {
+        text.split_once("\nOutput: ")?.1
+    } else {
+        return None;
+    };
+    let end = [
+        "\nError: ",
+        "\nExit Code: ",
+        "\nSignal: ",
+        "\nProcess Group PGID: ",
+    ]
+    .iter()
+    .filter_map(|m| after.find(m))
+    .min()
+    .unwrap_or(after.len());
+    let output = after[..end].trim_end_matches('\n');
+    let error = after[end..]
+        .strip_prefix("\nError: ")
+        .map(|e| e.split("\nExit Code: ").next().unwrap_or(e));
+    let mut out = String::new();
+    if output != "(empty)" {
+        out.push_str(output);
+    }
+    if let Some(error) = error.filter(|e| *e != "(none)" && !e.is_empty()) {
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(error);
+    }
+    Some(super::plain_output(out))
+}
+
+/// Cline's results, a JSON list of `{query, result, success}` (or one such object): the result
+/// texts, one per line, `(no output)` when all are empty. Another text is not read.
+pub fn cline_results(text: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(text).ok()?;
+    let entries = match &value {
+        serde_json::Value::Array(entries) => entries.iter().collect::<Vec<_>>(),
+        serde_json::Value::Object(_) => vec![&value],
+        _ => return None,
+    };
+    let results: Vec<&str> = entries
+        .iter()
+        .map(|e| e.get("result").and_then(serde_json::Value::as_str))
+        .collect::<Option<_>>()?;
+    let joined: Vec<&str> = results.into_iter().filter(|r| !r.is_empty()).collect();
+    Some(super::plain_output(joined.join("\n")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_qwen_shell_block_is_its_output_alone() {
+        let empty = "Command: echo hi > a.txt\nDirectory: (root)\nOutput: (empty)\nError: (none)\nExit Code: 0\nSignal: 0\nBackground PIDs: (none)\nProcess Group PGID: 4242";
+        assert_eq!(shell_block(empty).as_deref(), Some("(no output)"));
+        let listed = "Command: ls\nDirectory: (root)\nOutput: a.txt\nb.txt\nError: (none)\nExit Code: 0\nSignal: 0\nProcess Group PGID: 7";
+        assert_eq!(shell_block(listed).as_deref(), Some("a.txt\nb.txt"));
+        let failed = "Command: false\nDirectory: (root)\nOutput: (empty)\nError: boom\nExit Code: 1\nSignal: 0";
+        assert_eq!(shell_block(failed).as_deref(), Some("boom"));
+        assert_eq!(shell_block("a.txt"), None);
+        let gemini =
+            "<untrusted_context>\nOutput: (empty)\nProcess Group PGID: 16416\n</untrusted_context>";
+        assert_eq!(shell_block(gemini).as_deref(), Some("(no output)"));
+    }
+
+    #[test]
+    fn cline_results_are_their_result_texts() {
+        let ran = r#"[{"query":"echo hi > made_by_cline.txt","result":"","success":true}]"#;
+        assert_eq!(cline_results(ran).as_deref(), Some("(no output)"));
+        let edited = r#"{"query":"edit:/abs/w.txt","result":"File created successfully at: /abs/w.txt","success":true}"#;
+        assert_eq!(
+            cline_results(edited).as_deref(),
+            Some("File created successfully at: /abs/w.txt")
+        );
+        assert_eq!(cline_results("plain"), None);
+    }
+}

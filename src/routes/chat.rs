@@ -202,6 +202,8 @@ async fn serve(
                 title_headers
             },
             client_authorization: client_authorization(headers, translated),
+            titles_itself: crate::titles::threads::titles_itself(headers),
+            title_thread: crate::titles::threads::is_title_thread(headers),
         })
         .await;
     exchange.after_answer = title.before_upstream().await;

@@ -29,6 +29,7 @@ use super::recent::{RecentTitles, Source};
 use super::request::title_body;
 use super::sanitize::sanitize_title;
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
+use super::threads::TitleThreads;
 use crate::config::{TitleOrder, TitlesConfig};
 use crate::upstream::{Outbound, Upstream};
 
@@ -57,6 +58,8 @@ pub struct TitleService {
     known: Known,
     /// Titles generated lately, by what they were generated from.
     recent: RecentTitles,
+    /// First turns' claims waiting for their client's own title request.
+    pub(super) threads: TitleThreads,
 }
 
 /// Everything a title task needs from the request that started it.
@@ -104,6 +107,7 @@ impl TitleService {
             anchors: Arc::new(Anchors::default()),
             known: Known::default(),
             recent: RecentTitles::default(),
+            threads: TitleThreads::default(),
         })
     }
 
@@ -436,6 +440,8 @@ impl TitleService {
         self.tracker.spawn(async move {
             let outcome = caught(async {
                 match raw.and_then(|text| {
+                    // Codex's title thread answers `{"title": "…"}` (its JSON schema).
+                    let text = json_title(&text).unwrap_or(text);
                     sanitize_title(&text, this.config.max_chars)
                         .ok_or_else(|| "titler produced no text".to_owned())
                 }) {
@@ -531,6 +537,20 @@ impl TitleService {
     pub fn follow_deadline(&self) -> Duration {
         self.config.timeout + self.config.lease * 2
     }
+}
+
+/// The title of an answer that is a JSON object with a string `title` (a client's title request
+/// with a JSON schema for its answer).
+fn json_title(text: &str) -> Option<String> {
+    let text = text.trim();
+    if !text.starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()?
+        .get("title")?
+        .as_str()
+        .map(str::to_owned)
 }
 
 /// A title store operation failed (the request it served went on without it).

@@ -10,6 +10,7 @@ mod browser_guard;
 mod calibrate;
 mod caller_auth;
 mod client_goldens;
+mod codex_tui;
 mod conversations;
 mod deploy;
 mod docs;

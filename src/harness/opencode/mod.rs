@@ -299,9 +299,6 @@ impl Opencode {
 /// and a JSON-schema answer format that is Codex's (`codex_output_schema`, README "Codex CLI (0.95
 /// and later)") or holds one property, `title` (Claude Code's `output_config.format` `{title}`).
 fn is_schema_title_request(conversation: &Conversation) -> bool {
-    if !conversation.tools.is_empty() {
-        return false;
-    }
     let Some(ResponseFormat::JsonSchema { name, schema, .. }) =
         &conversation.options.response_format
     else {
@@ -312,7 +309,9 @@ fn is_schema_title_request(conversation: &Conversation) -> bool {
         .and_then(|s| s.pointer("/properties"))
         .and_then(serde_json::Value::as_object)
         .is_some_and(|p| p.len() == 1 && p.contains_key("title"));
-    name == CODEX_TITLE_SCHEMA || only_a_title
+    // Codex's TUI offers its `apply_patch` even on its title thread: its schema says enough.
+    let codex = name == CODEX_TITLE_SCHEMA;
+    (conversation.tools.is_empty() && (codex || only_a_title)) || (codex && only_a_title)
 }
 
 const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";

@@ -2,7 +2,8 @@
 //! claims what this turn titles (the client's own title request, teed on the way back; or a
 //! conversation's first turn, which gets a title job), `before_upstream` applies `titles.order`
 //! and its waits, `watch_answer` wraps the upstream body (`Observed`, `AnswerTap`), and
-//! `AfterAnswer` is what `after` leaves for when the answer's body ends.
+//! `AfterAnswer` is what `after` leaves for when the answer's body ends. A client that titles
+//! itself on a thread of its own (`threads`) has its first turn's claim wait for that request.
 //!
 //! Owns the order policy and its timeouts; must not know axum or the routes: the headers the
 //! title request needs are built by the route and handed in, and the route runs `AfterAnswer`
@@ -18,6 +19,7 @@ use super::facts::ConversationFacts;
 use super::live::LiveTitle;
 use super::observe::Observed;
 use super::service::{Started, TitleJob, TitleService};
+use super::threads::{WAIT, Waiting};
 use crate::config::TitleOrder;
 
 use crate::upstream::{UpstreamError, UpstreamResponse, is_event_stream};
@@ -45,6 +47,10 @@ pub struct TurnInfo<'a> {
     pub title_headers: &'a (dyn Fn() -> HeaderMap + Sync),
     /// The credential the title request goes upstream with, as the main request's.
     pub client_authorization: Option<HeaderValue>,
+    /// The client asks for its title itself after its first turn (`threads::titles_itself`).
+    pub titles_itself: bool,
+    /// This request is that title request (`threads::is_title_thread`).
+    pub title_thread: bool,
 }
 
 /// What one turn does for titles, from its claim to the end of its answer. Whatever it claimed
@@ -116,6 +122,15 @@ impl TitleService {
         if !due || !self.applies_to(turn.harness) {
             return out;
         }
+        // A title thread's request titles the conversation whose first words it quotes.
+        if facts.title_request
+            && turn.title_thread
+            && let Some(waiting) = self.threads.take_quoted(turn.owner, &facts.first_user_text)
+        {
+            out.url = Some(format!("/titles/{}", waiting.conversation));
+            out.observed = Some(waiting.live);
+            return out;
+        }
         let claimed = if turn.started {
             self.claim_fresh(
                 turn.owner,
@@ -152,9 +167,46 @@ impl TitleService {
                 headers: (turn.title_headers)(),
                 client_authorization: turn.client_authorization,
             };
-            out.job = Some((live, job));
+            if turn.titles_itself && facts.initial_turn && !turn.started {
+                self.await_title_thread(Waiting {
+                    owner: turn.owner.to_owned(),
+                    conversation: turn.conversation.to_owned(),
+                    words: job.first_user_text.clone(),
+                    live,
+                    job,
+                    taken: tokio_util::sync::CancellationToken::new(),
+                });
+            } else {
+                out.job = Some((live, job));
+            }
         }
         out
+    }
+
+    /// Parks a first turn's claim for the client's own title request (`threads`); if none takes
+    /// it within `threads::WAIT`, the proxy's own title job runs.
+    fn await_title_thread(self: &Arc<Self>, waiting: Waiting) {
+        let (owner, conversation) = (waiting.owner.clone(), waiting.conversation.clone());
+        let taken = waiting.taken.clone();
+        if let Some(oldest) = self.threads.park(waiting) {
+            let _started = self.start(oldest.live, oldest.job);
+        }
+        let this = self.clone();
+        self.tracker.spawn(async move {
+            tokio::select! {
+                () = taken.cancelled() => {}
+                () = tokio::time::sleep(WAIT) => {
+                    if let Some(waiting) = this.threads.take(&owner, &conversation) {
+                        let _started = this.start(waiting.live, waiting.job);
+                    }
+                }
+                () = this.cancel.cancelled() => {
+                    if let Some(waiting) = this.threads.take(&owner, &conversation) {
+                        this.record_observed(waiting.live, Err("the proxy shut down before the title".to_owned()));
+                    }
+                }
+            }
+        });
     }
 }
 

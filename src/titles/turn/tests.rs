@@ -53,6 +53,8 @@ fn info<'a>(conversation: &'a str, facts: &'a ConversationFacts, started: bool) 
         protocol: "chat",
         title_headers: &HeaderMap::new,
         client_authorization: None,
+        titles_itself: false,
+        title_thread: false,
     }
 }
 
@@ -376,4 +378,89 @@ async fn an_after_title_dropped_unstarted_still_starts() {
     let record = settled(&service, "c12").await;
     assert_eq!(record.status, Status::Failed);
     assert_eq!(record.error.as_deref(), Some("no input to title from"));
+}
+
+/// A client that titles itself on a thread of its own: its first turn sends no title request
+/// and holds its claim; if the client's title request never comes, the proxy's own job runs
+/// once `threads::WAIT` has passed.
+#[tokio::test(start_paused = true)]
+async fn a_self_titling_client_s_claim_waits_for_its_title_request_then_falls_back() {
+    let service = titles(TitleOrder::Parallel);
+    let first = facts(false, true);
+    let mut turn = service
+        .begin(TurnInfo {
+            titles_itself: true,
+            ..info("c-tui", &first, false)
+        })
+        .await;
+    assert_eq!(turn.url(), Some("/titles/c-tui"));
+    assert!(
+        turn.job.is_none(),
+        "no title request of the proxy's own yet"
+    );
+    assert!(turn.before_upstream().await.is_none());
+    drop(turn);
+    assert!(
+        service.live(Some("owner"), "c-tui").is_some(),
+        "pending, waiting"
+    );
+
+    tokio::time::sleep(crate::titles::threads::WAIT).await;
+    // The fallback job ran (its upstream is unreachable here, so it fails, but it ran).
+    let record = settled(&service, "c-tui").await;
+    assert_eq!(record.status, Status::Failed, "{record:?}");
+    assert!(
+        record
+            .error
+            .as_deref()
+            .is_some_and(|e| !e.contains("shut down")),
+        "{record:?}"
+    );
+}
+
+/// The title request quoting the first words takes the waiting claim: observed, no job.
+#[tokio::test]
+async fn the_title_thread_s_request_takes_the_claim_of_the_words_it_quotes() {
+    let service = titles(TitleOrder::Parallel);
+    let first = ConversationFacts {
+        first_user_text: "fix the login bug in auth.rs please".to_owned(),
+        ..facts(false, true)
+    };
+    let turn = service
+        .begin(TurnInfo {
+            titles_itself: true,
+            ..info("c-main", &first, false)
+        })
+        .await;
+    drop(turn);
+    let asked = ConversationFacts {
+        first_user_text: "Generate a title.\n\nUser prompt:\nfix the login".to_owned(),
+        ..facts(true, false)
+    };
+    let other = service
+        .begin(TurnInfo {
+            title_thread: true,
+            owner: "someone else",
+            ..info("c-thread", &asked, false)
+        })
+        .await;
+    assert_eq!(
+        other.url(),
+        Some("/titles/c-thread"),
+        "another caller's claim is not taken"
+    );
+    drop(other);
+    let mut thread = service
+        .begin(TurnInfo {
+            title_thread: true,
+            ..info("c-thread", &asked, false)
+        })
+        .await;
+    assert_eq!(thread.url(), Some("/titles/c-main"));
+    assert!(thread.job.is_none());
+    let observed = thread.observed.take().expect("observed");
+    assert_eq!(observed.record.id, "c-main");
+    service.record_observed(observed, Ok(r#"{"title":"Fix login bug"}"#.to_owned()));
+    let record = settled(&service, "c-main").await;
+    assert_eq!(record.title.as_deref(), Some("Fix login bug"));
 }

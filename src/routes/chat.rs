@@ -42,11 +42,12 @@ const FRONT: Front = Front::openai(
     |_| UPSTREAM_PATH.to_owned(),
 );
 
-/// The one pipeline every client protocol goes through: pick the harness, parse the client's
-/// protocol into the conversation model and let the harness rebuild it (`routes::inbound`), let
-/// the titles service order its title around the turn, send it upstream, and answer in the
-/// client's protocol (`routes::answer`).
-pub async fn handle(state: AppState, front: Front, call: Call, body: Body) -> Response {
+/// The harness a request names: header `x-harness` (`harness_header`), else the
+/// `/harness/{name}/` path, else `default_harness`.
+pub fn pick_harness(
+    state: &AppState,
+    call: &Call,
+) -> Result<std::sync::Arc<dyn crate::harness::Harness>, ProxyError> {
     let name = call
         .headers
         .get(&state.harness_header)
@@ -56,11 +57,24 @@ pub async fn handle(state: AppState, front: Front, call: Call, body: Body) -> Re
         .map(str::to_owned)
         .or_else(|| call.path_harness())
         .unwrap_or_else(|| state.config.default_harness.clone());
-    let Some(harness) = state.harnesses.get(&name).cloned() else {
-        return (front.error)(ProxyError::UnknownHarness {
+    state
+        .harnesses
+        .get(&name)
+        .cloned()
+        .ok_or_else(|| ProxyError::UnknownHarness {
             name,
             known: state.harnesses.names(),
-        });
+        })
+}
+
+/// The one pipeline every client protocol goes through: pick the harness, parse the client's
+/// protocol into the conversation model and let the harness rebuild it (`routes::inbound`), let
+/// the titles service order its title around the turn, send it upstream, and answer in the
+/// client's protocol (`routes::answer`).
+pub async fn handle(state: AppState, front: Front, call: Call, body: Body) -> Response {
+    let harness = match pick_harness(&state, &call) {
+        Ok(harness) => harness,
+        Err(err) => return (front.error)(err),
     };
     let meter = Meter::start(harness.name(), front.protocol.name());
     let mut exchange = Exchange {

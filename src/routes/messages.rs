@@ -68,8 +68,8 @@ pub async fn route(State(state): State<AppState>, mut call: Call, body: Body) ->
     chat::handle(state, FRONT, call, Body::from(body)).await
 }
 
-/// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, a local estimate (see
-/// `protocols::messages::tokens`); Claude Code's `/context` breaks on a 404 here. More counts at
+/// `POST /v1/messages/count_tokens`: `{"input_tokens": N}`, a local estimate of the request as
+/// the harness sends it upstream (`rewritten_tokens`, `protocols::messages::tokens`); Claude Code's `/context` breaks on a 404 here. More counts at
 /// once than `limits.max_token_counts` get 529 `overloaded_error`.
 pub async fn count_tokens(
     State(state): State<AppState>,
@@ -77,19 +77,19 @@ pub async fn count_tokens(
     body: Body,
 ) -> Result<Response, AnthropicError> {
     let body = read_body(&call.headers, body, state.config.limits.max_body_bytes).await?;
-    let request = messages::read(&body)?;
+    let harness = chat::pick_harness(&state, &call)?;
     // Counting is CPU-bound (linear in the body): off the async workers, one per core at a time
     // (`limits.max_token_counts`); beyond that the client is told to retry (529 on this route).
     let Ok(permit) = state.token_counts.clone().try_acquire_owned() else {
         return Err(ProxyError::Busy("token counts running at once").into());
     };
     let tokens = tokio::task::spawn_blocking(move || {
-        let tokens = messages::tokens::estimate(&request);
+        let tokens = rewritten_tokens(harness.as_ref(), &call, &body);
         drop(permit);
         tokens
     })
     .await
-    .map_err(|e| ProxyError::Internal(e.to_string()))?;
+    .map_err(|e| ProxyError::Internal(e.to_string()))??;
     let json = serde_json::json!({ "input_tokens": tokens }).to_string();
     Ok((
         [(
@@ -99,6 +99,30 @@ pub async fn count_tokens(
         json,
     )
         .into_response())
+}
+
+/// The request's input tokens as its harness sends it upstream: a rewriting harness replaces
+/// the client's system prompt and tools with its own (Claude Code's ~20k-token prompt becomes
+/// opencode's), so the count is of the rebuilt Chat Completions body; passthrough counts the
+/// client's request as it is.
+fn rewritten_tokens(
+    harness: &dyn crate::harness::Harness,
+    call: &Call,
+    body: &bytes::Bytes,
+) -> Result<usize, ProxyError> {
+    if !harness.rewrites() {
+        return Ok(messages::tokens::estimate(&messages::read(body)?));
+    }
+    let inbound = (FRONT.parse)(&call.request(body))?;
+    let prepared = harness.prepare(crate::harness::HarnessRequest {
+        conversation: inbound.conversation,
+        chat_body: None,
+        headers: &call.headers,
+        now: chrono::Utc::now(),
+    })?;
+    Ok(crate::protocols::chat::tokens::estimate(
+        &prepared.upstream_body,
+    ))
 }
 
 /// `HEAD`/`GET` on the base URL (and Claude Code's `/api/hello` probe): the proxy is there.

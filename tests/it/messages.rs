@@ -451,9 +451,17 @@ async fn the_proxys_own_errors_are_anthropic_shaped_and_overload_is_529() {
 async fn count_tokens_answers_an_estimate_and_probes_answer_200() {
     let upstream = FakeUpstream::fixed(Reply::json(500, "{}")).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    for path in [
-        "/v1/messages/count_tokens?beta=true",
-        "/harness/opencode/v1/messages/count_tokens?beta=true",
+    // Through opencode the count is of the rebuilt request: opencode's system prompt and tools.
+    for (path, range) in [
+        ("/v1/messages/count_tokens?beta=true", 1_000..20_000),
+        (
+            "/harness/opencode/v1/messages/count_tokens?beta=true",
+            1_000..20_000,
+        ),
+        (
+            "/harness/passthrough/v1/messages/count_tokens?beta=true",
+            10..200,
+        ),
     ] {
         let response = post_messages(
             &app,
@@ -465,10 +473,7 @@ async fn count_tokens_answers_an_estimate_and_probes_answer_200() {
         assert_eq!(response.status(), 200, "{path}");
         let body: Value = response.json().await.expect("json");
         let n = body["input_tokens"].as_u64().expect("a count");
-        assert!(
-            n > 10 && n < 200,
-            "an estimate for a short prompt and one tool: {n}"
-        );
+        assert!(range.contains(&n), "{path}: {n} not in {range:?}");
     }
     assert_eq!(upstream.count(), 0, "counted locally");
     for path in [
@@ -628,7 +633,7 @@ async fn count_tokens_beyond_its_permits_is_529_and_a_30_mib_run_is_estimated() 
     // Freed: a count of one 30 MiB run of `a` is answered, estimated by its length.
     let run = "a".repeat(30 * 1024 * 1024);
     let big = json!({"model": "m", "messages": [{"role": "user", "content": run}]});
-    let response = post_messages(&app, "/v1/messages/count_tokens", &big).await;
+    let response = post_messages(&app, "/harness/passthrough/v1/messages/count_tokens", &big).await;
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     let n = body["input_tokens"].as_u64().unwrap();
@@ -637,6 +642,11 @@ async fn count_tokens_beyond_its_permits_is_529_and_a_30_mib_run_is_estimated() 
         (30 * 1024 * 1024 / 4 + 4) as u64,
         "len/4 plus the message overhead"
     );
+    // Rebuilt by opencode first (quoted, with opencode's prompt): still answered, by length.
+    let response = post_messages(&app, "/v1/messages/count_tokens", &big).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert!(body["input_tokens"].as_u64().unwrap() > n);
     assert_eq!(upstream.count(), 0);
 }
 
@@ -668,4 +678,91 @@ async fn a_wrong_method_on_the_messages_routes_answers_405_in_anthropics_shape()
         );
     }
     assert_eq!(upstream.count(), 0);
+}
+
+/// The input tokens of a Chat Completions body the upstream received, counted exactly with the
+/// estimator's tokenizer (o200k): every message's text and calls, every tool's JSON, 4 a message.
+fn exact_tokens(body: &Value) -> usize {
+    let bpe = tiktoken_rs::o200k_base_singleton();
+    let count = |text: &str| bpe.encode_ordinary(text).len();
+    let mut total = 0;
+    for message in body["messages"].as_array().unwrap() {
+        total += 4;
+        match &message["content"] {
+            Value::String(text) => total += count(text),
+            Value::Array(parts) => {
+                for part in parts {
+                    total += part["text"].as_str().map_or(0, count);
+                }
+            }
+            _ => {}
+        }
+        for call in message["tool_calls"].as_array().into_iter().flatten() {
+            total += count(call["function"]["name"].as_str().unwrap())
+                + count(call["function"]["arguments"].as_str().unwrap());
+        }
+    }
+    for tool in body["tools"].as_array().into_iter().flatten() {
+        total += 8 + count(&tool["function"].to_string());
+    }
+    total
+}
+
+/// Claude Code compacts by `count_tokens`: the count must be of what the upstream will read.
+/// A Claude Code turn (its long system prompt, its tools, a tool round trip) is counted within
+/// 10 % of the exact count of the body the upstream then received; the client's own request,
+/// which the old count measured, is far from it.
+#[tokio::test]
+async fn count_tokens_is_within_ten_percent_of_the_rebuilt_upstream_body() {
+    let upstream = FakeUpstream::fixed(Reply::sse(&[
+        &crate::support::sse::text_chunk("ok"),
+        &crate::support::sse::finish_chunk("stop"),
+        crate::support::sse::DONE,
+    ]))
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let system = "You are Claude Code, Anthropic's official CLI for Claude. ".repeat(300);
+    let mut turn = first_turn(false);
+    turn["system"] = json!([{"type": "text", "text": system}]);
+    turn["messages"] = json!([
+        {"role": "user", "content": [{"type": "text", "text": "Create the file notes.txt with a short poem"}]},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Bash",
+            "input": {"command": "printf 'roses\\n' > notes.txt", "description": "Write the poem"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": ""}]}
+    ]);
+    let counted = |path: &'static str| {
+        let app = &app;
+        let turn = turn.clone();
+        async move {
+            let response = post_messages(app, path, &turn).await;
+            assert_eq!(response.status(), 200);
+            let body: Value = response.json().await.unwrap();
+            body["input_tokens"].as_u64().unwrap() as f64
+        }
+    };
+    let estimate = counted("/v1/messages/count_tokens").await;
+    let client_side = counted("/harness/passthrough/v1/messages/count_tokens").await;
+    let response = post_messages(&app, "/v1/messages", &turn).await;
+    assert_eq!(response.status(), 200);
+    response.bytes().await.unwrap();
+    let sent = upstream
+        .main_requests()
+        .pop()
+        .expect("the turn went upstream")
+        .json();
+    let exact = exact_tokens(&sent) as f64;
+    let error = (estimate - exact).abs() / exact;
+    eprintln!(
+        "count_tokens: estimate {estimate}, exact {exact} ({:+.2} %), client's own {client_side}",
+        (estimate - exact) / exact * 100.0
+    );
+    assert!(
+        error < 0.10,
+        "estimate {estimate}, exact {exact}: {:.1} %",
+        error * 100.0
+    );
+    assert!(
+        (client_side - exact).abs() / exact > 0.10,
+        "the client's own request is another size: {client_side} vs {exact}"
+    );
 }

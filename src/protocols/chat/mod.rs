@@ -14,6 +14,7 @@ pub mod peek;
 pub mod request;
 pub mod shaper;
 pub mod synthetic;
+pub mod tokens;
 
 pub use crate::conversation::mapping::{CallMapper, CallRoute, Reshape, ResponsePlan};
 pub use fold::{FoldError, Folder};

@@ -18,7 +18,8 @@ pub struct Credential<'a> {
 }
 
 impl<'a> Credential<'a> {
-    /// `Authorization` first, then `x-api-key`. An empty or unreadable value is no credential.
+    /// `Authorization` first, then `x-api-key`, then `x-goog-api-key`. An empty or unreadable
+    /// value is no credential.
     pub fn of(headers: &'a HeaderMap) -> Option<Self> {
         if let Some(value) = headers
             .get(header::AUTHORIZATION)
@@ -40,11 +41,16 @@ impl<'a> Credential<'a> {
             };
             return (!secret.is_empty()).then_some(Self { scheme, secret });
         }
-        headers
-            .get("x-api-key")
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-            .filter(|v| !v.is_empty())
+        // Google's key header too: a Gemini client reads its titles with the key it sends.
+        ["x-api-key", "x-goog-api-key"]
+            .iter()
+            .find_map(|name| {
+                headers
+                    .get(*name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::trim)
+                    .filter(|v| !v.is_empty())
+            })
             .map(|secret| Self {
                 scheme: "bearer",
                 secret,
@@ -141,6 +147,11 @@ mod tests {
             Some("k")
         );
         assert_eq!(identity(&[("x-api-key", "k")]).as_deref(), Some("k"));
+        assert_eq!(
+            identity(&[("x-goog-api-key", "k")]),
+            identity(&[("x-api-key", "k")]),
+            "Google's key header is the same caller"
+        );
         assert_eq!(
             identity(&[("authorization", "Basic YTpi")]).as_deref(),
             Some("basic YTpi")

@@ -8,7 +8,7 @@
 
 /// Recognisers whose text must "wrap" between two markers: after trimming, it starts with
 /// the first and ends with the second, both compared ASCII-case-insensitively.
-const WRAPPING_MARKERS: [(&str, &str); 9] = [
+const WRAPPING_MARKERS: [(&str, &str); 10] = [
     ("# AGENTS.md instructions", "</INSTRUCTIONS>"),
     ("<environment_context>", "</environment_context>"),
     ("<skill>", "</skill>"),
@@ -19,6 +19,8 @@ const WRAPPING_MARKERS: [(&str, &str); 9] = [
     ("<recommended_plugins>", "</recommended_plugins>"),
     // Claude Code's reminders (CLAUDE.md contents, date, todo state) sent as user text blocks.
     ("<system-reminder>", "</system-reminder>"),
+    // Gemini CLI's first user part (date, OS, folder listing) before the user's words.
+    ("<session_context>", "</session_context>"),
 ];
 
 const ADDITIONAL_CONTEXT_OPEN: &str = "<external_";
@@ -238,6 +240,13 @@ mod tests {
     }
 
     // 2. environment context
+
+    #[test]
+    fn gemini_cli_s_session_context_matches() {
+        assert_contextual(
+            "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n</session_context>",
+        );
+    }
 
     #[test]
     fn environment_context_matches() {

@@ -317,6 +317,13 @@ fn identify(
     rewritten: bool,
 ) -> Result<(String, bool), BadConversationId> {
     if let Some(id) = client_conversation_id(headers, body_key)? {
+        // Kilo asks for its title under `title-<its session id>`: that session's title.
+        let id = match id.strip_prefix("title-") {
+            Some(session) if facts.is_some_and(|f| f.title_request) && !session.is_empty() => {
+                session.to_owned()
+            }
+            _ => id,
+        };
         return Ok((id, false));
     }
     Ok(match facts {

@@ -48,6 +48,9 @@ pub fn routes() -> Router<AppState> {
             "/harness/{name}/v1/models/{target}",
             post(generate).get(crate::routes::forward::path_route),
         )
+        // pi's Google client with a base URL that has no version posts `/models/…` itself.
+        .route("/models/{target}", post(generate))
+        .route("/harness/{name}/models/{target}", post(generate))
         // The rest of the Gemini API (files, caches, embeddings) is not served: 404 in its shape.
         .route("/v1beta/{*rest}", any(not_served))
         .route("/harness/{name}/v1beta/{*rest}", any(not_served))

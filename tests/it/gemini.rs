@@ -156,6 +156,14 @@ async fn without_stream_the_answer_is_one_generate_content_response() {
     ))
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
+    // pi's Google client with a base URL without a version posts `/models/…`.
+    for path in [
+        "/models/gemini-2.5-flash:generateContent",
+        "/harness/opencode/models/gemini-2.5-flash:generateContent",
+    ] {
+        let response = post(&app, path, &first_turn()).await;
+        assert_eq!(response.status(), 200, "{path}");
+    }
     let response = post(
         &app,
         "/v1/models/gemini-2.5-flash:generateContent",

@@ -885,3 +885,40 @@ async fn when_the_first_turn_wins_the_race_the_clients_title_request_is_only_for
         "Proxy title"
     );
 }
+
+/// Kilo (an opencode fork) sends its own title request under `x-session-id: title-<session>`:
+/// it belongs to that session, which keeps one title record.
+#[tokio::test]
+async fn kilo_s_title_request_under_title_prefixed_session_is_that_session_s() {
+    let upstream = upstream_with_title(title_reply("Greeting")).await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let send = |session: &'static str, body: Value| {
+        let app = &app;
+        async move {
+            let response = app
+                .post("/v1/chat/completions")
+                .header(
+                    "user-agent",
+                    "Kilo-Code/7.7.7 ai-sdk/provider-utils/4.0.23 runtime/bun/1.3.14",
+                )
+                .header("x-session-id", session)
+                .bearer_auth("kilo-key")
+                .json(&body)
+                .send()
+                .await
+                .unwrap();
+            read_all(response).await
+        }
+    };
+    send("ses_kilo1", first_turn("say hello")).await;
+    settled(&app, "ses_kilo1", "kilo-key").await;
+    send("title-ses_kilo1", client_title_request("\"say hello\"")).await;
+    let list = app.get_json("/titles", "kilo-key").await;
+    let ids: Vec<&str> = list["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["ses_kilo1"], "{list}");
+}

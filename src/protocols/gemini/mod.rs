@@ -51,7 +51,8 @@ pub fn parse_with(request: &Request<'_>, response_id: String) -> Result<Inbound,
     let include_thoughts = convert::includes_thoughts(&wire);
     let converted = wire.into_conversation(model.clone(), stream);
     let mut conversation = converted.conversation;
-    conversation.client.aside = is_helper_call(&conversation);
+    conversation.client.aside = is_helper_call(&conversation)
+        || (is_gemini_cli(request.headers) && !stream && conversation.tools.is_empty());
     let renderer = GeminiRenderer::new(model, response_id, include_thoughts);
     Ok(Inbound {
         conversation,
@@ -61,6 +62,14 @@ pub fn parse_with(request: &Request<'_>, response_id: String) -> Result<Inbound,
 }
 
 /// Gemini CLI's helper calls: one JSON answer asked for, no tools offered.
+/// Gemini CLI streams every turn of its conversation: a call of its that does not stream and
+/// offers no tools is one of its helpers, JSON or not (its session summary is plain text).
+fn is_gemini_cli(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::USER_AGENT)
+        .is_some_and(|ua| ua.as_bytes().starts_with(b"GeminiCLI"))
+}
+
 fn is_helper_call(conversation: &Conversation) -> bool {
     !conversation.options.stream
         && conversation.tools.is_empty()

@@ -13,17 +13,20 @@ use crate::conversation::{
 use crate::protocols::{ChatAnswerReader, Inbound, Renderer, Request, split_at};
 
 fn parse(action: &str, body: &Value) -> Inbound {
+    parse_as(action, body, &HeaderMap::new())
+}
+
+fn parse_as(action: &str, body: &Value, headers: &HeaderMap) -> Inbound {
     let body = Bytes::from(body.to_string());
     let params = vec![
         ("model".to_owned(), "gemini-2.5-flash".to_owned()),
         ("action".to_owned(), action.to_owned()),
     ];
-    let headers = HeaderMap::new();
     let request = Request {
         method: &Method::POST,
         params: &params,
         query: Some("alt=sse"),
-        headers: &headers,
+        headers,
         body: &body,
     };
     super::parse_with(&request, "resp_1".into()).expect("parses")
@@ -158,6 +161,26 @@ fn a_json_generate_content_without_tools_is_a_helper_call() {
     assert!(!parse(super::STREAM, &helper).conversation.client.aside);
     let plain = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
     assert!(!parse(super::GENERATE, &plain).conversation.client.aside);
+    // Gemini CLI streams its turns: its plain-text session summary is a helper too.
+    let mut cli = HeaderMap::new();
+    cli.insert(
+        http::header::USER_AGENT,
+        http::HeaderValue::from_static(
+            "GeminiCLI-tui/0.61.0/gemini-3.5-flash-lite (linux; x64; terminal)",
+        ),
+    );
+    assert!(
+        parse_as(super::GENERATE, &plain, &cli)
+            .conversation
+            .client
+            .aside
+    );
+    assert!(
+        !parse_as(super::STREAM, &plain, &cli)
+            .conversation
+            .client
+            .aside
+    );
 }
 
 #[test]

@@ -64,8 +64,8 @@ impl TitleStore for Counting {
     }
 }
 
-#[tokio::test]
-async fn a_fresh_conversation_is_claimed_without_waiting_on_the_store() {
+/// A service over the memory store, counting its claims.
+fn counted_service() -> (Arc<TitleService>, Arc<Counting>) {
     let config = Config::default();
     let mut titles = config.titles.clone();
     titles.store = StoreUrl::Memory;
@@ -78,6 +78,12 @@ async fn a_fresh_conversation_is_claimed_without_waiting_on_the_store() {
     let service = Arc::new(
         TitleService::new(titles, String::new(), store.clone(), upstream).expect("service"),
     );
+    (service, store)
+}
+
+#[tokio::test]
+async fn a_fresh_conversation_is_claimed_without_waiting_on_the_store() {
+    let (service, store) = counted_service();
     let live = service
         .claim_fresh("o", "conv_fresh", "m", "opencode", "chat")
         .expect("a fresh id is always ours");
@@ -104,18 +110,7 @@ async fn a_fresh_conversation_is_claimed_without_waiting_on_the_store() {
 
 #[tokio::test]
 async fn a_conversation_known_to_have_a_record_is_not_claimed_again() {
-    let config = Config::default();
-    let mut titles = config.titles.clone();
-    titles.store = StoreUrl::Memory;
-    let upstream =
-        Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
-    let store = Arc::new(Counting {
-        inner: MemoryStore::new(100),
-        claims: AtomicUsize::new(0),
-    });
-    let service = Arc::new(
-        TitleService::new(titles, String::new(), store.clone(), upstream).expect("service"),
-    );
+    let (service, store) = counted_service();
     let claim = |id: &'static str| {
         let service = service.clone();
         async move { service.claim("o", id, "m", "opencode", "chat").await }

@@ -285,3 +285,39 @@ async fn a_messages_client_that_drops_thinking_blocks_still_passes_the_thinking_
         THINKING_TEXT
     );
 }
+
+/// pi's Google client: no call ids, no thoughts in its history, only each call part's
+/// `thoughtSignature` kept. The signature carries the upstream's call id, so the reasoning
+/// remembered for it goes back and the thinking rule holds.
+#[tokio::test]
+async fn a_gemini_client_that_drops_call_ids_still_passes_the_thinking_rule() {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let app = app(&upstream, false).await;
+    let path = "/v1beta/models/deepseek-v4:generateContent";
+    let tools = json!([{"functionDeclarations": [{"name": "bash", "parametersJsonSchema": {
+        "type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]}}]}]);
+    let user = json!({"role": "user", "parts": [{"text": "list the files"}]});
+    let (status, first) = post(&app, path, &json!({"contents": [user], "tools": tools})).await;
+    assert_eq!(status, 200, "{first}");
+    let mut part = first["candidates"][0]["content"]["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p.get("functionCall").is_some())
+        .cloned()
+        .expect("a call");
+    part["functionCall"].as_object_mut().unwrap().remove("id");
+    let echoed = json!({"role": "model", "parts": [part]});
+    let result = json!({"role": "user", "parts": [{"functionResponse": {"name": "bash",
+        "response": {"output": "a.txt"}}}]});
+    let (status, second) = post(
+        &app,
+        path,
+        &json!({"contents": [user, echoed, result], "tools": tools}),
+    )
+    .await;
+    assert_eq!(status, 200, "{second}");
+    let message = upstream_call_message(&upstream);
+    assert_eq!(message["reasoning_content"], THINKING_TEXT);
+    assert_eq!(message["tool_calls"][0]["id"], "call_ds_1");
+}

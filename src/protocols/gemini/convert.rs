@@ -150,6 +150,7 @@ fn model_items(turn: usize, parts: &[InPart], calls: &mut Calls, out: &mut Vec<I
                 .id
                 .clone()
                 .filter(|id| !id.is_empty())
+                .or_else(|| signed_id(part))
                 .unwrap_or_else(|| place_id(turn, index));
             calls.open.push_back((id.clone(), call.name.clone()));
             let args = call
@@ -213,6 +214,21 @@ fn flush_user(pending: &mut Vec<Part>, out: &mut Vec<Item>) {
         role: Role::User,
         content,
     }));
+}
+
+/// What the renderer puts in a call part's `thoughtSignature` before the call's id: clients that
+/// drop `functionCall.id` from their history (pi's Google client) keep the signature, which
+/// Google's SDKs must echo, so the call keeps the id the upstream gave it (and with it its
+/// conversation's anchor and its remembered reasoning).
+pub const SIGNED_ID: &str = "hpcall1.";
+
+fn signed_id(part: &InPart) -> Option<String> {
+    part.thought_signature
+        .as_ref()?
+        .as_str()?
+        .strip_prefix(SIGNED_ID)
+        .filter(|id| !id.is_empty() && id.len() <= 256)
+        .map(str::to_owned)
 }
 
 /// A call id from the call's place in the history: the same on every turn that resends it.

@@ -47,8 +47,8 @@ pub struct Part {
     /// A thought summary the model produced (reasoning), echoed back.
     #[serde(default)]
     pub thought: bool,
-    /// Accepted and not read: Gemini's own opaque reasoning token (or the CLI's
-    /// `skip_thought_signature_validator`), meaningless to another model.
+    /// Gemini's own opaque reasoning token (or the CLI's `skip_thought_signature_validator`),
+    /// meaningless to another model; read only when it is the proxy's (`convert::SIGNED_ID`).
     #[serde(alias = "thought_signature")]
     pub thought_signature: Option<Value>,
     #[serde(alias = "function_call")]

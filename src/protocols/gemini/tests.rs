@@ -307,7 +307,8 @@ fn a_tool_turn_streams_text_then_one_whole_call_then_stop_with_usage() {
     assert_eq!(parts[1], &json!([{"text": "lo"}]));
     assert_eq!(
         parts[2],
-        &json!([{"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": "ls"}}}])
+        &json!([{"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": "ls"}},
+                 "thoughtSignature": "hpcall1.call_1"}])
     );
     let last = events.last().expect("a last event");
     assert_eq!(events.len(), 4, "no thought without includeThoughts");
@@ -354,7 +355,8 @@ fn the_whole_answer_is_one_generate_content_response() {
     assert_eq!(
         json["candidates"][0]["content"]["parts"],
         json!([{"text": "Hello"},
-               {"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": "ls"}}}])
+               {"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": "ls"}},
+                "thoughtSignature": "hpcall1.call_1"}])
     );
     assert_eq!(json["candidates"][0]["finishReason"], "STOP");
     assert_eq!(json["usageMetadata"]["totalTokenCount"], 17);
@@ -368,4 +370,35 @@ proptest! {
         let pieces = split_at(CHAT_STREAM.as_bytes(), cuts);
         prop_assert_eq!(render(&pieces, true), whole);
     }
+}
+
+/// pi's Google client drops `functionCall.id` from its history but keeps the part's
+/// `thoughtSignature`, where the renderer put the id: the call keeps the upstream's id.
+#[test]
+fn a_call_echoed_without_its_id_keeps_the_id_its_signature_carries() {
+    let body = json!({"contents": [
+        {"role": "user", "parts": [{"text": "list the files"}]},
+        {"role": "model", "parts": [{"functionCall": {"name": "bash", "args": {"command": "ls"}},
+            "thoughtSignature": "hpcall1.call_upstream_7"}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "bash", "response": {"output": "a.txt"}}}]}
+    ]});
+    let conversation = parse(super::STREAM, &body).conversation;
+    let ids: Vec<Option<&str>> = conversation
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            Item::ToolCall(call) => Some(call.id.as_deref()),
+            Item::ToolResult(result) => Some(result.call_id.as_deref()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(ids, [Some("call_upstream_7"), Some("call_upstream_7")]);
+    // Another signature (Gemini's own, the CLI's placeholder) is not an id.
+    let mut other = body.clone();
+    other["contents"][1]["parts"][0]["thoughtSignature"] =
+        json!("skip_thought_signature_validator");
+    let conversation = parse(super::STREAM, &other).conversation;
+    assert!(conversation.items.iter().any(
+        |item| matches!(item, Item::ToolCall(call) if call.id.as_deref() == Some("gemini_call_1_0"))
+    ));
 }

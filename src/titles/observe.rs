@@ -31,6 +31,8 @@ struct Watcher {
     text: String,
     json: Vec<u8>,
     error: Option<String>,
+    /// A `finish_reason` went by: the title is whole, whenever the client stops reading.
+    complete: bool,
 }
 
 impl<S> Observed<S> {
@@ -50,6 +52,7 @@ impl<S> Observed<S> {
             text: String::new(),
             json: Vec::new(),
             error: status_error,
+            complete: false,
         };
         Self {
             inner,
@@ -106,14 +109,15 @@ impl Watcher {
             self.error = Some(message);
             return;
         }
-        if let Some(text) = chunk
-            .choices
-            .iter()
-            .find(|c| c.index == 0)
-            .and_then(|c| c.delta.text())
-        {
+        let Some(choice) = chunk.choices.iter().find(|c| c.index == 0) else {
+            return;
+        };
+        if let Some(text) = choice.delta.text() {
             self.live.push_delta(&text);
             self.text.push_str(&text);
+        }
+        if choice.finish_reason.is_some() {
+            self.complete = true;
         }
     }
 
@@ -164,9 +168,11 @@ where
 }
 
 impl<S> Drop for Observed<S> {
+    /// A client that hangs up once it has the whole answer (Codex closes on
+    /// `response.completed`, before the upstream's `[DONE]` is read) still has its title.
     fn drop(&mut self) {
-        self.end(Some(
-            "the client stopped reading its title stream".to_owned(),
-        ));
+        let whole = self.watcher.as_ref().is_some_and(|w| w.complete);
+        let failure = (!whole).then(|| "the client stopped reading its title stream".to_owned());
+        self.end(failure);
     }
 }

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::support::sse::{DONE, finish_chunk, text_chunk};
-use crate::support::{FakeUpstream, Recorded, Reply, TestApp, test_config};
+use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, test_config};
 
 const MAIN: &str = "01a231ee-d225-7d03-a0af-3da940337ff7";
 const TITLE_THREAD: &str = "01a231ee-e04f-7222-9047-0769c70bbe87";
@@ -141,5 +141,69 @@ async fn the_tui_s_title_thread_titles_its_conversation_once() {
     assert_eq!(
         sent["response_format"]["json_schema"]["name"], "codex_output_schema",
         "{sent}"
+    );
+}
+
+/// The real TUI streams its title request and hangs up on `response.completed`, before the
+/// upstream's `[DONE]` has been read: the title is whole and recorded all the same (seen with
+/// Codex 0.171's TUI: the record had failed, "the client stopped reading its title stream").
+#[tokio::test]
+async fn a_tui_that_hangs_up_on_response_completed_keeps_its_title() {
+    use futures_util::StreamExt;
+    // The title's answer is whole (`[DONE]` sent) but its body never ends: the proxy has read
+    // the end event, and the client hangs up before the body's end is polled.
+    let never = std::sync::Arc::new(tokio::sync::Notify::new());
+    let upstream = FakeUpstream::start(move |r: &Recorded, _| {
+        if is_codex_title(r) {
+            Reply::steps(vec![
+                Step::Send(text_chunk(r#"{"title":"Add verbose CLI flag"}"#).into_bytes()),
+                Step::Send(finish_chunk("stop").into_bytes()),
+                Step::Send(DONE.as_bytes().to_vec()),
+                Step::Wait(never.clone()),
+            ])
+        } else {
+            Reply::sse(&[&text_chunk("On it."), &finish_chunk("stop"), DONE])
+        }
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    post(&app, MAIN, "user", &main_turn())
+        .await
+        .text()
+        .await
+        .unwrap();
+    let mut body = title_request(FIRST_WORDS);
+    body["stream"] = json!(true);
+    let mut stream = post(&app, TITLE_THREAD, "thread_title", &body)
+        .await
+        .bytes_stream();
+    let mut seen = String::new();
+    while let Some(chunk) = stream.next().await {
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap()));
+        if seen.contains("response.completed") {
+            break;
+        }
+    }
+    drop(stream);
+    let live = app
+        .get(&format!("/titles/{MAIN}/stream"))
+        .bearer_auth("sk-tui")
+        .send()
+        .await
+        .unwrap();
+    crate::support::sse::read_all(live).await;
+    let record = app.get_json(&format!("/titles/{MAIN}"), "sk-tui").await;
+    assert_eq!(
+        (&record["status"], &record["title"]),
+        (&json!("done"), &json!("Add verbose CLI flag")),
+        "{record}"
+    );
+    assert_eq!(
+        upstream
+            .requests()
+            .iter()
+            .filter(|r| is_codex_title(r))
+            .count(),
+        1
     );
 }

@@ -394,7 +394,7 @@ fn a_call_echoed_without_its_id_keeps_the_id_its_signature_carries() {
         .collect();
     assert_eq!(ids, [Some("call_upstream_7"), Some("call_upstream_7")]);
     // Another signature (Gemini's own, the CLI's placeholder) is not an id.
-    let mut other = body.clone();
+    let mut other = body;
     other["contents"][1]["parts"][0]["thoughtSignature"] =
         json!("skip_thought_signature_validator");
     let conversation = parse(super::STREAM, &other).conversation;

@@ -105,6 +105,30 @@ pub trait Renderer: Send {
     fn seal_reasoning(&mut self, _seal: std::sync::Arc<crate::conversation::seal::ReasoningSeal>) {}
 }
 
+/// Reads a client's request body as `T`, saying where it is broken: not JSON at all is
+/// `InvalidJson`, a field of the wrong shape names its path in the `what` request. Unknown fields
+/// are the wire types' business (they ignore them).
+pub fn read_request<T: serde::de::DeserializeOwned>(
+    body: &[u8],
+    what: &str,
+) -> Result<T, crate::error::ProxyError> {
+    use crate::error::ProxyError;
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
+        let path = err.path().to_string();
+        let inner = err.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ProxyError::InvalidJson(format!("request body is not valid JSON: {inner}"))
+        } else {
+            ProxyError::InvalidRequest {
+                message: format!("invalid {what} request at `{path}`: {inner}"),
+                param: None,
+                code: "invalid_request",
+            }
+        }
+    })
+}
+
 /// `bytes` cut at `cuts` (any order, repeats allowed): the pieces a split-invariance test feeds a
 /// reader or renderer one by one.
 #[cfg(test)]

@@ -88,20 +88,7 @@ fn is_helper_call(conversation: &Conversation) -> bool {
 
 /// Reads a `GenerateContentRequest`, saying where it is broken. Unknown fields are ignored.
 pub fn read(body: &[u8]) -> Result<GenerateContentRequest, ProxyError> {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            ProxyError::InvalidJson(format!("request body is not valid JSON: {inner}"))
-        } else {
-            ProxyError::InvalidRequest {
-                message: format!("invalid generateContent request at `{path}`: {inner}"),
-                param: None,
-                code: "invalid_request",
-            }
-        }
-    })
+    super::read_request(body, "generateContent")
 }
 
 /// `passthrough`: the upstream's own path for this request, the API version the client used.

@@ -38,20 +38,7 @@ pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> 
 
 /// Reads a Messages request, saying where it is broken. Unknown fields are ignored.
 pub fn read(body: &[u8]) -> Result<MessagesRequest, ProxyError> {
-    let mut deserializer = serde_json::Deserializer::from_slice(body);
-    serde_path_to_error::deserialize(&mut deserializer).map_err(|err| {
-        let path = err.path().to_string();
-        let inner = err.into_inner();
-        if inner.is_syntax() || inner.is_eof() {
-            ProxyError::InvalidJson(format!("request body is not valid JSON: {inner}"))
-        } else {
-            ProxyError::InvalidRequest {
-                message: format!("invalid messages request at `{path}`: {inner}"),
-                param: None,
-                code: "invalid_request",
-            }
-        }
-    })
+    super::read_request(body, "messages")
 }
 
 /// The conversation id a Messages body carries in `metadata.user_id` (Claude Code: a JSON text

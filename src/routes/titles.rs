@@ -223,7 +223,12 @@ pub async fn stream(
         Ok(caller) => caller,
         Err(err) => return err.into_response(),
     };
-    if let Some(live) = state.titles.live(caller.scope(), &id) {
+    // A settled title (its record only waiting for its batched write) is read like a stored one.
+    if let Some(live) = state
+        .titles
+        .live(caller.scope(), &id)
+        .filter(|live| !live.is_settled())
+    {
         // Each live subscriber holds a task and a watch receiver until the title ends: bounded.
         let Ok(seat) = state.title_subscribers.clone().try_acquire_owned() else {
             return ProxyError::Busy("live title subscribers").into_response();

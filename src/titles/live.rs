@@ -25,6 +25,8 @@ pub struct LiveTitle {
     /// The record as it is while pending (what `/titles/{id}` shows before the store has it).
     pub record: TitleRecord,
     state: watch::Sender<Snapshot>,
+    /// The finished record while its batch waits for the store (`titles::writer`).
+    settled: std::sync::OnceLock<TitleRecord>,
 }
 
 impl LiveTitle {
@@ -49,6 +51,25 @@ impl LiveTitle {
         record.text = self.state.borrow().deltas.concat();
         record
     }
+
+    /// Ends the title with its finished record (kept until the store has it) and its outcome.
+    pub fn settle(&self, record: TitleRecord, outcome: Outcome) {
+        let _ = self.settled.set(record);
+        self.finish(outcome);
+    }
+
+    /// Whether the title has its finished record (it is only waiting for the store).
+    pub fn is_settled(&self) -> bool {
+        self.settled.get().is_some()
+    }
+
+    /// What readers see: the finished record once there is one, else the pending one.
+    pub fn current_record(&self) -> TitleRecord {
+        self.settled
+            .get()
+            .cloned()
+            .unwrap_or_else(|| self.pending_record())
+    }
 }
 
 type Key = (String, String);
@@ -69,6 +90,7 @@ impl LiveHub {
         let live = Arc::new(LiveTitle {
             record,
             state: watch::Sender::new(Snapshot::default()),
+            settled: std::sync::OnceLock::new(),
         });
         titles.insert(key, live.clone());
         Some(live)

@@ -2,7 +2,7 @@
 //! relative to its answer (`turn`: a chat turn's claims and the order policy), the title request
 //! (`request`) and its answer (`answer`), the sanitizer (`sanitize`), records (`store`), titles in
 //! progress (`live` here, `follow` elsewhere, `bus` between processes), outcomes waiting for the
-//! store (`outbox`), titles reused for the same words (`recent`), clients that title themselves on a thread of their own (`threads`) and the service's life around requests (`upkeep`); conversations of clients
+//! store (`outbox`) or batched on their way to it (`writer`), titles reused for the same words (`recent`), clients that title themselves on a thread of their own (`threads`) and the service's life around requests (`upkeep`); conversations of clients
 //! that send no id (`anchors`, fed by `answer_tap`).
 
 pub mod anchors;
@@ -24,6 +24,7 @@ pub mod store;
 pub mod threads;
 pub mod turn;
 pub mod upkeep;
+pub mod writer;
 
 pub use service::{Started, TitleJob, TitleService};
 pub use turn::{AfterAnswer, TitleTurn, TurnInfo};

@@ -30,6 +30,7 @@ use super::request::title_body;
 use super::sanitize::sanitize_title;
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 use super::threads::TitleThreads;
+use super::writer::{self, OutcomeQueue, Pushed};
 use crate::config::{TitleOrder, TitlesConfig};
 use crate::upstream::{Outbound, Upstream};
 
@@ -48,6 +49,8 @@ pub struct TitleService {
     pub(super) bus: Bus,
     /// Outcomes waiting for the store to come back.
     pub(super) outbox: Outbox,
+    /// Outcomes gathering for their batched write.
+    pub(super) outcomes: OutcomeQueue,
     upstream: Arc<Upstream>,
     pub(super) tracker: TaskTracker,
     /// Cancelled when the shutdown grace runs out: running titles record that they were cut short.
@@ -101,6 +104,7 @@ impl TitleService {
             live: LiveHub::default(),
             bus,
             outbox: Outbox::default(),
+            outcomes: OutcomeQueue::default(),
             upstream,
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
@@ -381,7 +385,7 @@ impl TitleService {
 
     /// `settle`, and if even that panics (a broken store), still end the live title so that its
     /// `/stream` subscribers are not left waiting.
-    async fn settle_surely(&self, live: &LiveTitle, outcome: Outcome) {
+    async fn settle_surely(self: &Arc<Self>, live: &LiveTitle, outcome: Outcome) {
         if AssertUnwindSafe(self.settle(live, outcome))
             .catch_unwind()
             .await
@@ -395,9 +399,9 @@ impl TitleService {
         }
     }
 
-    /// Writes a title's outcome (or queues it while the store is unreachable), then publishes it
-    /// and retires the live entry.
-    async fn settle(&self, live: &LiveTitle, outcome: Outcome) {
+    /// Ends a title with its outcome: readers see it at once (the live entry keeps the finished
+    /// record), the store gets it with the next batch (`titles::writer`).
+    async fn settle(self: &Arc<Self>, live: &LiveTitle, outcome: Outcome) {
         let mut record = live.pending_record();
         record.updated_at = Utc::now();
         match &outcome {
@@ -419,18 +423,63 @@ impl TitleService {
             .unwrap_or_default();
         metrics::histogram!("harness_proxy_title_duration_seconds", "status" => record.status.as_str())
             .record(took.as_secs_f64());
-        match self.store.finish(&record).await {
-            Ok(()) => self.bus.publish(&record.owner, &record.id).await,
+        live.settle(record.clone(), outcome);
+        match self.outcomes.push(record) {
+            Pushed::Queued => {}
+            Pushed::StartDrain => {
+                let this = self.clone();
+                self.tracker
+                    .spawn(async move { this.drain_outcomes().await });
+            }
+            Pushed::WriteNow(record) => self.write_outcomes(vec![*record]).await,
+        }
+    }
+
+    /// The drain task: while outcomes keep coming, lets each batch gather for `LINGER` (less
+    /// once shutdown has begun), then writes it.
+    async fn drain_outcomes(&self) {
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(writer::LINGER) => {}
+                () = self.cancel.cancelled() => {}
+            }
+            let batch = self.outcomes.take(true);
+            if batch.is_empty() {
+                return;
+            }
+            self.write_outcomes(batch).await;
+        }
+    }
+
+    /// Writes what is queued now (before a listing, at shutdown).
+    pub(super) async fn write_queued_outcomes(&self) {
+        let batch = self.outcomes.take(false);
+        if !batch.is_empty() {
+            self.write_outcomes(batch).await;
+        }
+    }
+
+    /// Writes finished records (or queues them in the outbox while the store is unreachable),
+    /// then tells followers and retires their live entries: a reader finds each either live or
+    /// stored (or queued), never neither.
+    async fn write_outcomes(&self, batch: Vec<TitleRecord>) {
+        match self.store.finish_many(&batch).await {
+            Ok(()) => {
+                for record in &batch {
+                    self.bus.publish(&record.owner, &record.id).await;
+                }
+            }
             Err(err) => {
                 store_error("finish");
-                tracing::warn!(error = %err, "cannot record a title outcome; queued until the store is back");
-                self.outbox.push(record.clone());
+                tracing::warn!(error = %err, count = batch.len(), "cannot record title outcomes; queued until the store is back");
+                for record in &batch {
+                    self.outbox.push(record.clone());
+                }
             }
         }
-        // Publish after the store has the outcome (or it is queued), so a reader never finds
-        // neither here.
-        live.finish(outcome);
-        self.live.remove(&record.owner, &record.id);
+        for record in &batch {
+            self.live.remove(&record.owner, &record.id);
+        }
     }
 
     /// Records a title the client generated itself (its own title request, observed on the way
@@ -501,24 +550,29 @@ impl TitleService {
             .ok_or_else(|| "titler produced no text".to_owned())
     }
 
-    /// A record as callers see it: the live one while pending here, else the stored one.
+    /// A record as callers see it: the live one while pending (or batching) here, else the stored
+    /// one.
     pub async fn get(
         &self,
         scope: Option<&str>,
         id: &str,
     ) -> Result<Option<TitleRecord>, StoreError> {
         if let Some(live) = self.live.find(scope, id) {
-            return Ok(Some(live.pending_record()));
+            return Ok(Some(live.current_record()));
         }
         self.store.get(scope, id).await
     }
 
+    /// Newest first, finished titles still gathering for their batch included (written first).
     pub async fn list(
         &self,
         scope: Option<&str>,
         before: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<TitleRecord>, StoreError> {
+        if !self.outcomes.is_empty() {
+            self.write_queued_outcomes().await;
+        }
         self.store.list(scope, before, limit).await
     }
 

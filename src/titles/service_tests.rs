@@ -14,6 +14,8 @@ use crate::titles::store::memory::MemoryStore;
 struct Counting {
     inner: MemoryStore,
     claims: AtomicUsize,
+    /// Calls of `finish_many` (batches of outcomes).
+    batches: AtomicUsize,
 }
 
 #[async_trait]
@@ -27,6 +29,10 @@ impl TitleStore for Counting {
     }
     async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {
         self.inner.finish(record).await
+    }
+    async fn finish_many(&self, records: &[TitleRecord]) -> Result<(), StoreError> {
+        self.batches.fetch_add(1, Ordering::SeqCst);
+        self.inner.finish_many(records).await
     }
     async fn get(&self, owner: Option<&str>, id: &str) -> Result<Option<TitleRecord>, StoreError> {
         self.inner.get(owner, id).await
@@ -72,8 +78,9 @@ fn counted_service() -> (Arc<TitleService>, Arc<Counting>) {
     let upstream =
         Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
     let store = Arc::new(Counting {
-        inner: MemoryStore::new(100),
+        inner: MemoryStore::new(1_000),
         claims: AtomicUsize::new(0),
+        batches: AtomicUsize::new(0),
     });
     let service = Arc::new(
         TitleService::new(titles, String::new(), store.clone(), upstream).expect("service"),
@@ -136,4 +143,70 @@ async fn a_conversation_known_to_have_a_record_is_not_claimed_again() {
         2,
         "one round trip for b"
     );
+}
+
+/// Finishes `count` fresh conversations `c0…` with a title each, and waits until every one is
+/// finished as its readers see it.
+async fn finish_fresh(service: &Arc<TitleService>, count: usize) {
+    let mut watches = Vec::new();
+    for i in 0..count {
+        let live = service
+            .claim_fresh("o", &format!("c{i}"), "m", "opencode", "chat")
+            .expect("fresh");
+        watches.push(live.subscribe());
+        service.record_observed(live, Ok(format!("Title {i}")));
+    }
+    for mut watch in watches {
+        watch
+            .wait_for(|s| s.outcome.is_some())
+            .await
+            .expect("finished");
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn finished_titles_are_seen_at_once_and_reach_the_store_in_one_batch() {
+    let (service, store) = counted_service();
+    finish_fresh(&service, 20).await;
+    assert_eq!(store.batches.load(Ordering::SeqCst), 0, "still gathering");
+    let seen = service
+        .get(Some("o"), "c7")
+        .await
+        .expect("get")
+        .expect("live");
+    assert_eq!(
+        (seen.status, seen.title.as_deref()),
+        (Status::Done, Some("Title 7"))
+    );
+    assert_eq!(store.inner.get(Some("o"), "c7").await.expect("get"), None);
+
+    service.tracker.close();
+    service.tracker.wait().await; // the drain task lingers, writes, and ends
+    assert_eq!(
+        store.batches.load(Ordering::SeqCst),
+        1,
+        "one write for twenty"
+    );
+    for i in 0..20 {
+        let stored = store
+            .inner
+            .get(Some("o"), &format!("c{i}"))
+            .await
+            .expect("get");
+        assert_eq!(stored.map(|r| r.status), Some(Status::Done));
+    }
+    assert!(
+        service.live(Some("o"), "c7").is_none(),
+        "retired once stored"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_listing_writes_what_is_gathering_first() {
+    let (service, store) = counted_service();
+    finish_fresh(&service, 3).await;
+    let listed = service.list(Some("o"), None, 10).await.expect("list");
+    assert_eq!(listed.len(), 3);
+    assert!(listed.iter().all(|r| r.status == Status::Done));
+    assert_eq!(store.batches.load(Ordering::SeqCst), 1);
 }

@@ -208,6 +208,7 @@ impl TitleService {
         }
         self.cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.write_queued_outcomes()).await;
         if !self.outbox.is_empty() {
             let _ = tokio::time::timeout(Duration::from_secs(1), self.flush_outbox()).await;
             let lost = self.outbox.len();

@@ -153,6 +153,25 @@ async fn records_read_list_and_page(store: &dyn TitleStore) {
         store.get(Some("alice"), "c2").await.expect("get").is_none(),
         "pruned records are gone"
     );
+
+    // A batch of outcomes: each one written, the pending one updated and the lost one whole.
+    assert!(store.claim(&record("frank", "b1", 7)).await.expect("claim"));
+    let batch: Vec<TitleRecord> = ["b1", "b2"]
+        .into_iter()
+        .map(|id| {
+            let mut r = record("frank", id, 7);
+            r.status = Status::Done;
+            r.title = Some(format!("Batch {id}"));
+            r
+        })
+        .collect();
+    store.finish_many(&batch).await.expect("finish_many");
+    for r in &batch {
+        assert_eq!(
+            store.get(Some("frank"), &r.id).await.expect("get").as_ref(),
+            Some(r)
+        );
+    }
 }
 
 async fn recovery_respects_leases(store: &dyn TitleStore) {

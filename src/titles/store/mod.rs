@@ -144,6 +144,14 @@ pub trait TitleStore: Send + Sync {
     /// Writes a title's outcome (status, title, error, updated_at), inserting the whole record if
     /// the store lost it meanwhile (a Redis restart), so a finished title is never dropped.
     async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError>;
+    /// `finish` for several outcomes at once (the batch `titles::writer` gathered); a backend
+    /// that can writes them in one transaction. On an error none may be assumed written.
+    async fn finish_many(&self, records: &[TitleRecord]) -> Result<(), StoreError> {
+        for record in records {
+            self.finish(record).await?;
+        }
+        Ok(())
+    }
     async fn get(&self, owner: Option<&str>, id: &str) -> Result<Option<TitleRecord>, StoreError>;
     /// Newest first; `owner: None` lists every caller's records (admin).
     async fn list(

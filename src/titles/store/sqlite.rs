@@ -193,13 +193,20 @@ impl TitleStore for SqliteStore {
 
     async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {
         let r = record.clone();
+        self.with(move |c| execute_record(c, &finish_sql(), &r).map(|_| ()))
+            .await
+    }
+
+    /// One transaction for the whole batch: one journal commit instead of one per outcome.
+    async fn finish_many(&self, records: &[TitleRecord]) -> Result<(), StoreError> {
+        let records = records.to_vec();
         self.with(move |c| {
-            let sql = format!(
-                "INSERT INTO titles ({COLUMNS}) VALUES ({VALUES}) ON CONFLICT (owner, id) DO UPDATE SET \
-                 status = excluded.status, title = excluded.title, error = excluded.error, \
-                 text = excluded.text, updated_at = excluded.updated_at"
-            );
-            execute_record(c, &sql, &r).map(|_| ())
+            let tx = c.unchecked_transaction()?;
+            let sql = finish_sql();
+            for r in &records {
+                execute_record(&tx, &sql, r)?;
+            }
+            tx.commit()
         })
         .await
     }
@@ -336,24 +343,31 @@ impl TitleStore for SqliteStore {
 }
 
 /// Runs `sql` with the record's columns bound as `?1..?11`, in `COLUMNS` order.
-fn execute_record(c: &Connection, sql: &str, r: &TitleRecord) -> rusqlite::Result<usize> {
-    c.execute(
-        sql,
-        params![
-            r.owner,
-            r.id,
-            r.title,
-            r.status.as_str(),
-            r.error,
-            r.model,
-            r.harness,
-            micros(r.created_at),
-            micros(r.updated_at),
-            r.instance,
-            r.text,
-            r.protocol
-        ],
+/// An outcome's upsert: the whole record if the store lost it, else its outcome fields.
+fn finish_sql() -> String {
+    format!(
+        "INSERT INTO titles ({COLUMNS}) VALUES ({VALUES}) ON CONFLICT (owner, id) DO UPDATE SET \
+         status = excluded.status, title = excluded.title, error = excluded.error, \
+         text = excluded.text, updated_at = excluded.updated_at"
     )
+}
+
+/// Runs `sql` with `r`'s columns, its statement prepared once per connection (cached).
+fn execute_record(c: &Connection, sql: &str, r: &TitleRecord) -> rusqlite::Result<usize> {
+    c.prepare_cached(sql)?.execute(params![
+        r.owner,
+        r.id,
+        r.title,
+        r.status.as_str(),
+        r.error,
+        r.model,
+        r.harness,
+        micros(r.created_at),
+        micros(r.updated_at),
+        r.instance,
+        r.text,
+        r.protocol
+    ])
 }
 
 #[cfg(test)]

@@ -306,6 +306,12 @@ async fn a_gemini_client_that_drops_call_ids_still_passes_the_thinking_rule() {
         .find(|p| p.get("functionCall").is_some())
         .cloned()
         .expect("a call");
+    // pi keeps a signature only when it is valid base64, as Google's are.
+    let signature = part["thoughtSignature"].as_str().expect("a signature");
+    assert!(
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, signature).is_ok(),
+        "{signature} is not standard base64"
+    );
     part["functionCall"].as_object_mut().unwrap().remove("id");
     let echoed = json!({"role": "model", "parts": [part]});
     let result = json!({"role": "user", "parts": [{"functionResponse": {"name": "bash",

@@ -216,16 +216,34 @@ fn flush_user(pending: &mut Vec<Part>, out: &mut Vec<Item>) {
     }));
 }
 
-/// What the renderer puts in a call part's `thoughtSignature` before the call's id: clients that
-/// drop `functionCall.id` from their history (pi's Google client) keep the signature, which
+/// What the renderer signs into a call part's `thoughtSignature`, before the call's id: clients
+/// that drop `functionCall.id` from their history (pi's Google client) keep the signature, which
 /// Google's SDKs must echo, so the call keeps the id the upstream gave it (and with it its
-/// conversation's anchor and its remembered reasoning).
+/// conversation's anchor and its remembered reasoning). The signature goes as standard base64,
+/// as Google's own are: pi's client drops one that is not valid base64.
 pub const SIGNED_ID: &str = "hpcall1.";
 
+/// A call part's `thoughtSignature` for the call `id`.
+pub fn signature_of(id: &str) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(format!("{SIGNED_ID}{id}"))
+}
+
+/// The call id a signature of ours carries (`signature_of`); any other signature is the model's
+/// own and carries none. The unencoded form of earlier builds is read too.
 fn signed_id(part: &InPart) -> Option<String> {
-    part.thought_signature
-        .as_ref()?
-        .as_str()?
+    use base64::Engine;
+    let signature = part.thought_signature.as_ref()?.as_str()?;
+    if signature.len() > 512 {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(signature)
+        .ok()
+        .and_then(|bytes| String::from_utf8(bytes).ok());
+    decoded
+        .as_deref()
+        .unwrap_or(signature)
         .strip_prefix(SIGNED_ID)
         .filter(|id| !id.is_empty() && id.len() <= 256)
         .map(str::to_owned)

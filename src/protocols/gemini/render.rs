@@ -95,7 +95,7 @@ impl GeminiRenderer {
         };
         let args: Value =
             serde_json::from_str(deliverable(&call.arguments).text()).unwrap_or_else(|_| json!({}));
-        let signature = format!("{}{}", super::convert::SIGNED_ID, call.id);
+        let signature = super::convert::signature_of(&call.id);
         let part = json!({"functionCall": {"id": call.id, "name": call.name, "args": args},
             "thoughtSignature": signature});
         self.part(part, out);

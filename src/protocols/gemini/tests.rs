@@ -308,7 +308,7 @@ fn a_tool_turn_streams_text_then_one_whole_call_then_stop_with_usage() {
     assert_eq!(
         parts[2],
         &json!([{"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": "ls"}},
-                 "thoughtSignature": "hpcall1.call_1"}])
+                 "thoughtSignature": "aHBjYWxsMS5jYWxsXzE="}])
     );
     let last = events.last().expect("a last event");
     assert_eq!(events.len(), 4, "no thought without includeThoughts");
@@ -356,7 +356,7 @@ fn the_whole_answer_is_one_generate_content_response() {
         json["candidates"][0]["content"]["parts"],
         json!([{"text": "Hello"},
                {"functionCall": {"id": "call_1", "name": "run_shell_command", "args": {"command": "ls"}},
-                "thoughtSignature": "hpcall1.call_1"}])
+                "thoughtSignature": "aHBjYWxsMS5jYWxsXzE="}])
     );
     assert_eq!(json["candidates"][0]["finishReason"], "STOP");
     assert_eq!(json["usageMetadata"]["totalTokenCount"], 17);
@@ -379,7 +379,7 @@ fn a_call_echoed_without_its_id_keeps_the_id_its_signature_carries() {
     let body = json!({"contents": [
         {"role": "user", "parts": [{"text": "list the files"}]},
         {"role": "model", "parts": [{"functionCall": {"name": "bash", "args": {"command": "ls"}},
-            "thoughtSignature": "hpcall1.call_upstream_7"}]},
+            "thoughtSignature": "aHBjYWxsMS5jYWxsX3Vwc3RyZWFtXzc="}]},
         {"role": "user", "parts": [{"functionResponse": {"name": "bash", "response": {"output": "a.txt"}}}]}
     ]});
     let conversation = parse(super::STREAM, &body).conversation;

@@ -59,7 +59,8 @@ impl Partial {
 
     /// What the client's own prompt says: Codex `<environment_context><cwd>…</cwd>`, an opencode
     /// `<env>` block, Claude Code's `# Environment` list (` - Primary working directory: …`,
-    /// ` - Is a git repository: false`, ` - Platform: linux`), or a bare `Working directory:` line.
+    /// ` - Is a git repository: false`, ` - Platform: linux`), pi's `Current working directory:`
+    /// line, or a bare `Working directory:` line.
     /// The first text that has a value wins.
     pub fn from_client_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
         let mut found = Self::default();
@@ -86,8 +87,9 @@ impl Partial {
             let line = line.strip_prefix("- ").unwrap_or(line);
             let field = |label: &str| line.strip_prefix(label).and_then(non_empty);
             if found.cwd.is_none() {
-                found.cwd =
-                    field("Working directory:").or_else(|| field("Primary working directory:"));
+                found.cwd = field("Working directory:")
+                    .or_else(|| field("Primary working directory:"))
+                    .or_else(|| field("Current working directory:"));
             }
             if found.workspace_root.is_none() {
                 found.workspace_root = field("Workspace root folder:");
@@ -356,6 +358,10 @@ mod tests {
                 today: Some("Mon Dec 1 2025".into()),
             }
         );
+        let pi = Partial::from_client_texts([
+            "Guidelines...\nCurrent working directory: /home/u/proj\n",
+        ]);
+        assert_eq!(pi.cwd.as_deref(), Some("/home/u/proj"));
         let plain = Partial::from_client_texts(["You are helpful.\nWorking directory: /tmp/x\n"]);
         assert_eq!(plain.cwd.as_deref(), Some("/tmp/x"));
         // As Claude Code 2.1.197 sent it (captured through the proxy, 2026-11-30).

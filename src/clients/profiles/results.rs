@@ -34,12 +34,27 @@ impl ResultRule {
     }
 }
 
-/// The harness's words for `result` of `tool`, by the first rule that applies.
+/// The harness's words for `result` of `tool`, by the first rule that applies. Context the
+/// agent appended for the model (Claude Code's `<system-reminder>` blocks) is kept after them.
 pub fn reword(rules: &[ResultRule], tool: &str, result: &str) -> Option<String> {
-    rules
-        .iter()
-        .find(|r| r.applies(tool, result))
-        .map(|r| r.text.clone())
+    let (head, reminders) = split_reminders(result);
+    let rule = rules.iter().find(|r| r.applies(tool, head))?;
+    Some(match reminders {
+        "" => rule.text.clone(),
+        reminders => format!("{}\n\n{reminders}", rule.text),
+    })
+}
+
+/// A result and the `<system-reminder>` blocks that end it (Claude Code appends its token budget
+/// to a Bash result when it talks to a Claude model).
+fn split_reminders(result: &str) -> (&str, &str) {
+    const OPEN: &str = "<system-reminder>";
+    match result.find(OPEN) {
+        Some(at) if at > 0 && result.trim_end().ends_with("</system-reminder>") => {
+            (result[..at].trim_end(), result[at..].trim_end())
+        }
+        _ => (result, ""),
+    }
 }
 
 /// Gemini CLI's and Qwen Code's shell result block:
@@ -121,6 +136,27 @@ mod tests {
         let gemini =
             "<untrusted_context>\nOutput: (empty)\nProcess Group PGID: 16416\n</untrusted_context>";
         assert_eq!(shell_block(gemini).as_deref(), Some("(no output)"));
+    }
+
+    #[test]
+    fn a_reminder_after_a_fixed_result_is_kept_after_the_harness_s_words() {
+        let rules = [ResultRule {
+            tool: "Bash".into(),
+            equals: Some("(Bash completed with no output)".into()),
+            starts_with: None,
+            text: "(no output)".into(),
+        }];
+        let reminder = "<system-reminder>\n<total_tokens>14997672 tokens left</total_tokens>\n</system-reminder>";
+        let result = format!("(Bash completed with no output)\n\n{reminder}\n");
+        assert_eq!(
+            reword(&rules, "Bash", &result),
+            Some(format!("(no output)\n\n{reminder}"))
+        );
+        assert_eq!(
+            reword(&rules, "Bash", reminder),
+            None,
+            "a reminder alone is no result"
+        );
     }
 
     #[test]

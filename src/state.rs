@@ -103,6 +103,19 @@ pub struct Inner {
     pub reasoning_memo: Arc<crate::reasoning_memo::ReasoningMemo>,
 }
 
+/// Replicas sharing a Redis store are behind one balancer: a seal made by one opens only on the
+/// one that made it unless they all have the same `opencode.reasoning_key`.
+fn warn_unshared_seal_key(config: &Config) {
+    if matches!(config.titles.store, crate::config::StoreUrl::Redis(_)) {
+        tracing::warn!(
+            "titles.store is shared (Redis) but opencode.reasoning_key is unset: each replica seals \
+             reasoning with its own random key, so a Claude Code or Codex turn sent to another \
+             replica loses its reasoning; give every replica the same key \
+             (HARNESS_PROXY__OPENCODE__REASONING_KEY)"
+        );
+    }
+}
+
 impl std::ops::Deref for AppState {
     type Target = Inner;
     fn deref(&self) -> &Inner {
@@ -131,11 +144,14 @@ impl AppState {
         let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);
         let reasoning_seal = Arc::new(match config.opencode.reasoning_key.as_deref() {
             Some(secret) => ReasoningSeal::from_secret(secret),
-            None => ReasoningSeal::from_bytes(random_key()),
+            None => {
+                warn_unshared_seal_key(&config);
+                ReasoningSeal::from_bytes(random_key())
+            }
         });
         Ok(Self(Arc::new(Inner {
             reasoning_seal,
-            reasoning_memo: Arc::default(),
+            reasoning_memo: titles.reasoning_memo().clone(),
             harness_header,
             titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),

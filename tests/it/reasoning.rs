@@ -6,9 +6,11 @@
 //! kept). The second turn must reach the model with `reasoning_content` on the assistant tool-call
 //! message; with `opencode.reasoning = "drop"` none is sent and the upstream's 400 comes back.
 
+use harness_proxy::config::{Config, StoreUrl};
 use serde_json::{Value, json};
 
 use crate::support::fake_upstream::THINKING_TEXT;
+use crate::support::redis::{fresh_prefix, shared_url, use_redis};
 use crate::support::{FakeUpstream, TestApp, test_config};
 
 async fn app(upstream: &FakeUpstream, drop: bool) -> TestApp {
@@ -320,4 +322,54 @@ async fn a_gemini_client_that_drops_call_ids_still_passes_the_thinking_rule() {
     let message = upstream_call_message(&upstream);
     assert_eq!(message["reasoning_content"], THINKING_TEXT);
     assert_eq!(message["tool_calls"][0]["id"], "call_ds_1");
+}
+
+/// Two replicas sharing `store`: the first tool turn answered by one, the next turn (a client
+/// echoing no reasoning) sent to the other, which finds the reasoning in the shared store.
+async fn a_turn_continued_on_the_other_replica_passes(store: impl Fn(&mut Config)) {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let mut config = test_config(&upstream.base_url());
+    store(&mut config);
+    let one = TestApp::start(config.clone()).await;
+    let two = TestApp::start(config).await;
+    let (status, first) = post(&one, "/v1/chat/completions", &chat_turn(vec![])).await;
+    assert_eq!(status, 200, "{first}");
+    let call = first["choices"][0]["message"]["tool_calls"][0].clone();
+    // The first replica's write is off the answer's path: wait for it, as time would.
+    one.state.reasoning_memo.settled().await;
+    let echoed = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+    let result = json!({"role": "tool", "tool_call_id": call["id"], "content": "a.txt"});
+    let (status, answer) = post(
+        &two,
+        "/v1/chat/completions",
+        &chat_turn(vec![echoed, result]),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        upstream_call_message(&upstream)["reasoning_content"],
+        THINKING_TEXT
+    );
+}
+
+#[tokio::test]
+async fn replicas_on_one_sqlite_file_share_the_reasoning_of_a_client_that_echoes_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    a_turn_continued_on_the_other_replica_passes(|config| {
+        config.titles.store = StoreUrl::Sqlite(path.clone());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn replicas_on_one_redis_share_the_reasoning_of_a_client_that_echoes_none() {
+    let Some(url) = shared_url("reasoning memo across replicas").await else {
+        return;
+    };
+    let prefix = fresh_prefix(&url);
+    a_turn_continued_on_the_other_replica_passes(|config| {
+        use_redis(config, &url, &prefix.name);
+    })
+    .await;
 }

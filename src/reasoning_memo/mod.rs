@@ -297,6 +297,41 @@ mod tests {
         assert_eq!(reasoning_of(&items), [(2, "abcdef".to_owned())]);
     }
 
+    /// A store that fails every write and never answers a read.
+    struct Broken;
+
+    #[async_trait::async_trait]
+    impl SharedMemo for Broken {
+        async fn put(&self, _: &[String], _: &str, _: Duration) -> Result<(), StoreError> {
+            Err(StoreError::Unavailable("down".into()))
+        }
+        async fn get(&self, _: &[String]) -> Result<Vec<Option<String>>, StoreError> {
+            std::future::pending().await
+        }
+        async fn prune(&self) -> Result<u64, StoreError> {
+            Err(StoreError::Unavailable("down".into()))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_or_silent_store_means_nothing_found_after_the_read_timeout() {
+        let memo = ReasoningMemo::new(Some(Arc::new(Broken)));
+        memo.remember("a", &["mine".into()], "kept here");
+        memo.settled().await;
+        let mut items = vec![
+            call("mine"),
+            Item::ToolResult(result("mine")),
+            call("theirs"),
+        ];
+        let misses = memo.recover("a", &mut items);
+        assert_eq!(reasoning_of(&items), [(0, "kept here".to_owned())]);
+        let asked = tokio::time::Instant::now();
+        memo.recover_shared("a", &mut items, misses).await;
+        assert_eq!(asked.elapsed(), READ_TIMEOUT);
+        assert_eq!(reasoning_of(&items), [(0, "kept here".to_owned())]);
+        assert!(memo.prune().await.is_err(), "upkeep logs it; nothing else");
+    }
+
     fn result(id: &str) -> crate::conversation::ToolResult {
         crate::conversation::ToolResult {
             call_id: Some(id.to_owned()),

@@ -1048,7 +1048,11 @@ fn a_pod_runs_with_the_configmap_and_the_shared_redis_store() {
     let seal = seal_key(&pod, &config);
     assert_eq!(seal, secret_text("harness-proxy-reasoning"));
     let other = render_pod(&k, &image);
-    assert_eq!(seal_key(&other, &other.config()), seal, "the same in every pod");
+    assert_eq!(
+        seal_key(&other, &other.config()),
+        seal,
+        "the same in every pod"
+    );
 
     // The prompts ConfigMap ships no override: the built-in prompts are used.
     let prompts = pod.prompts(&config);

@@ -30,6 +30,11 @@ pub enum StartupError {
     Upstream(#[from] BuildError),
     #[error("config key `clients.profiles`: {0}")]
     Profiles(#[from] ProfileError),
+    #[error("config key `opencode.reasoning_key_file`: cannot read {path}: {reason}")]
+    ReasoningKeyFile {
+        path: std::path::PathBuf,
+        reason: String,
+    },
     #[error("config key `titles.store`: {0}")]
     Store(#[from] StoreError),
     #[error("config key `default_harness`: unknown harness `{name}`; known harnesses: {known}")]
@@ -103,6 +108,40 @@ pub struct Inner {
     pub reasoning_memo: Arc<crate::reasoning_memo::ReasoningMemo>,
 }
 
+/// The seals' secret: `opencode.reasoning_key`, else the file `opencode.reasoning_key_file`
+/// names (trimmed, as a mounted Secret often ends in a newline), else none.
+fn reasoning_secret(config: &Config) -> Result<Option<String>, StartupError> {
+    if let Some(secret) = &config.opencode.reasoning_key {
+        return Ok(Some(secret.clone()));
+    }
+    let Some(path) = &config.opencode.reasoning_key_file else {
+        return Ok(None);
+    };
+    let unreadable = |reason: String| StartupError::ReasoningKeyFile {
+        path: path.clone(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| unreadable(e.to_string()))?;
+    let secret = text.trim();
+    if secret.is_empty() {
+        return Err(unreadable("it is empty".to_owned()));
+    }
+    Ok(Some(secret.to_owned()))
+}
+
+/// Replicas sharing a Redis store are behind one balancer: a seal made by one opens only on the
+/// one that made it unless they all have the same `opencode.reasoning_key`.
+fn warn_unshared_seal_key(config: &Config) {
+    if matches!(config.titles.store, crate::config::StoreUrl::Redis(_)) {
+        tracing::warn!(
+            "titles.store is shared (Redis) but opencode.reasoning_key is unset: each replica seals \
+             reasoning with its own random key, so a Claude Code or Codex turn sent to another \
+             replica loses its reasoning; give every replica the same key \
+             (opencode.reasoning_key_file, or HARNESS_PROXY__OPENCODE__REASONING_KEY)"
+        );
+    }
+}
+
 impl std::ops::Deref for AppState {
     type Target = Inner;
     fn deref(&self) -> &Inner {
@@ -129,13 +168,16 @@ impl AppState {
         let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
             .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
         let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);
-        let reasoning_seal = Arc::new(match config.opencode.reasoning_key.as_deref() {
-            Some(secret) => ReasoningSeal::from_secret(secret),
-            None => ReasoningSeal::from_bytes(random_key()),
+        let reasoning_seal = Arc::new(match reasoning_secret(&config)? {
+            Some(secret) => ReasoningSeal::from_secret(&secret),
+            None => {
+                warn_unshared_seal_key(&config);
+                ReasoningSeal::from_bytes(random_key())
+            }
         });
         Ok(Self(Arc::new(Inner {
             reasoning_seal,
-            reasoning_memo: Arc::default(),
+            reasoning_memo: titles.reasoning_memo().clone(),
             harness_header,
             titles,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),

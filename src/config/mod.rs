@@ -276,6 +276,9 @@ pub struct OpencodeConfig {
     /// Secret the reasoning seals in clients' opaque fields are keyed from; a random key per
     /// process when absent (then replicas cannot open each other's seals).
     pub reasoning_key: Option<String>,
+    /// File holding that secret (a mounted Secret, so that every replica has the same key and
+    /// no manifest holds it); read once at start-up.
+    pub reasoning_key_file: Option<PathBuf>,
     pub tools: ToolsPolicy,
     pub extra_tools: ExtraTools,
     pub cwd: Option<String>,
@@ -300,6 +303,7 @@ impl Default for OpencodeConfig {
             instructions: InstructionsMode::Carry,
             reasoning: ReasoningMode::Return,
             reasoning_key: None,
+            reasoning_key_file: None,
             tools: ToolsPolicy::Intersect,
             extra_tools: ExtraTools::Keep,
             cwd: None,

@@ -243,3 +243,27 @@ fn the_store_url_is_parsed_once_into_its_kind() {
     config.titles.store = secret;
     assert!(!redacted_toml(&config).contains("hunter2"));
 }
+
+#[test]
+fn a_seal_key_and_a_seal_key_file_together_are_refused_naming_the_key() {
+    let both = env(&[
+        ("HARNESS_PROXY__OPENCODE__REASONING_KEY", "inline"),
+        (
+            "HARNESS_PROXY__OPENCODE__REASONING_KEY_FILE",
+            "/run/secrets/key",
+        ),
+    ]);
+    let text = load(None, &both, &FlagOverrides::default())
+        .expect_err("ambiguous")
+        .to_string();
+    assert!(text.contains("`opencode.reasoning_key_file`"), "{text}");
+    let file = env(&[(
+        "HARNESS_PROXY__OPENCODE__REASONING_KEY_FILE",
+        "/run/secrets/key",
+    )]);
+    let config = load(None, &file, &FlagOverrides::default()).expect("a file alone");
+    assert_eq!(
+        config.opencode.reasoning_key_file,
+        Some(PathBuf::from("/run/secrets/key"))
+    );
+}

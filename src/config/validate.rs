@@ -29,6 +29,12 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
             "is empty; remove it to forward the client's key".into(),
         ));
     }
+    if config.opencode.reasoning_key.is_some() && config.opencode.reasoning_key_file.is_some() {
+        return Err(bad(
+            "opencode.reasoning_key_file",
+            "and `opencode.reasoning_key` are both set; keep one".into(),
+        ));
+    }
     if config.limits.max_body_bytes == 0 {
         return Err(bad(
             "limits.max_body_bytes",

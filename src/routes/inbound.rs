@@ -1,6 +1,7 @@
 //! The inbound half of the pipeline: the client's bytes → its protocol's adapter → the
-//! conversation model (echoed reasoning recovered: from its seal, else from the reasoning memo) → the title facts read from it → the harness's upstream request. Large
-//! bodies are parsed and rebuilt on the blocking pool. A harness that does not rewrite gets the
+//! conversation model (echoed reasoning recovered: from its seal, else from the reasoning memo,
+//! this process's, then the shared store's for what it missed) → the title facts read from it →
+//! the harness's upstream request. Large bodies are parsed and rebuilt on the blocking pool. A harness that does not rewrite gets the
 //! bytes unparsed (only a Chat Completions body is peeked at, for the title facts).
 
 use bytes::Bytes;
@@ -13,7 +14,7 @@ use crate::harness::{Harness, HarnessRequest, Prepared};
 use crate::protocols::chat::ResponsePlan;
 use crate::protocols::chat::peek::Peek;
 use crate::protocols::{ClientProtocol, Inbound, Renderer, Request};
-use crate::reasoning_memo::ReasoningMemo;
+use crate::reasoning_memo::{Misses, ReasoningMemo};
 use crate::routes::front::{Call, Front};
 use crate::state::AppState;
 use crate::titles::facts::ConversationFacts;
@@ -68,7 +69,8 @@ impl Processed {
 }
 
 /// Parses the client's protocol into the model, reads the title facts from it, and lets the
-/// harness rebuild it (large bodies on the blocking pool).
+/// harness rebuild it (large bodies on the blocking pool). A turn whose calls' reasoning this
+/// process does not know is looked up in the shared store between the two.
 pub(crate) async fn process(
     state: &AppState,
     harness: &std::sync::Arc<dyn Harness>,
@@ -78,24 +80,43 @@ pub(crate) async fn process(
     owner: &str,
 ) -> Result<Processed, ProxyError> {
     let now = chrono::Utc::now();
+    let memo = (state.config.opencode.reasoning == ReasoningMode::Return)
+        .then(|| (state.reasoning_memo.clone(), owner.to_owned()));
     let context = Context {
         seal: state.reasoning_seal.clone(),
-        memo: (state.config.opencode.reasoning == ReasoningMode::Return)
-            .then(|| (state.reasoning_memo.clone(), owner.to_owned())),
+        memo: memo.clone(),
         max_image_bytes: state.config.limits.max_image_bytes,
     };
     if body.len() < BLOCKING_PREPARE_BYTES {
-        return process_now(harness.as_ref(), front, &call.request(body), now, context);
+        let request = call.request(body);
+        let mut parsed = match process_now(harness.as_ref(), front, &request, now, context)? {
+            Stage::Done(processed) => return Ok(processed),
+            Stage::Lookup(parsed) => parsed,
+        };
+        look_up(memo.as_ref(), &mut parsed).await;
+        return prepare_now(harness.as_ref(), front, &request, now, parsed);
     }
     let Ok(_turn) = state.large_rewrites.acquire().await else {
         return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
     };
     let (harness, body, call) = (harness.clone(), body.clone(), call.clone());
-    tokio::task::spawn_blocking(move || {
-        process_now(harness.as_ref(), front, &call.request(&body), now, context)
-    })
-    .await
-    .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
+    let (h, b, c) = (harness.clone(), body.clone(), call.clone());
+    let first = blocking(move || process_now(h.as_ref(), front, &c.request(&b), now, context));
+    let mut parsed = match first.await? {
+        Stage::Done(processed) => return Ok(processed),
+        Stage::Lookup(parsed) => parsed,
+    };
+    look_up(memo.as_ref(), &mut parsed).await;
+    blocking(move || prepare_now(harness.as_ref(), front, &call.request(&body), now, parsed)).await
+}
+
+/// Runs a step of a large rewrite on the blocking pool.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> Result<T, ProxyError> + Send + 'static,
+) -> Result<T, ProxyError> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
 }
 
 /// What `process_now` needs of the app's state.
@@ -106,40 +127,83 @@ struct Context {
     max_image_bytes: usize,
 }
 
+/// The client's request in the model, before the harness rebuilds it.
+struct Parsed {
+    inbound: Inbound,
+    /// Turns whose reasoning the local memo did not know: for the shared store.
+    misses: Misses,
+}
+
+/// How far `process_now` got: all the way, or up to a look-up in the shared store.
+enum Stage {
+    Done(Processed),
+    Lookup(Parsed),
+}
+
+/// Asks the shared store for what the local memo missed; never fails the request.
+async fn look_up(memo: Option<&(std::sync::Arc<ReasoningMemo>, String)>, parsed: &mut Parsed) {
+    if let Some((memo, owner)) = memo {
+        let misses = std::mem::take(&mut parsed.misses);
+        memo.recover_shared(owner, &mut parsed.inbound.conversation.items, misses)
+            .await;
+    }
+}
+
 fn process_now(
     harness: &dyn Harness,
     front: Front,
     request: &Request<'_>,
     now: chrono::DateTime<chrono::Utc>,
     context: Context,
-) -> Result<Processed, ProxyError> {
+) -> Result<Stage, ProxyError> {
+    let parsed = parse_now(front, request, context)?;
+    if parsed.misses.is_empty() {
+        return prepare_now(harness, front, request, now, parsed).map(Stage::Done);
+    }
+    Ok(Stage::Lookup(parsed))
+}
+
+fn parse_now(front: Front, request: &Request<'_>, context: Context) -> Result<Parsed, ProxyError> {
     let Context {
         seal,
         memo,
         max_image_bytes,
     } = context;
-    let Inbound {
-        mut conversation,
-        mut renderer,
-        dropped_tools,
-    } = (front.parse)(request)?;
-    let (body, headers) = (request.body, request.headers);
-    let size = conversation.image_bytes();
+    let mut inbound = (front.parse)(request)?;
+    let size = inbound.conversation.image_bytes();
     if size > max_image_bytes {
         return Err(ProxyError::ImagesTooLarge {
             size,
             limit: max_image_bytes,
         });
     }
+    let items = &mut inbound.conversation.items;
     // The reasoning a client echoed inside our seal (Claude Code's thinking shown empty).
-    crate::conversation::seal::recover(&mut conversation.items, &seal);
+    crate::conversation::seal::recover(items, &seal);
     // What a client that echoes no reasoning dropped, from the answer that made its calls.
-    if let Some((memo, owner)) = &memo {
-        memo.recover(owner, &mut conversation.items);
-    }
-    if let Some(renderer) = renderer.as_mut() {
+    let misses = match &memo {
+        Some((memo, owner)) => memo.recover(owner, items),
+        None => Misses::default(),
+    };
+    if let Some(renderer) = inbound.renderer.as_mut() {
         renderer.seal_reasoning(seal);
     }
+    Ok(Parsed { inbound, misses })
+}
+
+fn prepare_now(
+    harness: &dyn Harness,
+    front: Front,
+    request: &Request<'_>,
+    now: chrono::DateTime<chrono::Utc>,
+    parsed: Parsed,
+) -> Result<Processed, ProxyError> {
+    let Inbound {
+        conversation,
+        renderer,
+        dropped_tools,
+    } = parsed.inbound;
+    let (body, headers) = (request.body, request.headers);
     // A helper call beside the conversation has no facts: nothing to title, nothing to claim.
     let aside = conversation.client.aside;
     let facts = if aside {

@@ -32,6 +32,7 @@ use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 use super::threads::TitleThreads;
 use super::writer::{self, OutcomeQueue, Pushed};
 use crate::config::{TitleOrder, TitlesConfig};
+use crate::reasoning_memo::ReasoningMemo;
 use crate::upstream::{Outbound, Upstream};
 
 /// Longest wait for the claim on the chat path: beyond it the turn is simply not titled.
@@ -63,6 +64,9 @@ pub struct TitleService {
     recent: RecentTitles,
     /// First turns' claims waiting for their client's own title request.
     pub(super) threads: TitleThreads,
+    /// The reasoning of answers that made tool calls, in this process and in the store's backend
+    /// (opened from the same `titles.store`; pruned by the upkeep, drained at shutdown).
+    pub(super) reasoning_memo: Arc<ReasoningMemo>,
 }
 
 /// Everything a title task needs from the request that started it.
@@ -96,6 +100,7 @@ impl TitleService {
             .instance_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let reasoning_memo = Arc::new(ReasoningMemo::open(&config)?);
         Ok(Self {
             config,
             prompt,
@@ -112,11 +117,16 @@ impl TitleService {
             known: Known::default(),
             recent: RecentTitles::default(),
             threads: TitleThreads::default(),
+            reasoning_memo,
         })
     }
 
     pub fn anchors(&self) -> &Arc<Anchors> {
         &self.anchors
+    }
+
+    pub fn reasoning_memo(&self) -> &Arc<ReasoningMemo> {
+        &self.reasoning_memo
     }
 
     pub fn instance(&self) -> &str {

@@ -236,8 +236,26 @@ impl Image {
 
 /// The pod's name, as the Deployment's `fieldRef: metadata.name` gives it.
 const POD_NAME: &str = "harness-proxy-7d9c5b6f4-x2x7q";
-/// What the orchestrator mounts for the upstream key (the real one is never in the repository).
-const KEY_PLACEHOLDER: &str = "key-from-the-secret";
+/// What the orchestrator mounts for the secret `name` (the real ones are never in the
+/// repository): a text of its own per secret, so a file is known to come from its secret.
+fn secret_text(name: &str) -> String {
+    format!("key-from-the-secret-{name}")
+}
+
+/// The key a replica's reasoning seals are made with: the file its config names, read as the
+/// proxy reads it (trimmed). A key in the config itself would sit in a manifest.
+fn seal_key(container: &Container, config: &Config) -> String {
+    assert!(
+        config.opencode.reasoning_key.is_none(),
+        "no seal key in a manifest"
+    );
+    let file = config.opencode.reasoning_key_file.as_ref().expect(
+        "opencode.reasoning_key_file is set: replicas with random keys cannot open each other's seals",
+    );
+    read(&container.path(&file.display().to_string()))
+        .trim()
+        .to_owned()
+}
 
 struct Container {
     root: tempfile::TempDir,
@@ -515,8 +533,9 @@ fn render_pod(k: &Kustomization, image: &Image) -> Container {
                 files.extend(data);
             }
         } else if volume["secret"].is_mapping() {
+            let text = secret_text(str_of(&volume["secret"]["secretName"]));
             for item in seq(&volume["secret"]["items"]) {
-                files.push((str_of(&item["path"]).to_owned(), KEY_PLACEHOLDER.to_owned()));
+                files.push((str_of(&item["path"]).to_owned(), text.clone()));
             }
         } else {
             assert!(volume["emptyDir"].is_mapping(), "{volume:?}");
@@ -632,16 +651,14 @@ fn compose_replica(service: &Value, image: &Image) -> Container {
         replica.mount_empty(&at);
     }
     for secret in seq(&service["secrets"]) {
-        let target = secret["target"]
-            .as_str()
-            .or(secret["source"].as_str())
-            .unwrap_or_else(|| str_of(secret));
+        let source = secret["source"].as_str().unwrap_or_else(|| str_of(secret));
+        let target = secret["target"].as_str().unwrap_or(source);
         let at = if target.starts_with('/') {
             target.to_owned()
         } else {
             format!("/run/secrets/{target}")
         };
-        replica.write(&at, KEY_PLACEHOLDER);
+        replica.write(&at, &secret_text(source));
     }
     assert!(
         service["volumes"].is_null(),
@@ -1024,9 +1041,18 @@ fn a_pod_runs_with_the_configmap_and_the_shared_redis_store() {
     let key_file = config.upstream.api_key_file.as_ref().expect("a key file");
     assert_eq!(
         read(&pod.path(&key_file.display().to_string())),
-        KEY_PLACEHOLDER
+        secret_text("harness-proxy-upstream")
     );
     assert!(config.upstream.api_key.is_none());
+    // Every pod seals reasoning with the one key of the Secret harness-proxy-reasoning.
+    let seal = seal_key(&pod, &config);
+    assert_eq!(seal, secret_text("harness-proxy-reasoning"));
+    let other = render_pod(&k, &image);
+    assert_eq!(
+        seal_key(&other, &other.config()),
+        seal,
+        "the same in every pod"
+    );
 
     // The prompts ConfigMap ships no override: the built-in prompts are used.
     let prompts = pod.prompts(&config);
@@ -1206,8 +1232,13 @@ fn compose_replicas_run_with_the_shared_redis_store_over_the_images_default() {
         let key_file = config.upstream.api_key_file.as_ref().expect("a key file");
         assert_eq!(
             read(&replica.path(&key_file.display().to_string())),
-            KEY_PLACEHOLDER,
+            secret_text("upstream_key"),
             "{name} reads the key from its secret"
+        );
+        assert_eq!(
+            seal_key(&replica, &config),
+            secret_text("reasoning_key"),
+            "{name} seals reasoning with the key of the one secret every replica mounts"
         );
         assert!(config.upstream.api_key.is_none(), "no key in the file");
         assert_eq!(service["read_only"], true);
@@ -1220,6 +1251,7 @@ fn compose_replicas_run_with_the_shared_redis_store_over_the_images_default() {
         );
     }
     assert!(compose["secrets"]["upstream_key"]["file"].is_string());
+    assert!(compose["secrets"]["reasoning_key"]["file"].is_string());
 }
 
 #[test]

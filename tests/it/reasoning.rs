@@ -6,9 +6,12 @@
 //! kept). The second turn must reach the model with `reasoning_content` on the assistant tool-call
 //! message; with `opencode.reasoning = "drop"` none is sent and the upstream's 400 comes back.
 
+use harness_proxy::config::{Config, StoreUrl};
 use serde_json::{Value, json};
 
+use crate::support::binary::Proxy;
 use crate::support::fake_upstream::THINKING_TEXT;
+use crate::support::redis::{fresh_prefix, shared_url, use_redis};
 use crate::support::{FakeUpstream, TestApp, test_config};
 
 async fn app(upstream: &FakeUpstream, drop: bool) -> TestApp {
@@ -326,4 +329,130 @@ async fn a_gemini_client_that_drops_call_ids_still_passes_the_thinking_rule() {
     let message = upstream_call_message(&upstream);
     assert_eq!(message["reasoning_content"], THINKING_TEXT);
     assert_eq!(message["tool_calls"][0]["id"], "call_ds_1");
+}
+
+/// Two replicas sharing `store`: the first tool turn answered by one, the next turn (a client
+/// echoing no reasoning) sent to the other, which finds the reasoning in the shared store.
+async fn a_turn_continued_on_the_other_replica_passes(store: impl Fn(&mut Config)) {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let mut config = test_config(&upstream.base_url());
+    store(&mut config);
+    let one = TestApp::start(config.clone()).await;
+    let two = TestApp::start(config).await;
+    let (status, first) = post(&one, "/v1/chat/completions", &chat_turn(vec![])).await;
+    assert_eq!(status, 200, "{first}");
+    let call = first["choices"][0]["message"]["tool_calls"][0].clone();
+    // The first replica's write is off the answer's path: wait for it, as time would.
+    one.state.reasoning_memo.settled().await;
+    let echoed = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+    let result = json!({"role": "tool", "tool_call_id": call["id"], "content": "a.txt"});
+    let (status, answer) = post(
+        &two,
+        "/v1/chat/completions",
+        &chat_turn(vec![echoed, result]),
+    )
+    .await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        upstream_call_message(&upstream)["reasoning_content"],
+        THINKING_TEXT
+    );
+}
+
+#[tokio::test]
+async fn replicas_on_one_sqlite_file_share_the_reasoning_of_a_client_that_echoes_none() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("t.db");
+    a_turn_continued_on_the_other_replica_passes(|config| {
+        config.titles.store = StoreUrl::Sqlite(path.clone());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn replicas_on_one_redis_share_the_reasoning_of_a_client_that_echoes_none() {
+    let Some(url) = shared_url("reasoning memo across replicas").await else {
+        return;
+    };
+    let prefix = fresh_prefix(&url);
+    a_turn_continued_on_the_other_replica_passes(|config| {
+        use_redis(config, &url, &prefix.name);
+    })
+    .await;
+}
+
+/// Replicas given the same `opencode.reasoning_key_file` (deploy/ mounts one Secret in each)
+/// open each other's seals: Claude Code's thinking signature from one replica goes back
+/// through the other. The memo cannot help here (memory store): only the seal carries it.
+#[tokio::test]
+async fn replicas_with_one_reasoning_key_file_open_each_other_s_seals() {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let key_file = dir.path().join("reasoning-key");
+    std::fs::write(&key_file, "one secret for every replica\n").expect("write the key");
+    let mut config = test_config(&upstream.base_url());
+    config.opencode.reasoning_key_file = Some(key_file);
+    let one = TestApp::start(config.clone()).await;
+    let two = TestApp::start(config).await;
+    let (status, first) = post(&one, "/v1/messages", &messages_turn(vec![])).await;
+    assert_eq!(status, 200, "{first}");
+    let content = first["content"].as_array().expect("content");
+    let signature = content
+        .iter()
+        .find(|b| b["type"] == "thinking")
+        .map(|b| b["signature"].clone())
+        .expect("a thinking block");
+    let call = content
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .cloned()
+        .expect("a tool_use block");
+    let echoed = json!({"role": "assistant", "content": [
+        {"type": "thinking", "thinking": "", "signature": signature}, call
+    ]});
+    let result = json!({"role": "user", "content": [
+        {"type": "tool_result", "tool_use_id": call["id"], "content": "a.txt"}
+    ]});
+    let (status, second) = post(&two, "/v1/messages", &messages_turn(vec![echoed, result])).await;
+    assert_eq!(status, 200, "{second}");
+    assert_eq!(
+        upstream_call_message(&upstream)["reasoning_content"],
+        THINKING_TEXT
+    );
+}
+
+/// A shared store says replicas sit behind one balancer; with no shared seal key, start-up
+/// says that Claude Code and Codex turns moving between them lose their reasoning.
+#[tokio::test]
+async fn start_up_warns_when_replicas_share_redis_but_not_a_reasoning_key() {
+    let Some(url) = shared_url("reasoning key warning").await else {
+        return;
+    };
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let prefix = fresh_prefix(&url);
+    let store = [
+        ("HARNESS_PROXY__TITLES__STORE", url.as_str()),
+        ("HARNESS_PROXY__TITLES__REDIS_PREFIX", prefix.name.as_str()),
+    ];
+    let warning = "opencode.reasoning_key is unset";
+    let proxy = Proxy::start(&upstream.base_url(), &store).await;
+    let logs = proxy.wait_for_logs(|logs| logs.contains(warning)).await;
+    let line = logs
+        .lines()
+        .find(|l| l.contains(warning))
+        .unwrap_or_default();
+    assert!(line.contains("WARN"), "{line}");
+    proxy.terminate();
+    let keyed = [
+        store[0],
+        store[1],
+        ("HARNESS_PROXY__OPENCODE__REASONING_KEY", "one secret"),
+    ];
+    let proxy = Proxy::start(&upstream.base_url(), &keyed).await;
+    // Serving is logged after the state (and so the warning) was built.
+    let logs = proxy
+        .wait_for_logs(|logs| logs.contains("harness-proxy serving"))
+        .await;
+    assert!(!logs.contains(warning), "{logs}");
+    proxy.terminate();
 }

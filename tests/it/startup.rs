@@ -110,3 +110,24 @@ fn an_unknown_flag_value_is_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_missing_or_empty_seal_key_file_stops_start_up_naming_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let empty = dir.path().join("empty-key");
+    std::fs::write(&empty, "\n").unwrap();
+    let missing = dir.path().join("no-such-key");
+    for (file, why) in [(&empty, "it is empty"), (&missing, "No such file")] {
+        let mut cmd = binary();
+        cmd.args(["serve", "--listen", "127.0.0.1:0"])
+            .env("HARNESS_PROXY__TITLES__STORE", "memory")
+            .env("HARNESS_PROXY__OPENCODE__REASONING_KEY_FILE", file);
+        let output = run_bounded(cmd);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("`opencode.reasoning_key_file`") && stderr.contains(why),
+            "{stderr}"
+        );
+    }
+}

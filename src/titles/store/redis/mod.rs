@@ -12,7 +12,7 @@
 mod conn;
 mod scripts;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 use std::collections::HashMap;
 use std::time::Duration;
@@ -22,8 +22,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 
-pub(crate) use conn::LazyConnection;
-use conn::classify;
+pub(crate) use conn::{LazyConnection, classify};
 use scripts::Scripts;
 
 use super::{Cursor, Status, StoreError, TitleRecord, TitleStore};

@@ -1,0 +1,342 @@
+//! The reasoning of answers that ended in tool calls, kept for clients that echo none of it back.
+//!
+//! Thinking models in thinking mode (DeepSeek V4, Kimi K2 thinking, GLM) refuse an assistant
+//! message with `tool_calls` that lacks its `reasoning_content`. Claude Code and Codex carry the
+//! reasoning back in the proxy's seal (`conversation::seal`), opencode in `reasoning_content`;
+//! most other clients (pi, Qwen Code, Cline, aider, SDK scripts) drop it. The proxy saw the
+//! answer, so it remembers the reasoning under the answer's call ids, per caller, and the next
+//! turn that echoes those calls without reasoning gets it back (`recover`).
+//!
+//! Two levels: the process-local map (`local`, bounded by count of bytes, oldest out; a hit
+//! costs no round trip), and, beside it, the title store's backend (`shared`: a table in the
+//! SQLite file, keys with a TTL in Redis; nothing for `memory`), so a turn answered by one
+//! replica and continued on another finds it too. Writes to the store go on a tracked task,
+//! never awaited by the answer; a turn reads the store only for the turns the local map does not
+//! know (`recover` names them, `recover_shared` looks them up, within `READ_TIMEOUT`), and a
+//! failure or a timeout there means "nothing found".
+//!
+//! Owns: what is remembered, where, and its bounds (one answer at most `MAX_ENTRY_BYTES`; the
+//! local map `MAX_BYTES`; the store `SHARED_TTL`, and `sqlite::MAX_ROWS` / `MAX_BYTES`). Must
+//! not: override reasoning a client did echo, fail or hold up a request, or keep an entry past
+//! its bounds.
+
+#[cfg(test)]
+mod contract;
+mod local;
+mod redis;
+pub mod shared;
+pub mod sqlite;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::config::TitlesConfig;
+use crate::conversation::{Item, Reasoning, Role};
+use crate::titles::store::StoreError;
+use local::{Known, Local};
+pub use shared::{READ_TIMEOUT, SHARED_TTL, SharedMemo};
+use shared::{Shared, key};
+
+/// Total reasoning bytes kept in this process.
+pub const MAX_BYTES: usize = 32 * 1024 * 1024;
+/// One answer's reasoning longer than this is not kept (it would push out hundreds of others).
+pub const MAX_ENTRY_BYTES: usize = 256 * 1024;
+
+pub struct ReasoningMemo {
+    local: Local,
+    /// The title store's backend, when other processes can read it.
+    shared: Option<Shared>,
+}
+
+/// The call ids of turns the local map knew nothing of, oldest turn first: what to ask the
+/// shared store for. Empty without one.
+#[derive(Debug, Default)]
+pub struct Misses(Vec<String>);
+
+impl Misses {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl Default for ReasoningMemo {
+    fn default() -> Self {
+        Self::with_max_bytes(MAX_BYTES)
+    }
+}
+
+impl ReasoningMemo {
+    /// A memo of this process alone.
+    pub fn with_max_bytes(max_bytes: usize) -> Self {
+        Self {
+            local: Local::with_max_bytes(max_bytes),
+            shared: None,
+        }
+    }
+
+    /// A memo whose entries also go to `shared` (when given).
+    pub fn new(shared: Option<Arc<dyn SharedMemo>>) -> Self {
+        Self {
+            shared: shared.map(Shared::new),
+            ..Self::default()
+        }
+    }
+
+    /// The memo over the backend `titles.store` names.
+    pub fn open(config: &TitlesConfig) -> Result<Self, StoreError> {
+        Ok(Self::new(shared::open(config)?))
+    }
+
+    /// Remembers `reasoning` as that of the answer whose calls have `call_ids` (an empty one as
+    /// "nothing to find", here only); the store's copy is written off the caller's path.
+    pub fn remember(&self, owner: &str, call_ids: &[String], reasoning: &str) {
+        let ids: Vec<&str> = call_ids
+            .iter()
+            .map(String::as_str)
+            .filter(|id| !id.is_empty())
+            .collect();
+        if ids.is_empty() || reasoning.len() > MAX_ENTRY_BYTES {
+            return;
+        }
+        if reasoning.is_empty() {
+            self.local.insert(owner, ids, &Known::Nothing);
+            return;
+        }
+        let text: Arc<str> = Arc::from(reasoning);
+        self.local
+            .insert(owner, ids.iter().copied(), &Known::Reasoning(text.clone()));
+        if let Some(shared) = &self.shared {
+            shared.write(ids.iter().map(|id| key(owner, id)).collect(), text);
+        }
+    }
+
+    /// Gives each assistant turn with calls but no reasoning what this process remembers for
+    /// its first call; returns the turns it knows nothing of, for `recover_shared`.
+    pub fn recover(&self, owner: &str, items: &mut Vec<Item>) -> Misses {
+        let mut misses = Vec::new();
+        fill_bare_turns(items, |id| match self.local.get(owner, id) {
+            Some(Known::Reasoning(text)) => Some(text),
+            Some(Known::Nothing) => None,
+            None => {
+                misses.push(id.to_owned());
+                None
+            }
+        });
+        if self.shared.is_none() {
+            misses.clear();
+        }
+        Misses(misses)
+    }
+
+    /// Looks `misses` up in the shared store (within `READ_TIMEOUT`) and fills the turns found;
+    /// what is found is kept here too. Absent ones are noted as such, except the newest turn's,
+    /// whose answer's write may still be on its way from another replica.
+    pub async fn recover_shared(&self, owner: &str, items: &mut Vec<Item>, misses: Misses) {
+        let (Some(shared), Misses(ids)) = (&self.shared, misses) else {
+            return;
+        };
+        if ids.is_empty() {
+            return;
+        }
+        let keys: Vec<String> = ids.iter().map(|id| key(owner, id)).collect();
+        let Some(found) = shared.read(&keys).await else {
+            return;
+        };
+        let newest = ids.len() - 1;
+        let mut texts: HashMap<&str, Arc<str>> = HashMap::new();
+        for (i, (id, text)) in ids.iter().zip(found).enumerate() {
+            match text {
+                Some(text) => {
+                    let text: Arc<str> = Arc::from(text);
+                    self.local
+                        .insert(owner, [id.as_str()], &Known::Reasoning(text.clone()));
+                    texts.insert(id, text);
+                }
+                None if i < newest => self.local.insert(owner, [id.as_str()], &Known::Nothing),
+                None => {}
+            }
+        }
+        fill_bare_turns(items, |id| texts.get(id).cloned());
+    }
+
+    /// Drops the shared store's expired and excess entries (the title service's upkeep).
+    pub async fn prune(&self) -> Result<u64, StoreError> {
+        match &self.shared {
+            Some(shared) => shared.store.prune().await,
+            None => Ok(0),
+        }
+    }
+
+    /// Waits until the store writes started so far have ended (tests, a deliberate hand-over).
+    pub async fn settled(&self) {
+        if let Some(shared) = &self.shared {
+            shared.settled().await;
+        }
+    }
+
+    /// Waits up to `within` for store writes in flight (shutdown).
+    pub async fn drain(&self, within: Duration) {
+        if let Some(shared) = &self.shared {
+            shared.drain(within).await;
+        }
+    }
+}
+
+/// For each assistant turn with calls but no reasoning, asks `find` about its first call's id
+/// and puts what it gives as a reasoning item where the client would have put one (before the
+/// turn's assistant text, else before its first call).
+fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<Arc<str>>) {
+    let mut i = 0;
+    while i < items.len() {
+        let starts_calls = matches!(items[i], Item::ToolCall(_))
+            && (i == 0 || !matches!(items[i - 1], Item::ToolCall(_)));
+        if !starts_calls {
+            i += 1;
+            continue;
+        }
+        let mut start = i;
+        if start > 0
+            && let Item::Message(message) = &items[start - 1]
+            && message.role == Role::Assistant
+        {
+            start -= 1;
+        }
+        let reasoned =
+            start > 0 && matches!(&items[start - 1], Item::Reasoning(r) if !r.text.is_empty());
+        let Item::ToolCall(call) = &items[i] else {
+            unreachable!("checked above");
+        };
+        let found = (!reasoned)
+            .then_some(call.id.as_deref())
+            .flatten()
+            .and_then(&mut find);
+        if let Some(text) = found {
+            let item = Item::Reasoning(Reasoning {
+                text: text.to_string(),
+                opaque: None,
+                sealed: None,
+            });
+            items.insert(start, item);
+            i += 1;
+        }
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{CallInput, Message, ToolCall};
+
+    fn call(id: &str) -> Item {
+        Item::ToolCall(ToolCall {
+            id: Some(id.to_owned()),
+            name: "bash".to_owned(),
+            input: CallInput::Arguments("{}".to_owned()),
+        })
+    }
+
+    fn reasoning_of(items: &[Item]) -> Vec<(usize, String)> {
+        items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| match item {
+                Item::Reasoning(r) => Some((i, r.text.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn satisfies_the_memo_contract_in_memory() {
+        super::contract::run(|| None).await;
+    }
+
+    #[test]
+    fn a_turn_without_reasoning_gets_what_its_answer_had_before_its_text() {
+        let memo = ReasoningMemo::default();
+        memo.remember("a", &["call_1".into(), "call_2".into()], "I will run ls.");
+        let mut items = vec![
+            Item::Message(Message::text(Role::User, "list")),
+            Item::Message(Message::text(Role::Assistant, "Listing.")),
+            call("call_1"),
+            call("call_2"),
+        ];
+        memo.recover("a", &mut items);
+        assert_eq!(reasoning_of(&items), [(1, "I will run ls.".to_owned())]);
+        assert_eq!(items.len(), 5);
+    }
+
+    #[test]
+    fn echoed_reasoning_wins_and_another_caller_finds_nothing() {
+        let memo = ReasoningMemo::default();
+        memo.remember("a", &["call_1".into()], "remembered");
+        let echoed = vec![
+            Item::Reasoning(Reasoning {
+                text: "echoed".into(),
+                ..Reasoning::default()
+            }),
+            call("call_1"),
+        ];
+        let mut items = echoed.clone();
+        memo.recover("a", &mut items);
+        assert_eq!(items, echoed);
+        let mut theirs = vec![call("call_1")];
+        memo.recover("b", &mut theirs);
+        assert_eq!(reasoning_of(&theirs), []);
+    }
+
+    #[test]
+    fn the_oldest_reasoning_goes_first_past_the_byte_bound() {
+        let memo = ReasoningMemo::with_max_bytes(10);
+        memo.remember("a", &["one".into()], "123456");
+        memo.remember("a", &["two".into()], "abcdef");
+        let mut items = vec![call("one"), Item::ToolResult(result("one")), call("two")];
+        memo.recover("a", &mut items);
+        assert_eq!(reasoning_of(&items), [(2, "abcdef".to_owned())]);
+    }
+
+    /// A store that fails every write and never answers a read.
+    struct Broken;
+
+    #[async_trait::async_trait]
+    impl SharedMemo for Broken {
+        async fn put(&self, _: &[String], _: &str, _: Duration) -> Result<(), StoreError> {
+            Err(StoreError::Unavailable("down".into()))
+        }
+        async fn get(&self, _: &[String]) -> Result<Vec<Option<String>>, StoreError> {
+            std::future::pending().await
+        }
+        async fn prune(&self) -> Result<u64, StoreError> {
+            Err(StoreError::Unavailable("down".into()))
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failing_or_silent_store_means_nothing_found_after_the_read_timeout() {
+        let memo = ReasoningMemo::new(Some(Arc::new(Broken)));
+        memo.remember("a", &["mine".into()], "kept here");
+        memo.settled().await;
+        let mut items = vec![
+            call("mine"),
+            Item::ToolResult(result("mine")),
+            call("theirs"),
+        ];
+        let misses = memo.recover("a", &mut items);
+        assert_eq!(reasoning_of(&items), [(0, "kept here".to_owned())]);
+        let asked = tokio::time::Instant::now();
+        memo.recover_shared("a", &mut items, misses).await;
+        assert_eq!(asked.elapsed(), READ_TIMEOUT);
+        assert_eq!(reasoning_of(&items), [(0, "kept here".to_owned())]);
+        assert!(memo.prune().await.is_err(), "upkeep logs it; nothing else");
+    }
+
+    fn result(id: &str) -> crate::conversation::ToolResult {
+        crate::conversation::ToolResult {
+            call_id: Some(id.to_owned()),
+            content: crate::conversation::Content::Text("ok".to_owned()),
+            is_error: false,
+        }
+    }
+}

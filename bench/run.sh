@@ -9,6 +9,9 @@
 #                          LiteLLM (installed pinned into bench/.venv on first use)
 #   bench/run.sh --quick   seconds per target, proxy targets only, no peers (CI runs this so the
 #                          bench never rots; its figures are printed, never asserted)
+#   bench/run.sh --no-litellm   the full run without LiteLLM (its ~6 minutes), e.g. for
+#                          bench/median-of-three.sh, which runs the bench three times and prints
+#                          the medians with every run's figure and the targets met or missed
 #
 # Output: one markdown table on stdout, also in bench/out/table.md; raw figures in
 # bench/out/results.jsonl; process logs in bench/out/*.log.
@@ -16,7 +19,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 QUICK=()
-[[ "${1:-}" == "--quick" ]] && QUICK=(--quick)
+LITELLM=1
+for arg in "$@"; do
+  case "$arg" in
+    --quick) QUICK=(--quick) ;;
+    --no-litellm) LITELLM=0 ;;
+    *) echo "unknown argument $arg (--quick, --no-litellm)" >&2; exit 2 ;;
+  esac
+done
 TZ_VERSION=2026.6.0
 LITELLM_VERSION=1.108.7
 OUT=bench/out
@@ -184,7 +194,9 @@ if [[ ${#QUICK[@]} -eq 0 ]]; then
   fi
 
   name="LiteLLM $LITELLM_VERSION"
-  if ! peer_venv "litellm[proxy]==$LITELLM_VERSION"; then
+  if [[ $LITELLM -eq 0 ]]; then
+    note "$name" peer "not run (--no-litellm)"
+  elif ! peer_venv "litellm[proxy]==$LITELLM_VERSION"; then
     note "$name" peer "install failed: $(tail -n 1 "$OUT/venv.log")"
   else
     {

@@ -5,6 +5,8 @@
 //!   appends its figures to FILE (one JSON object per line);
 //! - `note --name N --note TEXT --out FILE`: records a target that could not be measured;
 //! - `table FILE`: the markdown table of every target, with ratios to `direct` and to the peers;
+//! - `medians FILE…`: several runs' results as one table of medians (every run's figure shown)
+//!   and the performance targets, met or missed;
 //! - `probe --url URL [--header K:V]…`: POSTs a tiny body, prints the status;
 //! - `wait --url URL [--seconds S] [--pid PID]`: until the URL answers anything over HTTP (fails
 //!   early when PID exits);
@@ -13,6 +15,7 @@
 //! - `free-port`, `models` (every upstream model name the bench asks for, for peers' configs).
 
 mod client;
+mod medians;
 mod phases;
 mod procfs;
 mod report;
@@ -45,13 +48,15 @@ struct Args {
     stream: bool,
     clients: usize,
     file: Option<String>,
+    /// Every positional argument (`medians` takes several files).
+    files: Vec<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
     let mut raw = std::env::args().skip(1);
     let command = raw
         .next()
-        .ok_or("usage: driver run|note|table|probe|wait|free-port|models")?;
+        .ok_or("usage: driver run|note|table|medians|probe|wait|free-port|models")?;
     let mut args = Args {
         command,
         name: String::new(),
@@ -70,6 +75,7 @@ fn parse_args() -> Result<Args, String> {
         stream: false,
         clients: 4,
         file: None,
+        files: Vec::new(),
     };
     while let Some(flag) = raw.next() {
         let mut value = || raw.next().ok_or_else(|| format!("{flag} needs a value"));
@@ -100,8 +106,9 @@ fn parse_args() -> Result<Args, String> {
             "--seconds" => {
                 args.seconds = value()?.parse().map_err(|e| format!("--seconds: {e}"))?;
             }
-            other if !other.starts_with("--") && args.file.is_none() => {
-                args.file = Some(other.to_owned());
+            other if !other.starts_with("--") => {
+                args.file.get_or_insert_with(|| other.to_owned());
+                args.files.push(other.to_owned());
             }
             other => return Err(format!("unknown argument {other}")),
         }
@@ -134,6 +141,15 @@ async fn dispatch(args: Args) -> Result<(), String> {
             let file = args.file.as_deref().ok_or("table needs a results file")?;
             let text = std::fs::read_to_string(file).map_err(|e| format!("{file}: {e}"))?;
             print!("{}", report::table(&text)?);
+            Ok(())
+        }
+        "medians" => {
+            let texts = args
+                .files
+                .iter()
+                .map(|f| std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}")))
+                .collect::<Result<Vec<_>, _>>()?;
+            print!("{}", medians::medians(&texts)?);
             Ok(())
         }
         "probe" => {

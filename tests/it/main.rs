@@ -7,6 +7,7 @@ mod support;
 mod answer_limits;
 mod bridge;
 mod browser_guard;
+mod cached_tokens;
 mod calibrate;
 mod caller_auth;
 mod client_goldens;

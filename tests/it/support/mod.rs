@@ -2,6 +2,7 @@
 
 pub mod binary;
 pub mod browser;
+pub mod caching_upstream;
 pub mod fake_upstream;
 pub mod raw;
 pub mod redis;

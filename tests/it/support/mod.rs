@@ -8,6 +8,7 @@ pub mod raw;
 pub mod redis;
 pub mod skip;
 pub mod sse;
+pub mod tokens;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -68,7 +68,7 @@ pub fn cached_units(before: &Value, body: &Value) -> u64 {
     }
 }
 
-fn chunk(delta: Value, finish: Option<&str>) -> String {
+fn chunk(delta: &Value, finish: Option<&str>) -> String {
     let chunk = json!({"id": "ds-c", "object": "chat.completion.chunk", "created": 1,
         "model": "deepseek-v4", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
     format!("data: {chunk}\n\n")
@@ -101,10 +101,10 @@ fn answer(messages: &[Value]) -> Vec<String> {
     if results >= 2 {
         return vec![
             chunk(
-                json!({"role": "assistant", "reasoning_content": "Both listings are in."}),
+                &json!({"role": "assistant", "reasoning_content": "Both listings are in."}),
                 None,
             ),
-            chunk(json!({"content": "Done."}), Some("stop")),
+            chunk(&json!({"content": "Done."}), Some("stop")),
         ];
     }
     let n = results + 1;
@@ -112,11 +112,11 @@ fn answer(messages: &[Value]) -> Vec<String> {
         "function": {"name": "bash", "arguments": format!("{{\"command\":\"ls dir{n}\"}}")}});
     vec![
         chunk(
-            json!({"role": "assistant", "reasoning_content": format!("Listing dir{n}.")}),
+            &json!({"role": "assistant", "reasoning_content": format!("Listing dir{n}.")}),
             None,
         ),
-        chunk(json!({"tool_calls": [call]}), None),
-        chunk(json!({}), Some("tool_calls")),
+        chunk(&json!({"tool_calls": [call]}), None),
+        chunk(&json!({}), Some("tool_calls")),
     ]
 }
 
@@ -137,7 +137,7 @@ impl FakeUpstream {
             }
             let (mut stream, cached) = if r.is_title() {
                 // A side request: the conversation's cache entry stays its main request's.
-                let title = chunk(json!({"content": "Listing files"}), Some("stop"));
+                let title = chunk(&json!({"content": "Listing files"}), Some("stop"));
                 (vec![title], 0)
             } else {
                 let conversation = r.header("session-id").unwrap_or_default().to_owned();

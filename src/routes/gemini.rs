@@ -1,8 +1,9 @@
 //! The Gemini API front (Gemini CLI): `POST /v1beta/models/{model}:streamGenerateContent`
 //! (and `:generateContent`) through the one pipeline (`chat::handle`), `:countTokens` answered
-//! locally (of the request as its harness rebuilds it), `GET /v1beta/models[/{model}]` from the upstream's `/models`; the same under
-//! `/harness/{name}/` and with `/v1/` (POST only there: `GET /v1/models/{id}` is OpenAI's and is
-//! forwarded). `GeminiError` renders the proxy's errors once in Google's shape.
+//! locally (of the request as its harness rebuilds it), `GET /v1beta/models[/{model}]` from the
+//! upstream's `/models`; the same under `/harness/{name}/` and with `/v1/` (POST only there:
+//! `GET /v1/models/{id}` is OpenAI's and is forwarded). `GeminiError` renders the proxy's errors
+//! once in Google's shape.
 
 use axum::Router;
 use axum::body::Body;

@@ -245,6 +245,18 @@ pub enum ReasoningMode {
     Drop,
 }
 
+/// Whether the opencode harness names a prompt-cache key upstream (`opencode.prompt_cache_key`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PromptCacheKey {
+    /// The client's own `prompt_cache_key`, else a hash of the caller and the conversation id it
+    /// sent; none for a client that named no conversation. Upstreams that route by the key
+    /// (OpenAI, and servers that copy it) keep one conversation's prefix on one cache.
+    Conversation,
+    /// The reference's body: no `prompt_cache_key`.
+    Off,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IdentityPreset {
@@ -290,6 +302,10 @@ pub struct OpencodeConfig {
     pub today: Option<String>,
     /// IANA zone for the date line; the proxy's local zone when absent.
     pub timezone: Option<String>,
+    /// The upstream body's `prompt_cache_key`: `conversation` keys each conversation's prefix
+    /// cache (the client's own key, else one derived from its conversation id), `off` is the
+    /// reference (no field).
+    pub prompt_cache_key: PromptCacheKey,
 }
 
 impl Default for OpencodeConfig {
@@ -312,6 +328,7 @@ impl Default for OpencodeConfig {
             platform: None,
             today: None,
             timezone: None,
+            prompt_cache_key: PromptCacheKey::Conversation,
         }
     }
 }

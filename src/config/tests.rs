@@ -267,3 +267,20 @@ fn a_seal_key_and_a_seal_key_file_together_are_refused_naming_the_key() {
         Some(PathBuf::from("/run/secrets/key"))
     );
 }
+
+#[test]
+fn the_prompt_cache_key_is_conversation_off_or_an_error_naming_the_key() {
+    let default = load(None, &BTreeMap::new(), &FlagOverrides::default()).expect("valid");
+    assert_eq!(
+        default.opencode.prompt_cache_key,
+        PromptCacheKey::Conversation
+    );
+    let key = "HARNESS_PROXY__OPENCODE__PROMPT_CACHE_KEY";
+    let off = load(None, &env(&[(key, "off")]), &FlagOverrides::default()).expect("valid");
+    assert_eq!(off.opencode.prompt_cache_key, PromptCacheKey::Off);
+    let err =
+        load(None, &env(&[(key, "session")]), &FlagOverrides::default()).expect_err("not a mode");
+    let text = err.to_string();
+    assert!(text.contains("`opencode.prompt_cache_key`"), "{text}");
+    assert!(text.contains(key), "{text}");
+}

@@ -38,6 +38,15 @@ pub struct Usage {
     pub reasoning_tokens: u64,
 }
 
+/// Where upstreams put the prompt tokens read from their cache, first found wins: OpenAI's (also
+/// OpenRouter's, vLLM's, GLM's, Qwen's), DeepSeek's `prompt_cache_hit_tokens`, Moonshot's
+/// `cached_tokens` beside the counts.
+const CACHED_TOKENS: [&str; 3] = [
+    "/prompt_tokens_details/cached_tokens",
+    "/prompt_cache_hit_tokens",
+    "/cached_tokens",
+];
+
 impl Usage {
     pub fn from_value(usage: &serde_json::Value) -> Self {
         let n = |pointer: &str| {
@@ -49,9 +58,17 @@ impl Usage {
         Self {
             input_tokens: n("/prompt_tokens"),
             output_tokens: n("/completion_tokens"),
-            cached_input_tokens: n("/prompt_tokens_details/cached_tokens"),
+            cached_input_tokens: Self::cached_tokens_of(usage).unwrap_or(0),
             reasoning_tokens: n("/completion_tokens_details/reasoning_tokens"),
         }
+    }
+
+    /// The cached prompt tokens of an upstream's usage object, under whichever name it gave them;
+    /// `None` when it gave none.
+    pub fn cached_tokens_of(usage: &serde_json::Value) -> Option<u64> {
+        CACHED_TOKENS
+            .iter()
+            .find_map(|pointer| usage.pointer(pointer).and_then(serde_json::Value::as_u64))
     }
 }
 
@@ -130,6 +147,29 @@ pub fn deliverable(raw: &str) -> Deliverable<'_> {
 /// `raw` under `INVALID_ARGUMENTS_KEY`, whatever it is.
 pub fn flagged(raw: &str) -> String {
     serde_json::json!({ INVALID_ARGUMENTS_KEY: raw }).to_string()
+}
+
+#[cfg(test)]
+mod usage_tests {
+    use super::*;
+
+    #[test]
+    fn cached_tokens_are_read_under_each_upstream_s_name() {
+        let read = |usage: serde_json::Value| Usage::from_value(&usage).cached_input_tokens;
+        let openai = serde_json::json!({"prompt_tokens": 90,
+            "prompt_tokens_details": {"cached_tokens": 64}, "prompt_cache_hit_tokens": 1});
+        assert_eq!(read(openai), 64);
+        let deepseek = serde_json::json!({"prompt_tokens": 90, "prompt_cache_hit_tokens": 80,
+            "prompt_cache_miss_tokens": 10});
+        assert_eq!(read(deepseek), 80);
+        assert_eq!(
+            read(serde_json::json!({"prompt_tokens": 90, "cached_tokens": 70})),
+            70
+        );
+        let none = serde_json::json!({"prompt_tokens": 90});
+        assert_eq!(read(none.clone()), 0);
+        assert_eq!(Usage::cached_tokens_of(&none), None);
+    }
 }
 
 #[cfg(test)]

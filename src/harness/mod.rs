@@ -3,6 +3,7 @@
 //! Pure and synchronous: no I/O, no async, no axum, so golden tests cover every rule. Adding a
 //! harness = one module + one line in `Registry::build`.
 
+pub mod cache_key;
 pub mod collaboration;
 pub mod opencode;
 pub mod passthrough;
@@ -47,7 +48,8 @@ pub struct HarnessRequest<'a> {
     /// The client's own body when it already is a Chat Completions request: what a harness that
     /// leaves the request alone forwards, byte for byte.
     pub chat_body: Option<&'a Bytes>,
-    /// The proxy's own request headers (`x-harness-client`, `x-collaboration-mode`, `<env>` hints).
+    /// The proxy's own request headers (`x-harness-client`, `x-collaboration-mode`, `<env>` hints,
+    /// the route's prompt-cache scope `cache_key::SCOPE_HEADER`).
     pub headers: &'a HeaderMap,
     /// The request's arrival time (the `<env>` date derives from it).
     pub now: DateTime<Utc>,

@@ -149,7 +149,8 @@ async fn serve(
     let titled = state.titles.applies_to(harness.name());
     let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
     let processed = if harness.rewrites() {
-        inbound::process(state, harness, front, call, &body, &caller.owner).await?
+        let call = crate::routes::cache_scope::stamped(call, &caller.owner);
+        inbound::process(state, harness, front, &call, &body, &caller.owner).await?
     } else {
         Processed::passthrough(&body, headers, front.protocol, titled)
     };

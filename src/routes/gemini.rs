@@ -1,8 +1,9 @@
 //! The Gemini API front (Gemini CLI): `POST /v1beta/models/{model}:streamGenerateContent`
 //! (and `:generateContent`) through the one pipeline (`chat::handle`), `:countTokens` answered
-//! locally, `GET /v1beta/models[/{model}]` from the upstream's `/models`; the same under
-//! `/harness/{name}/` and with `/v1/` (POST only there: `GET /v1/models/{id}` is OpenAI's and is
-//! forwarded). `GeminiError` renders the proxy's errors once in Google's shape.
+//! locally (of the request as its harness rebuilds it), `GET /v1beta/models[/{model}]` from the
+//! upstream's `/models`; the same under `/harness/{name}/` and with `/v1/` (POST only there:
+//! `GET /v1/models/{id}` is OpenAI's and is forwarded). `GeminiError` renders the proxy's errors
+//! once in Google's shape.
 
 use axum::Router;
 use axum::body::Body;
@@ -114,32 +115,58 @@ fn split_target(call: &mut Call) -> Option<String> {
 async fn generate(State(state): State<AppState>, mut call: Call, body: Body) -> Response {
     match split_target(&mut call).as_deref() {
         Some(gemini::STREAM | gemini::GENERATE) => chat::handle(state, FRONT, call, body).await,
-        Some(gemini::COUNT_TOKENS) => count_tokens(&state, &call.headers, body)
+        Some(gemini::COUNT_TOKENS) => count_tokens(&state, call, body)
             .await
             .unwrap_or_else(IntoResponse::into_response),
         _ => not_served(call).await,
     }
 }
 
-/// `:countTokens`: `{"totalTokens": N}`, the Messages front's estimate, within its bound
-/// (`limits.max_token_counts`; beyond it 503, to be retried).
-async fn count_tokens(
-    state: &AppState,
-    headers: &HeaderMap,
-    body: Body,
-) -> Result<Response, GeminiError> {
-    let body = read_body(headers, body, state.config.limits.max_body_bytes).await?;
+/// `:countTokens`: `{"totalTokens": N}`, of the request as its harness sends it upstream
+/// (`rewritten_tokens`), within its bound (`limits.max_token_counts`; beyond it 503, to be
+/// retried).
+async fn count_tokens(state: &AppState, call: Call, body: Body) -> Result<Response, GeminiError> {
+    let body = read_body(&call.headers, body, state.config.limits.max_body_bytes).await?;
+    let harness = chat::pick_harness(state, &call)?;
     let Ok(permit) = state.token_counts.clone().try_acquire_owned() else {
         return Err(ProxyError::Busy("token counts running at once").into());
     };
     let tokens = tokio::task::spawn_blocking(move || {
-        let tokens = gemini::count_tokens(&body);
+        let tokens = rewritten_tokens(harness.as_ref(), &call, &body);
         drop(permit);
         tokens
     })
     .await
     .map_err(|e| ProxyError::Internal(e.to_string()))??;
     Ok(json(&serde_json::json!({ "totalTokens": tokens })))
+}
+
+/// The request's input tokens as its harness sends it upstream: a rewriting harness replaces the
+/// client's system instruction and tools with its own (Gemini CLI's long prompt becomes
+/// opencode's), so the count is of the rebuilt Chat Completions body, images as it carries them;
+/// passthrough counts the client's request as it is.
+fn rewritten_tokens(
+    harness: &dyn crate::harness::Harness,
+    call: &Call,
+    body: &Bytes,
+) -> Result<usize, ProxyError> {
+    if !harness.rewrites() {
+        return gemini::count_tokens(body);
+    }
+    let model = call
+        .params
+        .iter()
+        .find(|(k, _)| k == "model")
+        .map_or("", |(_, v)| v.as_str());
+    let prepared = harness.prepare(crate::harness::HarnessRequest {
+        conversation: gemini::count_conversation(body, model)?,
+        chat_body: None,
+        headers: &call.headers,
+        now: chrono::Utc::now(),
+    })?;
+    Ok(crate::protocols::chat::tokens::estimate(
+        &prepared.upstream_body,
+    ))
 }
 
 fn json(value: &serde_json::Value) -> Response {

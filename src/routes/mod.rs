@@ -1,6 +1,7 @@
 //! Thin handlers: extract → call → map. Shared plumbing for proxied requests lives in `proxy`.
 
 pub mod answer;
+pub mod cache_scope;
 pub mod chat;
 pub mod dropped_tools;
 pub mod extract;

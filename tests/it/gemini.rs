@@ -399,20 +399,28 @@ async fn the_proxys_own_errors_are_google_shaped() {
     let _ = read_all(held).await;
 }
 
+/// Counted here, never asked of the upstream: the client's words alone through `passthrough`,
+/// with opencode's system prompt and tools through the default harness (`count_tokens.rs`
+/// measures that count against the rebuilt body).
 #[tokio::test]
 async fn count_tokens_is_a_local_estimate() {
     let upstream = FakeUpstream::fixed(Reply::json(500, "{}")).await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    let response = post(
-        &app,
-        "/v1beta/models/gemini-2.5-flash:countTokens",
-        &json!({"contents": [{"role": "user", "parts": [{"text": "hello world"}]}]}),
-    )
-    .await;
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.expect("json");
-    let n = body["totalTokens"].as_u64().expect("a count");
-    assert!(n > 2 && n < 50, "{n}");
+    let count = |path: &'static str| {
+        let app = &app;
+        async move {
+            let contents =
+                json!({"contents": [{"role": "user", "parts": [{"text": "hello world"}]}]});
+            let response = post(app, path, &contents).await;
+            assert_eq!(response.status(), 200);
+            let body: Value = response.json().await.expect("json");
+            body["totalTokens"].as_u64().expect("a count")
+        }
+    };
+    let own = count("/harness/passthrough/v1beta/models/gemini-2.5-flash:countTokens").await;
+    assert!(own > 2 && own < 50, "{own}");
+    let rebuilt = count("/v1beta/models/gemini-2.5-flash:countTokens").await;
+    assert!(rebuilt > 1_000, "opencode's prompt and tools: {rebuilt}");
     assert_eq!(upstream.count(), 0, "counted locally");
 }
 

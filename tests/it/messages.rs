@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::support::sse::{DONE, USAGE_CHUNK, finish_chunk, hello_stream, read_all, text_chunk};
+use crate::support::tokens::exact_tokens;
 use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, test_config};
 
 const CLAUDE_UA: &str = "claude-cli/2.1.197 (external, sdk-cli)";
@@ -678,34 +679,6 @@ async fn a_wrong_method_on_the_messages_routes_answers_405_in_anthropics_shape()
         );
     }
     assert_eq!(upstream.count(), 0);
-}
-
-/// The input tokens of a Chat Completions body the upstream received, counted exactly with the
-/// estimator's tokenizer (o200k): every message's text and calls, every tool's JSON, 4 a message.
-fn exact_tokens(body: &Value) -> usize {
-    let bpe = tiktoken_rs::o200k_base_singleton();
-    let count = |text: &str| bpe.encode_ordinary(text).len();
-    let mut total = 0;
-    for message in body["messages"].as_array().unwrap() {
-        total += 4;
-        match &message["content"] {
-            Value::String(text) => total += count(text),
-            Value::Array(parts) => {
-                for part in parts {
-                    total += part["text"].as_str().map_or(0, count);
-                }
-            }
-            _ => {}
-        }
-        for call in message["tool_calls"].as_array().into_iter().flatten() {
-            total += count(call["function"]["name"].as_str().unwrap())
-                + count(call["function"]["arguments"].as_str().unwrap());
-        }
-    }
-    for tool in body["tools"].as_array().into_iter().flatten() {
-        total += 8 + count(&tool["function"].to_string());
-    }
-    total
 }
 
 /// Claude Code compacts by `count_tokens`: the count must be of what the upstream will read.

@@ -1,9 +1,10 @@
 //! Prompt-cache friendliness (issue 19, item 2): across the turns of one conversation the request
-//! the harness sends upstream grows only at its end. Each front is driven through four turns as
-//! its real client drives them (a tool call, its result, a new question, another call and result),
-//! every turn echoing the history the way that client echoes it; between turn N and N+1 the
-//! upstream body's tools, options and first messages must be byte-identical, so an upstream prefix
-//! cache (DeepSeek, OpenAI, vLLM) keeps hitting.
+//! the harness sends upstream grows only at its end. Each agent (opencode, an id-less Chat client,
+//! Claude Code, Codex, pi, Gemini CLI) is driven through four turns as its real client drives
+//! them (a tool call, its result, a new question, another call and result), every turn echoing
+//! the history the way that client echoes it; between turn N and N+1 the upstream body's tools,
+//! options and first messages must be byte-identical, so an upstream prefix cache (DeepSeek,
+//! OpenAI, vLLM) keeps hitting.
 
 use serde_json::{Value, json};
 
@@ -253,4 +254,181 @@ async fn codex_s_turns_reach_the_upstream_as_a_growing_prefix() {
         }
     }
     assert_grows_only_at_its_end(&upstream, 4);
+}
+
+/// The tool results the last main request carried: each of the conversation's two calls went
+/// through and was answered.
+fn assert_both_calls_answered(upstream: &FakeUpstream) {
+    let last = upstream.main_requests().pop().unwrap().json();
+    let results = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .count();
+    assert_eq!(results, 2, "{last}");
+}
+
+/// The `data:` chunks of a streamed answer, parsed (`[DONE]` left out).
+fn chunks_of(text: &str) -> Vec<Value> {
+    crate::support::sse::data_lines(text)
+        .iter()
+        .filter(|d| d.as_str() != "[DONE]")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .collect()
+}
+
+async fn post_stream(app: &TestApp, path: &str, headers: &[(&str, &str)], body: &Value) -> String {
+    let mut request = app.post(path).json(body);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = request.send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    crate::support::sse::read_all(response).await
+}
+
+/// pi on `openai-completions`: plain streamed Chat Completions with its four tools, its SDK's
+/// User-Agent, no conversation id; it echoes each assistant message as it assembled it.
+#[tokio::test]
+async fn pi_s_turns_reach_the_upstream_as_a_growing_prefix() {
+    let upstream = tool_model().await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let headers = [
+        ("authorization", "Bearer sk-pi"),
+        ("user-agent", "OpenAI/JS 6.26.0"),
+    ];
+    let function = |name: &str, properties: Value, required: Value| {
+        json!({"type": "function", "function": {"name": name, "description": name,
+            "parameters": {"type": "object", "properties": properties, "required": required}}})
+    };
+    let tools = json!([
+        function(
+            "read",
+            json!({"path": {"type": "string"}, "offset": {"type": "number"},
+            "limit": {"type": "number"}}),
+            json!(["path"])
+        ),
+        function(
+            "bash",
+            json!({"command": {"type": "string"}, "timeout": {"type": "number"}}),
+            json!(["command"])
+        ),
+        function(
+            "edit",
+            json!({"path": {"type": "string"}, "edits": {"type": "array", "items": {
+            "type": "object", "properties": {"oldText": {"type": "string"}, "newText": {"type": "string"}},
+            "required": ["oldText", "newText"]}}}),
+            json!(["path", "edits"])
+        ),
+        function(
+            "write",
+            json!({"path": {"type": "string"}, "content": {"type": "string"}}),
+            json!(["path", "content"])
+        ),
+    ]);
+    let mut messages = vec![
+        json!({"role": "system", "content": "You are an expert coding assistant operating inside pi."}),
+        json!({"role": "user", "content": "list the files"}),
+    ];
+    for question in ["", "and now the tests"] {
+        if !question.is_empty() {
+            messages.push(json!({"role": "user", "content": question}));
+        }
+        for _ in 0..2 {
+            let body = json!({"model": "gpt-4.1-mini", "messages": messages, "stream": true,
+                "stream_options": {"include_usage": true}, "tools": tools});
+            let text = post_stream(&app, "/v1/chat/completions", &headers, &body).await;
+            let deltas: Vec<Value> = chunks_of(&text)
+                .into_iter()
+                .filter_map(|c| c["choices"].get(0).map(|c| c["delta"].clone()))
+                .collect();
+            let content: String = deltas
+                .iter()
+                .filter_map(|d| d["content"].as_str())
+                .collect();
+            let calls: Vec<Value> = deltas
+                .iter()
+                .filter_map(|d| d["tool_calls"].as_array())
+                .flatten()
+                .map(|c| json!({"id": c["id"], "type": "function", "function": c["function"]}))
+                .collect();
+            if calls.is_empty() {
+                messages.push(json!({"role": "assistant", "content": content}));
+            } else {
+                messages.push(json!({"role": "assistant", "content": null, "tool_calls": calls}));
+                let id = calls[0]["id"].clone();
+                messages.push(json!({"role": "tool", "tool_call_id": id, "content": "a.txt"}));
+            }
+        }
+    }
+    assert_grows_only_at_its_end(&upstream, 4);
+    assert_both_calls_answered(&upstream);
+}
+
+/// Gemini CLI: streamed `generateContent` with its system instruction and function
+/// declarations, no conversation id; it echoes the model's parts (thoughts left out) and answers
+/// each `functionCall` with a `functionResponse` of the same id.
+#[tokio::test]
+async fn gemini_cli_s_turns_reach_the_upstream_as_a_growing_prefix() {
+    let upstream = tool_model().await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let headers = [
+        ("x-goog-api-key", "AIza-prefix"),
+        (
+            "x-goog-api-client",
+            "google-genai-sdk/1.30.0 gl-node/v24.11.1",
+        ),
+        (
+            "user-agent",
+            "GeminiCLI/0.61.0/gemini-2.5-flash (linux; x64)",
+        ),
+    ];
+    let path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse";
+    let tools = json!([{"functionDeclarations": [
+        {"name": "run_shell_command", "description": "Executes a given shell command.",
+            "parametersJsonSchema": {"type": "object", "properties": {"command": {"type": "string"},
+                "description": {"type": "string"}}, "required": ["command"]}},
+        {"name": "write_file", "description": "Writes content to a file.",
+            "parametersJsonSchema": {"type": "object", "properties": {"file_path": {"type": "string"},
+                "content": {"type": "string"}}, "required": ["file_path", "content"]}}
+    ]}]);
+    let text = |t: &str| json!({"role": "user", "parts": [{"text": t}]});
+    let mut contents = vec![text("list the files")];
+    for question in ["", "and now the tests"] {
+        if !question.is_empty() {
+            contents.push(text(question));
+        }
+        for _ in 0..2 {
+            let body = json!({"contents": contents, "tools": tools,
+                "systemInstruction": {"role": "user", "parts": [{"text": "You are an interactive CLI agent."}]},
+                "generationConfig": {"temperature": 0, "topP": 1,
+                    "thinkingConfig": {"includeThoughts": true, "thinkingBudget": -1}}});
+            let answer = post_stream(&app, path, &headers, &body).await;
+            let parts: Vec<Value> = chunks_of(&answer)
+                .iter()
+                .flat_map(|e| {
+                    e["candidates"][0]["content"]["parts"]
+                        .as_array()
+                        .cloned()
+                        .unwrap_or_default()
+                })
+                .filter(|p| p["thought"] != true)
+                .collect();
+            let results: Vec<Value> = parts
+                .iter()
+                .filter_map(|p| p.get("functionCall"))
+                .map(|c| {
+                    json!({"functionResponse": {"id": c["id"], "name": c["name"],
+                    "response": {"output": "a.txt"}}})
+                })
+                .collect();
+            contents.push(json!({"role": "model", "parts": parts}));
+            if !results.is_empty() {
+                contents.push(json!({"role": "user", "parts": results}));
+            }
+        }
+    }
+    assert_grows_only_at_its_end(&upstream, 4);
+    assert_both_calls_answered(&upstream);
 }

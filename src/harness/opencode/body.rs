@@ -19,6 +19,9 @@ pub struct UpstreamBody<'a> {
     pub temperature: Option<u8>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<&'a str>,
+    /// Last, so the reference's fields keep their places (`opencode.prompt_cache_key`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prompt_cache_key: Option<&'a str>,
 }
 
 #[derive(Debug, Serialize)]

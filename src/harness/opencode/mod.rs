@@ -268,6 +268,7 @@ impl Opencode {
             tools: has_tools.then_some(selection.tools),
             temperature: flavour.has_temperature().then_some(1),
             reasoning_effort: conversation.options.reasoning_effort.as_deref(),
+            prompt_cache_key: self.prompt_cache_key(conversation, headers),
         };
         // Sized up front (1/8 for escapes and tools): a doubling buffer would hold up to twice a
         // large body, and copy it on each growth.
@@ -292,6 +293,17 @@ impl Opencode {
             include_usage: conversation.options.include_usage,
             calls,
         })
+    }
+}
+
+impl Opencode {
+    /// The body's `prompt_cache_key` (`harness::cache_key`), as `opencode.prompt_cache_key` says.
+    fn prompt_cache_key<'a>(
+        &self,
+        conversation: &'a Conversation,
+        headers: &'a HeaderMap,
+    ) -> Option<&'a str> {
+        super::cache_key::for_request(self.config.prompt_cache_key, conversation, headers)
     }
 }
 

@@ -151,7 +151,9 @@ impl Folder {
             self.system_fingerprint = Some(to_value(fingerprint)?);
         }
         if let Some(usage) = chunk.usage {
-            self.usage = Some(to_value(usage)?);
+            let mut usage = to_value(usage)?;
+            super::usage::normalize(&mut usage);
+            self.usage = Some(usage);
         }
         for choice in chunk.choices {
             let acc = self.choices.entry(choice.index).or_default();

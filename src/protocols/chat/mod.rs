@@ -3,7 +3,8 @@
 //!
 //! - `Shaper`: the client asked for a stream. Events pass through with their raw bytes; only the
 //!   usage chunk the client did not ask for is dropped (and, with an alias profile, tool calls are
-//!   translated).
+//!   translated; cached tokens another upstream names its own way are added in OpenAI's words,
+//!   `usage`).
 //! - `Folder`: the client asked for one JSON answer; the upstream stream is folded into it.
 
 pub mod answer;
@@ -15,6 +16,7 @@ pub mod request;
 pub mod shaper;
 pub mod synthetic;
 pub mod tokens;
+pub mod usage;
 
 pub use crate::conversation::mapping::{CallMapper, CallRoute, Reshape, ResponsePlan};
 pub use fold::{FoldError, Folder};

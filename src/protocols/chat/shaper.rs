@@ -1,4 +1,5 @@
-//! Stream → stream shaping. Every event is forwarded with its original bytes unless it must change.
+//! Stream → stream shaping. Every event is forwarded with its original bytes unless it must change
+//! (a tool call into the client's dialect, cached tokens into OpenAI's words: `usage`).
 //!
 //! One rule for what is not an answer chunk, here and in the folder: an upstream error object
 //! (`{"error": …}`) is forwarded and ends the answer (the client gets that one error, nothing
@@ -104,6 +105,8 @@ impl Shaper {
         if !self.include_usage && is_usage_only(&event) {
             return Ok(());
         }
+        // Cached tokens in OpenAI's words too (DeepSeek names them its own way).
+        let event = super::usage::normalized_event(&event).unwrap_or(event);
         if let (Some(calls), Some(data)) = (&mut self.calls, event.data.as_deref()) {
             if event.is_done() {
                 out.extend(calls.flush());

@@ -3,7 +3,7 @@
 //! converts Google's schema subset, `render` turns the answer events back into Gemini SSE or one
 //! `GenerateContentResponse`, `error` owns Google's error shape, `models` the model list. Here:
 //! the front's parse (model and stream flag from the path), its credential (`x-goog-api-key` or
-//! `?key=`, `adopt`), its passthrough path, and the `:countTokens` estimate.
+//! `?key=`, `adopt`), its passthrough path, and `:countTokens`' request and estimate.
 //!
 //! Gemini CLI's helper calls (a non-streaming `:generateContent` asking for JSON with no tools:
 //! next-speaker check, loop detection, edit correction) are marked `ClientInfo::aside`: forwarded
@@ -150,9 +150,9 @@ fn split_key(query: &str) -> (Option<String>, String) {
     (key, rest.join("&"))
 }
 
-/// `:countTokens`: `{contents}` or `{generateContentRequest}` → the estimated input tokens, by
-/// the Messages front's estimator (`messages::tokens`).
-pub fn count_tokens(body: &[u8]) -> Result<usize, ProxyError> {
+/// `:countTokens`'s request as the conversation it counts: `{generateContentRequest}` or the
+/// bare `{contents, …}`, for `model` (the path's: the identity line a harness writes names it).
+pub fn count_conversation(body: &[u8], model: &str) -> Result<Conversation, ProxyError> {
     #[derive(serde::Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct Wrapped {
@@ -163,9 +163,16 @@ pub fn count_tokens(body: &[u8]) -> Result<usize, ProxyError> {
         Some(request) => request,
         None => read(body)?,
     };
-    Ok(estimate(
-        &request.into_conversation(String::new(), false).conversation,
-    ))
+    Ok(request
+        .into_conversation(model.to_owned(), true)
+        .conversation)
+}
+
+/// `:countTokens` of the client's request as it is (`passthrough`): the estimated input tokens,
+/// by the Messages front's estimator (`messages::tokens`). A rewriting harness's count is of its
+/// rebuilt body instead (`routes::gemini`).
+pub fn count_tokens(body: &[u8]) -> Result<usize, ProxyError> {
+    Ok(estimate(&count_conversation(body, "")?))
 }
 
 fn estimate(conversation: &Conversation) -> usize {

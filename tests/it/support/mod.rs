@@ -2,11 +2,13 @@
 
 pub mod binary;
 pub mod browser;
+pub mod caching_upstream;
 pub mod fake_upstream;
 pub mod raw;
 pub mod redis;
 pub mod skip;
 pub mod sse;
+pub mod tokens;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -11,10 +11,8 @@ use tokio::sync::Semaphore;
 use crate::clients::profiles::{ProfileError, Profiles};
 use crate::config::Config;
 use crate::conversation::seal::ReasoningSeal;
-use crate::harness::Registry;
-use crate::harness::collaboration::Collaboration;
 use crate::harness::opencode::tools::HostInfo;
-use crate::harness::opencode::{Opencode, SetupError};
+use crate::harness::{Registry, Setup, SetupError};
 use crate::prompts::{PromptError, Prompts};
 use crate::titles::TitleService;
 use crate::titles::store::{self, StoreError};
@@ -122,17 +120,13 @@ impl AppState {
         let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(
             config.titles.clone(),
-            prompts.title,
             store,
             upstream.clone(),
         )?);
         let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
             .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
         let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);
-        let reasoning_seal = Arc::new(match config.opencode.reasoning_key.as_deref() {
-            Some(secret) => ReasoningSeal::from_secret(secret),
-            None => ReasoningSeal::from_bytes(random_key()),
-        });
+        let reasoning_seal = reasoning_seal(&config);
         Ok(Self(Arc::new(Inner {
             reasoning_seal,
             reasoning_memo: Arc::default(),
@@ -186,6 +180,14 @@ impl AppState {
     }
 }
 
+/// The key of the reasoning seals: `opencode.reasoning_key`, else random for this process.
+pub fn reasoning_seal(config: &Config) -> Arc<ReasoningSeal> {
+    Arc::new(match config.opencode.reasoning_key.as_deref() {
+        Some(secret) => ReasoningSeal::from_secret(secret),
+        None => ReasoningSeal::from_bytes(random_key()),
+    })
+}
+
 /// 32 random bytes (two v4 UUIDs: 244 random bits, from the OS's generator).
 fn random_key() -> [u8; 32] {
     let mut key = [0; 32];
@@ -210,17 +212,12 @@ pub fn build_registry(
         profile_files.push((shown, text));
     }
     let profiles = Profiles::load(&profile_files)?;
-    let collaboration =
-        Collaboration::from_prompts(prompts, config.collaboration.default_request_user_input);
-    let opencode = Opencode::new(
-        &config.opencode,
+    let registry = Registry::build(&Setup {
+        config,
         prompts,
-        host.info(),
+        host: host.info(),
         profiles,
-        collaboration,
-        &config.upstream.base_url,
-    )?;
-    let registry = Registry::build(opencode);
+    })?;
     if registry.get(&config.default_harness).is_none() {
         return Err(StartupError::DefaultHarness {
             name: config.default_harness.clone(),

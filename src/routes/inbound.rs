@@ -68,7 +68,8 @@ impl Processed {
 }
 
 /// Parses the client's protocol into the model, reads the title facts from it, and lets the
-/// harness rebuild it (large bodies on the blocking pool).
+/// harness rebuild it (large bodies on the blocking pool). A harness that does not rewrite gets
+/// the client's bytes, unparsed.
 pub(crate) async fn process(
     state: &AppState,
     harness: &std::sync::Arc<dyn Harness>,
@@ -77,6 +78,15 @@ pub(crate) async fn process(
     body: &Bytes,
     owner: &str,
 ) -> Result<Processed, ProxyError> {
+    if !harness.rewrites() {
+        let titled = state.titles.applies_to(harness.name());
+        return Ok(Processed::passthrough(
+            body,
+            &call.headers,
+            front.protocol,
+            titled,
+        ));
+    }
     let now = chrono::Utc::now();
     let context = Context {
         seal: state.reasoning_seal.clone(),
@@ -98,15 +108,17 @@ pub(crate) async fn process(
     .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
 }
 
-/// What `process_now` needs of the app's state.
-struct Context {
-    seal: std::sync::Arc<ReasoningSeal>,
+/// What `process_now` needs of the app's state (`cli rewrite` fills it without a server).
+pub(crate) struct Context {
+    pub(crate) seal: std::sync::Arc<ReasoningSeal>,
     /// The memo of answers' reasoning and whose turn this is, when reasoning goes back.
-    memo: Option<(std::sync::Arc<ReasoningMemo>, String)>,
-    max_image_bytes: usize,
+    pub(crate) memo: Option<(std::sync::Arc<ReasoningMemo>, String)>,
+    pub(crate) max_image_bytes: usize,
 }
 
-fn process_now(
+/// The inbound half for a harness that rewrites, here and now: `process` without the blocking
+/// pool, and what `cli rewrite` prints.
+pub(crate) fn process_now(
     harness: &dyn Harness,
     front: Front,
     request: &Request<'_>,

@@ -35,6 +35,7 @@ mod replicas;
 mod responses;
 mod responses_golden;
 mod retry_after;
+mod rewrite;
 mod rotated_key;
 mod routing;
 mod schema_props;

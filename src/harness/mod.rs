@@ -8,6 +8,7 @@ pub mod collaboration;
 pub mod opencode;
 pub mod passthrough;
 pub mod plain;
+pub mod plain_chat;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -156,6 +157,7 @@ impl Registry {
         registry.add(Arc::new(passthrough::Passthrough::titled_as(
             opencode.clone(),
         )));
+        registry.add(Arc::new(plain_chat::PlainChat::new(setup.prompts)));
         registry.add(opencode);
         Ok(registry)
     }

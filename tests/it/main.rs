@@ -28,6 +28,7 @@ mod metrics;
 mod opencode;
 mod passthrough;
 mod path_escape;
+mod plain_chat;
 mod prefix_cache;
 mod promises;
 mod reasoning;

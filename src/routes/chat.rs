@@ -12,7 +12,7 @@ use axum::response::Response;
 use bytes::Bytes;
 
 use crate::error::ProxyError;
-use crate::harness::{Harness, Prepared};
+use crate::harness::Harness;
 use crate::protocols::ClientProtocol;
 use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::ResponseFacts;
@@ -140,46 +140,22 @@ async fn serve(
     let Incoming { call, front, meter } = incoming;
     let body = read_client_body(state, call, body, meter).await?;
     let caller = Caller::from_headers(&call.headers, state.config.auth.admin_token.as_deref());
-    let Processed {
-        prepared,
-        facts,
-        renderer,
-        client_stream,
-        dropped_tools: dropped,
-        conversation_key,
-    } = inbound::process(state, harness, front, call, &body, &caller.owner).await?;
-    let (conversation, started) = identify(
-        state,
-        &call.headers,
-        conversation_key.as_deref(),
-        &caller.owner,
-        facts.as_ref(),
-        prepared.rewritten,
-    )
-    .map_err(|bad| invalid_conversation_id(&bad))?;
-    exchange.conversation_id = Some(conversation.clone());
-    let turn = Turn {
-        state,
-        harness: harness.as_ref(),
-        call,
-        front,
-        owner: &caller.owner,
-        conversation: &conversation,
-        // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
-        translated: harness.rewrites() && front.protocol != ClientProtocol::Chat,
-    };
-    let mut title = turn.begin_title(facts.as_ref(), started).await;
+    let processed = inbound::process(state, harness, front, call, &body, &caller.owner).await?;
+    let (turn, started) = identified(state, harness, (call, front), &caller.owner, &processed)?;
+    exchange.conversation_id = Some(turn.conversation.clone());
+    let mut title = turn.begin_title(processed.facts.as_ref(), started).await;
     exchange.after_answer = title.before_upstream().await;
 
-    let Prepared {
-        upstream_body,
-        rewritten,
-        response: plan,
-        dropped_tools: harness_dropped,
-        passthrough_tools,
-    } = prepared;
-    let outbound = turn.outbound(&body, upstream_body, rewritten);
-    turn.inspect(&body, &outbound, (&harness_dropped, &passthrough_tools));
+    let Processed {
+        prepared,
+        renderer,
+        client_stream,
+        dropped_tools: mut dropped,
+        ..
+    } = processed;
+    let outbound = turn.outbound(&body, prepared.upstream_body, prepared.rewritten);
+    let tools = (prepared.dropped_tools, prepared.passthrough_tools);
+    turn.inspect(&body, &outbound, (&tools.0, &tools.1));
     let mut upstream = match turn.send(outbound, meter).await {
         Ok(upstream) => upstream,
         Err(err) => {
@@ -188,15 +164,15 @@ async fn serve(
         }
     };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
-    title.watch_answer(&mut upstream, turn.memo(rewritten));
+    title.watch_answer(&mut upstream, turn.memo(prepared.rewritten));
     let render = renderer.map(|renderer| (renderer, client_stream));
     let bounds = crate::routes::answer::Bounds {
         max_event: state.config.limits.max_sse_event_bytes,
         max_answer: state.config.limits.max_answer_bytes,
     };
-    let mut response = respond(upstream, plan, render, bounds, &front).await?;
-    let mut dropped_tools = harness_dropped;
-    dropped_tools.extend(dropped);
+    let mut response = respond(upstream, prepared.response, render, bounds, &front).await?;
+    let (mut dropped_tools, passthrough_tools) = tools;
+    dropped_tools.append(&mut dropped);
     let out = response.headers_mut();
     dropped_tools::report(harness.name(), &dropped_tools, out);
     dropped_tools::report_passthrough(harness.name(), &passthrough_tools, out);
@@ -218,6 +194,36 @@ async fn read_client_body(
     let body = read_body(&call.headers, body, state.config.limits.max_body_bytes).await;
     meter.waited(reading.elapsed());
     body
+}
+
+/// The turn once its conversation is known, and whether it starts that conversation.
+fn identified<'a>(
+    state: &'a AppState,
+    harness: &'a Arc<dyn Harness>,
+    (call, front): (&'a Call, Front),
+    owner: &'a str,
+    processed: &Processed,
+) -> Result<(Turn<'a>, bool), ProxyError> {
+    let (conversation, started) = identify(
+        state,
+        &call.headers,
+        processed.conversation_key.as_deref(),
+        owner,
+        processed.facts.as_ref(),
+        processed.prepared.rewritten,
+    )
+    .map_err(|bad| invalid_conversation_id(&bad))?;
+    let turn = Turn {
+        state,
+        harness: harness.as_ref(),
+        call,
+        front,
+        owner,
+        conversation,
+        // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
+        translated: harness.rewrites() && front.protocol != ClientProtocol::Chat,
+    };
+    Ok((turn, started))
 }
 
 fn invalid_conversation_id(bad: &BadConversationId) -> ProxyError {

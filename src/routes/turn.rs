@@ -28,7 +28,7 @@ pub(crate) struct Turn<'a> {
     pub(crate) call: &'a Call,
     pub(crate) front: Front,
     pub(crate) owner: &'a str,
-    pub(crate) conversation: &'a str,
+    pub(crate) conversation: String,
     /// The client's protocol is not Chat Completions and the harness rebuilt it as one: its
     /// query and its protocol's own key header belong to the client's protocol, not the upstream's.
     pub(crate) translated: bool,
@@ -49,7 +49,7 @@ impl Turn<'_> {
             let ask = TitleAsk {
                 model,
                 first_user_text: words,
-                conversation: self.conversation,
+                conversation: &self.conversation,
             };
             let body = self.harness.title_request(&ask, &mut title_headers);
             TitleRequest {
@@ -61,7 +61,7 @@ impl Turn<'_> {
             .titles
             .begin(TurnInfo {
                 owner: self.owner,
-                conversation: self.conversation,
+                conversation: &self.conversation,
                 facts,
                 started,
                 harness: self.harness.name(),
@@ -94,7 +94,7 @@ impl Turn<'_> {
         );
         if rewritten {
             self.harness
-                .add_upstream_headers(&mut headers, self.conversation);
+                .add_upstream_headers(&mut headers, &self.conversation);
         }
         // A translated request's query belongs to the client's protocol (Claude Code's
         // `?beta=true`), not to Chat Completions: it is not forwarded.
@@ -133,7 +133,7 @@ impl Turn<'_> {
         inspector.record(&crate::inspect::Exchange {
             id: &self.call.id.0,
             owner: self.owner,
-            conversation_id: self.conversation,
+            conversation_id: &self.conversation,
             harness: self.harness.name(),
             protocol: self.front.protocol.name(),
             client: (&self.call.path, &self.call.headers, client_body),

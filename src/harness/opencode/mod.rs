@@ -168,20 +168,7 @@ impl Opencode {
         let env = self.env(&client_items, headers, now);
         let system =
             self.system_message(&client_items, &conversation.model, flavour, &env, &profile);
-        let mut messages = Vec::with_capacity(client_items.len() + 1);
-        messages.push(OutMessage::Raw {
-            role: "system",
-            content: system,
-        });
-        messages.extend(history::convert(
-            &client_items,
-            &HistoryOptions {
-                mode: self.config.history,
-                quote_user: flavour.quotes_user_text(),
-                profile: &profile,
-                reasoning: self.config.reasoning,
-            },
-        ));
+        let messages = self.messages(system, &client_items, flavour, &profile);
         drop(client_items);
         // In a collaboration mode `request_user_input` follows the mode, not `extra_tools`.
         let rules = SelectRules {
@@ -208,6 +195,31 @@ impl Opencode {
             reasoning_effort: conversation.options.reasoning_effort.as_deref(),
         });
         Ok(Built::of(body, bridge, conversation))
+    }
+
+    /// The system message, then the client's history converted.
+    fn messages(
+        &self,
+        system: Box<RawValue>,
+        client_items: &[Item],
+        flavour: Flavour,
+        profile: &Profile,
+    ) -> Vec<OutMessage> {
+        let mut messages = Vec::with_capacity(client_items.len() + 1);
+        messages.push(OutMessage::Raw {
+            role: "system",
+            content: system,
+        });
+        messages.extend(history::convert(
+            client_items,
+            &HistoryOptions {
+                mode: self.config.history,
+                quote_user: flavour.quotes_user_text(),
+                profile,
+                reasoning: self.config.reasoning,
+            },
+        ));
+        messages
     }
 
     /// The request's tool bridge: the client's tools against opencode's, by its profile.

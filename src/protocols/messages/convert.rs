@@ -216,7 +216,7 @@ fn assistant_items(content: &Text, out: &mut Vec<Item>) {
                 ),
             })),
             BlockKind::Thinking | BlockKind::RedactedThinking => {
-                out.push(Item::Reasoning(reasoning(block)))
+                out.push(Item::Reasoning(reasoning(block)));
             }
             _ => {}
         }

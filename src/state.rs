@@ -11,10 +11,8 @@ use tokio::sync::Semaphore;
 use crate::clients::profiles::{ProfileError, Profiles};
 use crate::config::Config;
 use crate::conversation::seal::ReasoningSeal;
-use crate::harness::Registry;
-use crate::harness::collaboration::Collaboration;
 use crate::harness::opencode::tools::HostInfo;
-use crate::harness::opencode::{Opencode, SetupError};
+use crate::harness::{Registry, Setup, SetupError};
 use crate::prompts::{PromptError, Prompts};
 use crate::titles::TitleService;
 use crate::titles::store::{self, StoreError};
@@ -129,6 +127,18 @@ fn reasoning_secret(config: &Config) -> Result<Option<String>, StartupError> {
     Ok(Some(secret.to_owned()))
 }
 
+/// The seals' key: the configured secret, else a random one for this process (said when replicas
+/// share a store, where that loses reasoning between them).
+pub fn reasoning_seal(config: &Config) -> Result<Arc<ReasoningSeal>, StartupError> {
+    Ok(Arc::new(match reasoning_secret(config)? {
+        Some(secret) => ReasoningSeal::from_secret(&secret),
+        None => {
+            warn_unshared_seal_key(config);
+            ReasoningSeal::from_bytes(random_key())
+        }
+    }))
+}
+
 /// Replicas sharing a Redis store are behind one balancer: a seal made by one opens only on the
 /// one that made it unless they all have the same `opencode.reasoning_key`.
 fn warn_unshared_seal_key(config: &Config) {
@@ -161,20 +171,13 @@ impl AppState {
         let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(
             config.titles.clone(),
-            prompts.title,
             store,
             upstream.clone(),
         )?);
         let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
             .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
         let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);
-        let reasoning_seal = Arc::new(match reasoning_secret(&config)? {
-            Some(secret) => ReasoningSeal::from_secret(&secret),
-            None => {
-                warn_unshared_seal_key(&config);
-                ReasoningSeal::from_bytes(random_key())
-            }
-        });
+        let reasoning_seal = reasoning_seal(&config)?;
         Ok(Self(Arc::new(Inner {
             reasoning_seal,
             reasoning_memo: titles.reasoning_memo().clone(),
@@ -252,17 +255,12 @@ pub fn build_registry(
         profile_files.push((shown, text));
     }
     let profiles = Profiles::load(&profile_files)?;
-    let collaboration =
-        Collaboration::from_prompts(prompts, config.collaboration.default_request_user_input);
-    let opencode = Opencode::new(
-        &config.opencode,
+    let registry = Registry::build(&Setup {
+        config,
         prompts,
-        host.info(),
+        host: host.info(),
         profiles,
-        collaboration,
-        &config.upstream.base_url,
-    )?;
-    let registry = Registry::build(opencode);
+    })?;
     if registry.get(&config.default_harness).is_none() {
         return Err(StartupError::DefaultHarness {
             name: config.default_harness.clone(),

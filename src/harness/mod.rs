@@ -1,13 +1,15 @@
 //! Harnesses: turn a client's conversation (the protocol-neutral model, whatever protocol it came
 //! in) into the upstream Chat Completions request, and say how the answer must be mapped back.
 //! Pure and synchronous: no I/O, no async, no axum, so golden tests cover every rule. Adding a
-//! harness = one module + one line in `Registry::build`.
+//! harness = one module + one line in `Registry::build`: a harness owns its upstream body, the
+//! headers its requests carry (`add_upstream_headers`) and its title request (`title_request`).
 
 pub mod cache_key;
 pub mod collaboration;
 pub mod opencode;
 pub mod passthrough;
 pub mod plain;
+pub mod plain_chat;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -16,8 +18,11 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::HeaderMap;
 
+use crate::clients::profiles::Profiles;
+use crate::config::Config;
 use crate::conversation::Conversation;
 use crate::conversation::mapping::ResponsePlan;
+use crate::prompts::Prompts;
 
 #[derive(Debug, thiserror::Error)]
 pub enum HarnessError {
@@ -106,6 +111,23 @@ pub trait Harness: Send + Sync {
         false
     }
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError>;
+    /// Headers a request this harness rebuilt carries besides the client's end-to-end ones, once
+    /// the route knows the conversation: what the client it poses as sends (opencode's thread
+    /// headers name the conversation). None by default.
+    fn add_upstream_headers(&self, _headers: &mut HeaderMap, _conversation: &str) {}
+    /// The proxy's own title request for one of this harness's conversations, as the client it
+    /// poses as asks for a title: its body, and its headers added to the client's.
+    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes;
+}
+
+/// What a title request is written from.
+pub struct TitleAsk<'a> {
+    /// The model that titles (`titles.model`, else the conversation's).
+    pub model: &'a str,
+    /// The words the title is made from.
+    pub first_user_text: &'a str,
+    /// The conversation's id, for harnesses whose requests name it.
+    pub conversation: &'a str,
 }
 
 /// The harnesses this process serves, built once at start-up.
@@ -114,12 +136,32 @@ pub struct Registry {
     harnesses: BTreeMap<&'static str, Arc<dyn Harness>>,
 }
 
+/// What the harnesses are built from at start-up.
+pub struct Setup<'a> {
+    pub config: &'a Config,
+    pub prompts: &'a Prompts,
+    pub host: opencode::tools::HostInfo,
+    /// The client profiles (built-in and `clients.profiles`), read by `state`.
+    pub profiles: Profiles,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SetupError {
+    #[error(transparent)]
+    Opencode(#[from] opencode::SetupError),
+}
+
 impl Registry {
-    pub fn build(opencode: opencode::Opencode) -> Self {
+    /// Every harness, one line each.
+    pub fn build(setup: &Setup<'_>) -> Result<Self, SetupError> {
         let mut registry = Self::default();
-        registry.add(Arc::new(passthrough::Passthrough));
-        registry.add(Arc::new(opencode));
-        registry
+        let opencode: Arc<dyn Harness> = Arc::new(opencode::Opencode::from_setup(setup)?);
+        registry.add(Arc::new(passthrough::Passthrough::titled_as(
+            opencode.clone(),
+        )));
+        registry.add(Arc::new(plain_chat::PlainChat::new(setup.prompts)));
+        registry.add(opencode);
+        Ok(registry)
     }
 
     fn add(&mut self, harness: Arc<dyn Harness>) {

@@ -1,8 +1,24 @@
-//! `passthrough`: the request body and the response go through byte for byte.
+//! `passthrough`: the request body and the response go through byte for byte. It poses as no
+//! client, so its conversations are titled as another harness asks for a title (`titled_as`:
+//! opencode's, wired by `Registry::build`).
 
-use super::{Harness, HarnessError, HarnessRequest, Prepared};
+use std::sync::Arc;
 
-pub struct Passthrough;
+use bytes::Bytes;
+use http::HeaderMap;
+
+use super::{Harness, HarnessError, HarnessRequest, Prepared, TitleAsk};
+
+pub struct Passthrough {
+    /// The harness whose title request names this one's conversations.
+    titled_as: Arc<dyn Harness>,
+}
+
+impl Passthrough {
+    pub fn titled_as(harness: Arc<dyn Harness>) -> Self {
+        Self { titled_as: harness }
+    }
+}
 
 impl Harness for Passthrough {
     fn name(&self) -> &'static str {
@@ -17,5 +33,9 @@ impl Harness for Passthrough {
     /// conversation anyway, it sends the request as it was.
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         Ok(Prepared::unchanged(&request))
+    }
+
+    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes {
+        self.titled_as.title_request(ask, headers)
     }
 }

@@ -2,14 +2,17 @@
 //! pipeline every client protocol's route goes through: client protocol → conversation model →
 //! harness → upstream → answer in the client's protocol.
 
+use std::sync::Arc;
+use std::time::Instant;
+
 use axum::body::Body;
 use axum::extract::State;
-use axum::http::{HeaderMap, HeaderValue, Method};
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::Response;
+use bytes::Bytes;
 
-use crate::config::ReasoningMode;
 use crate::error::ProxyError;
-use crate::harness::Prepared;
+use crate::harness::Harness;
 use crate::protocols::ClientProtocol;
 use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::ResponseFacts;
@@ -18,25 +21,22 @@ use crate::routes::dropped_tools;
 use crate::routes::front::{Call, Front};
 use crate::routes::inbound::{self, Processed};
 use crate::routes::meter::Meter;
-use crate::routes::proxy::{
-    add_thread_headers, client_authorization, on_end, read_body, upstream_headers,
-};
+use crate::routes::proxy::{on_end, read_body};
+use crate::routes::turn::Turn;
 use crate::state::AppState;
+use crate::titles::AfterAnswer;
 use crate::titles::anchors::fresh_id;
-use crate::titles::answer_tap::MemoSink;
 use crate::titles::facts::ConversationFacts;
 use crate::titles::identity::{
     BadConversationId, Caller, client_conversation_id, conversation_id_with_key,
 };
-use crate::titles::{AfterAnswer, TurnInfo};
-use crate::upstream::Outbound;
 
 pub async fn default_route(State(state): State<AppState>, call: Call, body: Body) -> Response {
     handle(state, FRONT, call, body).await
 }
 
 /// Chat Completions: the client's body is the model's source, its upstream path the same.
-const FRONT: Front = Front::openai(
+pub const FRONT: Front = Front::openai(
     ClientProtocol::Chat,
     |request| crate::protocols::chat::request::parse(request.body, request.headers),
     |_| UPSTREAM_PATH.to_owned(),
@@ -44,10 +44,7 @@ const FRONT: Front = Front::openai(
 
 /// The harness a request names: header `x-harness` (`harness_header`), else the
 /// `/harness/{name}/` path, else `default_harness`.
-pub fn pick_harness(
-    state: &AppState,
-    call: &Call,
-) -> Result<std::sync::Arc<dyn crate::harness::Harness>, ProxyError> {
+pub fn pick_harness(state: &AppState, call: &Call) -> Result<Arc<dyn Harness>, ProxyError> {
     let name = call
         .headers
         .get(&state.harness_header)
@@ -130,178 +127,116 @@ struct Incoming<'a> {
     meter: &'a Meter,
 }
 
+/// The flow of ARCHITECTURE.md "One request, end to end": the body read, the inbound half
+/// (`routes::inbound`), the conversation identified, the title turn begun and ordered, the
+/// request sent upstream, the answer in the client's protocol.
 async fn serve(
     state: &AppState,
-    harness: &std::sync::Arc<dyn crate::harness::Harness>,
+    harness: &Arc<dyn Harness>,
     incoming: Incoming<'_>,
     body: Body,
     exchange: &mut Exchange,
 ) -> Result<Response, ProxyError> {
     let Incoming { call, front, meter } = incoming;
-    let (id, headers) = (&call.id, &call.headers);
-    let reading = std::time::Instant::now();
-    let body = read_body(headers, body, state.config.limits.max_body_bytes).await;
-    meter.waited(reading.elapsed());
-    let body = body?;
-    let client_body = body.clone();
-    // A rewriting harness gets the client's request in the model, whatever its protocol;
-    // passthrough gets the bytes, unparsed.
-    let titled = state.titles.applies_to(harness.name());
-    let caller = Caller::from_headers(headers, state.config.auth.admin_token.as_deref());
-    let processed = if harness.rewrites() {
-        let call = crate::routes::cache_scope::stamped(call, &caller.owner);
-        inbound::process(state, harness, front, &call, &body, &caller.owner).await?
+    let body = read_client_body(state, call, body, meter).await?;
+    let caller = Caller::from_headers(&call.headers, state.config.auth.admin_token.as_deref());
+    // A rewriting harness sees the turn's prompt-cache scope (`routes::cache_scope`).
+    let scoped = if harness.rewrites() {
+        crate::routes::cache_scope::stamped(call, &caller.owner)
     } else {
-        Processed::passthrough(&body, headers, front.protocol, titled)
+        std::borrow::Cow::Borrowed(call)
     };
-    let Processed {
-        prepared:
-            Prepared {
-                upstream_body,
-                rewritten,
-                response: plan,
-                dropped_tools: harness_dropped,
-                passthrough_tools,
-            },
-        facts,
-        renderer,
-        client_stream,
-        dropped_tools: dropped,
-        conversation_key,
-    } = processed;
-    let body_key = conversation_key.as_deref();
-    // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
-    // A translated request's query belongs to the client's protocol (Claude Code's `?beta=true`),
-    // not to Chat Completions: it is not forwarded.
-    let translated = harness.rewrites() && front.protocol != ClientProtocol::Chat;
-    let (conversation, started) = identify(
-        state,
-        headers,
-        body_key,
-        &caller.owner,
-        facts.as_ref(),
-        rewritten,
-    )
-    .map_err(|bad| ProxyError::InvalidRequest {
-        message: bad.to_string(),
-        param: Some(bad.header),
-        code: "invalid_conversation_id",
-    })?;
-    exchange.conversation_id = Some(conversation.clone());
-    // A translated request is a Chat Completions body the proxy wrote, even when the harness left
-    // it as the client meant it (a title or helper call): fresh content headers, no client key
-    // in its protocol's own header.
-    let mut forwarded = upstream_headers(
-        headers,
-        &state.harness_header,
-        rewritten || translated,
-        &id.0,
-    );
-    if rewritten {
-        add_thread_headers(&mut forwarded, &conversation);
-    }
-
-    let mut title = state
-        .titles
-        .begin(TurnInfo {
-            owner: &caller.owner,
-            conversation: &conversation,
-            facts: facts.as_ref(),
-            started,
-            harness: harness.name(),
-            protocol: front.protocol.name(),
-            title_headers: &|| {
-                let mut title_headers =
-                    upstream_headers(headers, &state.harness_header, true, &id.0);
-                add_thread_headers(&mut title_headers, &conversation);
-                title_headers
-            },
-            client_authorization: client_authorization(headers, translated),
-            titles_itself: crate::titles::threads::titles_itself(headers),
-            title_thread: crate::titles::threads::is_title_thread(headers),
-        })
-        .await;
+    let processed = inbound::process(state, harness, front, &scoped, &body, &caller.owner).await?;
+    let (turn, started) = identified(state, harness, (call, front), &caller.owner, &processed)?;
+    exchange.conversation_id = Some(turn.conversation.clone());
+    let mut title = turn.begin_title(processed.facts.as_ref(), started).await;
     exchange.after_answer = title.before_upstream().await;
 
-    let upstream_path = if translated {
-        UPSTREAM_PATH.to_owned()
-    } else {
-        (front.upstream_path)(&call.request(&body))
-    };
-    if !translated && let Some(name) = front.passthrough_key {
-        rename_key(&mut forwarded, name);
-    }
-    let path = match call.query.as_deref().filter(|_| !translated) {
-        Some(q) => format!("{upstream_path}?{q}"),
-        None => upstream_path.to_owned(),
-    };
-    let outbound = Outbound {
-        method: Method::POST,
-        path,
-        headers: forwarded,
-        body: upstream_body,
-        client_authorization: client_authorization(headers, translated),
-        dispatched: None,
-    };
-    if let Some(inspector) = &state.inspect {
-        inspector.record(&crate::inspect::Exchange {
-            id: &id.0,
-            owner: &caller.owner,
-            conversation_id: &conversation,
-            harness: harness.name(),
-            protocol: front.protocol.name(),
-            client: (&call.path, headers, &client_body),
-            upstream: (&outbound.path, &outbound.headers, &outbound.body),
-            tools: (&harness_dropped, &passthrough_tools),
-        });
-    }
-    let sending = std::time::Instant::now();
-    let sent = state.upstream.send(outbound).await;
-    let mut upstream = match sent {
-        Ok(upstream) => {
-            meter.upstream_head(sending.elapsed());
-            upstream
-        }
+    let Processed {
+        prepared,
+        renderer,
+        client_stream,
+        dropped_tools: mut dropped,
+        ..
+    } = processed;
+    let outbound = turn.outbound(&body, prepared.upstream_body, prepared.rewritten);
+    let tools = (prepared.dropped_tools, prepared.passthrough_tools);
+    turn.inspect(&body, &outbound, (&tools.0, &tools.1));
+    let mut upstream = match turn.send(outbound, meter).await {
+        Ok(upstream) => upstream,
         Err(err) => {
-            meter.waited(sending.elapsed());
             title.upstream_failed(&err);
             return Err(err.into());
         }
     };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
-    upstream.body = meter.watch_upstream(std::mem::replace(
-        &mut upstream.body,
-        Box::pin(futures_util::stream::empty()),
-    ));
-    // The reasoning of a rewritten answer, for the next turn of a client that echoes none.
-    let memo =
-        (rewritten && state.config.opencode.reasoning == ReasoningMode::Return).then(|| MemoSink {
-            memo: state.reasoning_memo.clone(),
-            owner: caller.owner.clone(),
-        });
-    title.watch_answer(&mut upstream, memo);
+    title.watch_answer(&mut upstream, turn.memo(prepared.rewritten));
     let render = renderer.map(|renderer| (renderer, client_stream));
     let bounds = crate::routes::answer::Bounds {
         max_event: state.config.limits.max_sse_event_bytes,
         max_answer: state.config.limits.max_answer_bytes,
     };
-    let mut response = respond(upstream, plan, render, bounds, &front).await?;
-    let mut dropped_tools = harness_dropped;
-    dropped_tools.extend(dropped);
-    dropped_tools::report(harness.name(), &dropped_tools, response.headers_mut());
-    dropped_tools::report_passthrough(harness.name(), &passthrough_tools, response.headers_mut());
+    let mut response = respond(upstream, prepared.response, render, bounds, &front).await?;
+    let (mut dropped_tools, passthrough_tools) = tools;
+    dropped_tools.append(&mut dropped);
+    let out = response.headers_mut();
+    dropped_tools::report(harness.name(), &dropped_tools, out);
+    dropped_tools::report_passthrough(harness.name(), &passthrough_tools, out);
     if let Some(url) = title.url().and_then(|u| HeaderValue::from_str(u).ok()) {
-        response.headers_mut().insert("x-title-url", url);
+        out.insert("x-title-url", url);
     }
     Ok(response)
 }
 
-/// `passthrough` of a protocol whose key goes in its own header: the client's key (`x-api-key`
-/// since `Front::adopt`) under that name.
-fn rename_key(headers: &mut HeaderMap, name: &'static str) {
-    if let Some(mut key) = headers.remove("x-api-key") {
-        key.set_sensitive(true);
-        headers.insert(name, key);
+/// The client's body, whole and within `limits.max_body_bytes`; the wait for it is not the
+/// proxy's own time.
+async fn read_client_body(
+    state: &AppState,
+    call: &Call,
+    body: Body,
+    meter: &Meter,
+) -> Result<Bytes, ProxyError> {
+    let reading = Instant::now();
+    let body = read_body(&call.headers, body, state.config.limits.max_body_bytes).await;
+    meter.waited(reading.elapsed());
+    body
+}
+
+/// The turn once its conversation is known, and whether it starts that conversation.
+fn identified<'a>(
+    state: &'a AppState,
+    harness: &'a Arc<dyn Harness>,
+    (call, front): (&'a Call, Front),
+    owner: &'a str,
+    processed: &Processed,
+) -> Result<(Turn<'a>, bool), ProxyError> {
+    let (conversation, started) = identify(
+        state,
+        &call.headers,
+        processed.conversation_key.as_deref(),
+        owner,
+        processed.facts.as_ref(),
+        processed.prepared.rewritten,
+    )
+    .map_err(|bad| invalid_conversation_id(&bad))?;
+    let turn = Turn {
+        state,
+        harness: harness.as_ref(),
+        call,
+        front,
+        owner,
+        conversation,
+        // A rewritten request is always Chat Completions; passthrough keeps the client's protocol.
+        translated: harness.rewrites() && front.protocol != ClientProtocol::Chat,
+    };
+    Ok((turn, started))
+}
+
+fn invalid_conversation_id(bad: &BadConversationId) -> ProxyError {
+    ProxyError::InvalidRequest {
+        message: bad.to_string(),
+        param: Some(bad.header),
+        code: "invalid_conversation_id",
     }
 }
 

@@ -70,7 +70,8 @@ impl Processed {
 
 /// Parses the client's protocol into the model, reads the title facts from it, and lets the
 /// harness rebuild it (large bodies on the blocking pool). A turn whose calls' reasoning this
-/// process does not know is looked up in the shared store between the two.
+/// process does not know is looked up in the shared store between the two. A harness that does
+/// not rewrite gets the client's bytes, unparsed.
 pub(crate) async fn process(
     state: &AppState,
     harness: &std::sync::Arc<dyn Harness>,
@@ -79,6 +80,15 @@ pub(crate) async fn process(
     body: &Bytes,
     owner: &str,
 ) -> Result<Processed, ProxyError> {
+    if !harness.rewrites() {
+        let titled = state.titles.applies_to(harness.name());
+        return Ok(Processed::passthrough(
+            body,
+            &call.headers,
+            front.protocol,
+            titled,
+        ));
+    }
     let now = chrono::Utc::now();
     let memo = (state.config.opencode.reasoning == ReasoningMode::Return)
         .then(|| (state.reasoning_memo.clone(), owner.to_owned()));
@@ -119,12 +129,12 @@ async fn blocking<T: Send + 'static>(
         .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
 }
 
-/// What `process_now` needs of the app's state.
-struct Context {
-    seal: std::sync::Arc<ReasoningSeal>,
+/// What `process_now` needs of the app's state (`cli rewrite` fills it without a server).
+pub(crate) struct Context {
+    pub(crate) seal: std::sync::Arc<ReasoningSeal>,
     /// The memo of answers' reasoning and whose turn this is, when reasoning goes back.
-    memo: Option<(std::sync::Arc<ReasoningMemo>, String)>,
-    max_image_bytes: usize,
+    pub(crate) memo: Option<(std::sync::Arc<ReasoningMemo>, String)>,
+    pub(crate) max_image_bytes: usize,
 }
 
 /// The client's request in the model, before the harness rebuilds it.
@@ -149,6 +159,23 @@ async fn look_up(memo: Option<&(std::sync::Arc<ReasoningMemo>, String)>, parsed:
     }
 }
 
+/// The inbound half for a harness that rewrites, with no shared store to look in (`cli rewrite`
+/// prints what it makes).
+pub(crate) fn process_offline(
+    harness: &dyn Harness,
+    front: Front,
+    request: &Request<'_>,
+    now: chrono::DateTime<chrono::Utc>,
+    context: Context,
+) -> Result<Processed, ProxyError> {
+    match process_now(harness, front, request, now, context)? {
+        Stage::Done(processed) => Ok(processed),
+        Stage::Lookup(parsed) => prepare_now(harness, front, request, now, parsed),
+    }
+}
+
+/// The inbound half for a harness that rewrites, here and now: `process` without the blocking
+/// pool, up to a look-up in the shared store when the local memo missed a turn.
 fn process_now(
     harness: &dyn Harness,
     front: Front,

@@ -16,12 +16,24 @@ pub mod proxy;
 pub mod render;
 pub mod responses;
 pub mod titles;
+pub mod turn;
 pub mod ui;
 pub mod upstream_path;
 
 // What the server's access log reads of a proxied answer, published here so it need not reach
 // into `proxy`: whether the answer ended normally, and whether it is a stream.
 pub use proxy::{AnswerFinished, is_event_stream};
+
+/// The front of a client protocol, as its route serves it.
+pub fn front(protocol: crate::protocols::ClientProtocol) -> front::Front {
+    use crate::protocols::ClientProtocol;
+    match protocol {
+        ClientProtocol::Chat => chat::FRONT,
+        ClientProtocol::Responses => responses::FRONT,
+        ClientProtocol::Messages => messages::FRONT,
+        ClientProtocol::Gemini => gemini::FRONT,
+    }
+}
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's
 /// access-log middleware in request extensions.

@@ -112,16 +112,6 @@ pub fn client_authorization(client: &HeaderMap, translated: bool) -> Option<Head
     Some(value)
 }
 
-/// The reference client's thread headers (docs/wire.md §1 "Headers"), carrying the conversation id
-/// on rewritten requests.
-pub fn add_thread_headers(headers: &mut HeaderMap, conversation: &str) {
-    if let Ok(value) = HeaderValue::from_str(conversation) {
-        for name in ["x-client-request-id", "session-id", "thread-id"] {
-            headers.insert(name, value.clone());
-        }
-    }
-}
-
 /// The upstream's end-to-end response headers. `reshaped` drops length and type, which change.
 pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
     let mut out = HeaderMap::with_capacity(upstream.len());

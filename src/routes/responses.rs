@@ -12,7 +12,7 @@ use crate::routes::chat::handle;
 use crate::routes::front::{Call, Front};
 use crate::state::AppState;
 
-const FRONT: Front = Front::openai(
+pub const FRONT: Front = Front::openai(
     ClientProtocol::Responses,
     |request| protocols::responses::parse(request.body, request.headers),
     |_| "/responses".to_owned(),

@@ -1,6 +1,6 @@
 //! Conversation titles (README "Titles"): which turn gets one (`identity`, `service`) and when,
-//! relative to its answer (`turn`: a chat turn's claims and the order policy), the title request
-//! (`request`) and its answer (`answer`), the sanitizer (`sanitize`), records (`store`), titles in
+//! relative to its answer (`turn`: a chat turn's claims and the order policy; the title request
+//! itself is the turn's harness's, `Harness::title_request`), its answer (`answer`), the sanitizer (`sanitize`), records (`store`), titles in
 //! progress (`live` here, `follow` elsewhere, `bus` between processes), outcomes waiting for the
 //! store (`outbox`) or batched on their way to it (`writer`), titles reused for the same words (`recent`), clients that title themselves on a thread of their own (`threads`) and the service's life around requests (`upkeep`); conversations of clients
 //! that send no id (`anchors`, fed by `answer_tap`).
@@ -17,7 +17,6 @@ pub mod live;
 pub mod observe;
 pub mod outbox;
 pub mod recent;
-pub mod request;
 pub mod sanitize;
 pub mod service;
 pub mod store;
@@ -27,4 +26,4 @@ pub mod upkeep;
 pub mod writer;
 
 pub use service::{Started, TitleJob, TitleService};
-pub use turn::{AfterAnswer, TitleTurn, TurnInfo};
+pub use turn::{AfterAnswer, TitleRequest, TitleTurn, TurnInfo};

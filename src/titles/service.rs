@@ -26,7 +26,6 @@ use super::known::Known;
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
 use super::recent::{RecentTitles, Source};
-use super::request::title_body;
 use super::sanitize::sanitize_title;
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 use super::threads::TitleThreads;
@@ -40,8 +39,6 @@ const CLAIM_TIMEOUT: Duration = Duration::from_secs(3);
 
 pub struct TitleService {
     pub(super) config: TitlesConfig,
-    /// The title system prompt, sent whole.
-    prompt: String,
     pub(super) store: Arc<dyn TitleStore>,
     /// This process's name in the store (`titles.instance_id` or a fresh UUID).
     pub(super) instance: String,
@@ -72,10 +69,12 @@ pub struct TitleService {
 /// Everything a title task needs from the request that started it.
 pub struct TitleJob {
     pub first_user_text: String,
+    /// The title request's body, as the turn's harness writes it (`Harness::title_request`).
+    pub body: Bytes,
     /// The conversation was just named here (`claim_fresh`): its pending record is not in the
     /// store yet, and it may take a recent title of the same words.
     pub fresh: bool,
-    /// End-to-end headers to send upstream, as for the main request.
+    /// End-to-end headers to send upstream, as for the main request, with the harness's own.
     pub headers: HeaderMap,
     pub client_authorization: Option<HeaderValue>,
 }
@@ -91,7 +90,6 @@ pub struct Started {
 impl TitleService {
     pub fn new(
         config: TitlesConfig,
-        prompt: String,
         store: Arc<dyn TitleStore>,
         upstream: Arc<Upstream>,
     ) -> Result<Self, StoreError> {
@@ -103,7 +101,6 @@ impl TitleService {
         let reasoning_memo = Arc::new(ReasoningMemo::open(&config)?);
         Ok(Self {
             config,
-            prompt,
             store,
             instance,
             live: LiveHub::default(),
@@ -522,14 +519,13 @@ impl TitleService {
         if job.first_user_text.trim().is_empty() {
             return Err("no input to title from".to_owned());
         }
-        let body = title_body(&live.record.model, &self.prompt, &job.first_user_text);
         let response = self
             .upstream
             .send(Outbound {
                 method: Method::POST,
                 path: "/chat/completions".to_owned(),
                 headers: job.headers.clone(),
-                body: Bytes::from(body),
+                body: job.body.clone(),
                 client_authorization: job.client_authorization.clone(),
                 dispatched: Some(dispatched),
             })

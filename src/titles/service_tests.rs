@@ -82,9 +82,7 @@ fn counted_service() -> (Arc<TitleService>, Arc<Counting>) {
         claims: AtomicUsize::new(0),
         batches: AtomicUsize::new(0),
     });
-    let service = Arc::new(
-        TitleService::new(titles, String::new(), store.clone(), upstream).expect("service"),
-    );
+    let service = Arc::new(TitleService::new(titles, store.clone(), upstream).expect("service"));
     (service, store)
 }
 

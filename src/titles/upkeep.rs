@@ -262,8 +262,7 @@ mod tests {
         let upstream =
             Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
         let store = Arc::new(MemoryStore::new(100));
-        let service =
-            TitleService::new(titles, String::new(), store.clone(), upstream).expect("service");
+        let service = TitleService::new(titles, store.clone(), upstream).expect("service");
         for record in [
             pending("stranded", "me", 60),
             pending("running", "me", 60),

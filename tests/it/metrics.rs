@@ -344,13 +344,8 @@ fn title_store_errors_are_counted_by_operation() {
             let upstream =
                 Arc::new(Upstream::new(&config.upstream, Arc::new(|_| None)).expect("upstream"));
             let service = Arc::new(
-                TitleService::new(
-                    config.titles.clone(),
-                    String::new(),
-                    Arc::new(DownStore),
-                    upstream,
-                )
-                .expect("service"),
+                TitleService::new(config.titles.clone(), Arc::new(DownStore), upstream)
+                    .expect("service"),
             );
             assert!(
                 service

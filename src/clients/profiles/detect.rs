@@ -31,6 +31,7 @@ pub struct UnknownProfile {
     pub known: String,
 }
 
+#[derive(Clone)]
 pub struct Profiles {
     profiles: Vec<Arc<Profile>>,
 }

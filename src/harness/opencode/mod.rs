@@ -9,30 +9,32 @@ pub mod history;
 pub mod identity;
 pub mod instructions;
 pub mod system;
+pub mod title;
 pub mod tools;
+
+use std::borrow::Cow;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::HeaderMap;
-
-use std::sync::Arc;
+use serde_json::value::RawValue;
 
 use self::body::{OutMessage, StreamOptions, UpstreamBody};
+use self::env::EnvValues;
 use self::flavour::Flavour;
 use self::history::HistoryOptions;
+use self::title::TitleRecogniser;
 use self::tools::{Catalog, HostInfo, SelectRules};
 use super::collaboration::{Collaboration, Mode};
-use super::{Harness, HarnessError, HarnessRequest, Prepared};
+use super::{Harness, HarnessError, HarnessRequest, Prepared, TitleAsk};
 use crate::clients::bridge::{Bridge, Unmatched};
 use crate::clients::contextual::is_contextual;
-use crate::clients::profiles::Profiles;
+use crate::clients::profiles::{Profile, Profiles};
 use crate::config::{ExtraTools, InstructionsMode, OpencodeConfig};
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
-use crate::conversation::{Conversation, Item, ResponseFormat, Role};
+use crate::conversation::{Conversation, Item, Message, Role, ToolDefinition};
 use crate::prompts::Prompts;
-
-/// How opencode's title prompt opens (whatever prompt this proxy itself is configured with).
-const TITLE_PROMPT_OPENING: &str = "You are a title generator.";
 
 /// opencode's fixed output budget.
 const MAX_TOKENS: u32 = 32_000;
@@ -48,8 +50,10 @@ pub struct Opencode {
     system_prefix: system::EscapedPrefix,
     search_prefix: system::EscapedPrefix,
     search_prompt: String,
-    /// First line of the configured title prompt, to recognise title requests.
-    title_opening: String,
+    /// The title system prompt, sent whole in the proxy's own title requests.
+    title_prompt: String,
+    /// Tells a client's own title request.
+    titles: TitleRecogniser,
     skills: crate::template::Pattern,
     catalog: Catalog,
     profiles: Profiles,
@@ -106,13 +110,8 @@ impl Opencode {
             system_prefix: system::EscapedPrefix::new(&prompts.system),
             search_prefix: system::EscapedPrefix::new(&prompts.search_agent),
             search_prompt: prompts.search_agent.clone(),
-            title_opening: prompts
-                .title
-                .lines()
-                .next()
-                .unwrap_or(TITLE_PROMPT_OPENING)
-                .trim()
-                .to_owned(),
+            title_prompt: prompts.title.clone(),
+            titles: TitleRecogniser::new(&prompts.title),
             skills: system::bind_skills(&prompts.skills).map_err(SetupError::Skills)?,
             catalog: Catalog::new(&prompts.tools, &platform, host)?,
             platform,
@@ -121,20 +120,32 @@ impl Opencode {
         })
     }
 
-    /// A client's own title request: its system prompt is a title prompt (opencode's, or this
-    /// proxy's configured one), or it asks for a JSON title with no tools (Codex, Claude Code).
-    pub fn is_title_request(&self, conversation: &Conversation) -> bool {
-        is_schema_title_request(conversation)
-            || conversation.messages().any(|m| {
-                m.role == Role::System && {
-                    let text = m.content.text();
-                    let text = text.trim_start();
-                    text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
-                }
-            })
+    /// As the registry builds it: collaboration modes from the prompts and
+    /// `collaboration.default_request_user_input`.
+    pub fn from_setup(setup: &super::Setup<'_>) -> Result<Self, SetupError> {
+        let config = setup.config;
+        let collaboration = Collaboration::from_prompts(
+            setup.prompts,
+            config.collaboration.default_request_user_input,
+        );
+        Self::new(
+            &config.opencode,
+            setup.prompts,
+            setup.host.clone(),
+            setup.profiles.clone(),
+            collaboration,
+            &config.upstream.base_url,
+        )
     }
 
-    /// Builds the upstream request for a client's conversation.
+    /// A client's own title request (`title::TitleRecogniser`).
+    pub fn is_title_request(&self, conversation: &Conversation) -> bool {
+        self.titles.is_title_request(conversation)
+    }
+
+    /// Builds the upstream request for a client's conversation, in the order of the flow: the
+    /// client's profile and tool bridge, its collaboration mode, the one system message, the
+    /// converted history, the selected tools, the body.
     pub fn build(
         &self,
         mut conversation: Conversation,
@@ -144,16 +155,7 @@ impl Opencode {
         let profile =
             self.profiles
                 .detect(headers, conversation.client.profile, &conversation.tools)?;
-        let unmatched = match self.config.extra_tools {
-            ExtraTools::Keep => Unmatched::Keep,
-            ExtraTools::Drop => Unmatched::Drop,
-        };
-        let mut bridge = Bridge::new(
-            profile.clone(),
-            &conversation.tools,
-            self.catalog.harness_tools(),
-            unmatched,
-        );
+        let mut bridge = self.bridge(profile.clone(), &conversation.tools);
         let mode = Mode::from_headers(headers)?;
         if let Some(mode) = mode {
             self.collaboration.apply(mode, &mut conversation);
@@ -162,101 +164,24 @@ impl Opencode {
         // is written: a large request then holds two copies at a time, not three.
         let client_items = std::mem::take(&mut conversation.items);
         let conversation = &conversation;
-        let messages_of = |role: Role| {
-            client_items.iter().filter_map(move |item| match item {
-                Item::Message(m) if m.role == role => Some(m),
-                _ => None,
-            })
-        };
-        let system_texts: Vec<std::borrow::Cow<'_, str>> = messages_of(Role::System)
-            .map(|m| m.content.text())
-            .collect();
-        let flavour = Flavour::detect(&system_texts, &self.search_prompt);
-
-        // The client's own prompt may say where it runs: system and developer text, and the
-        // contextual user messages (Codex's `<environment_context>`), never the user's own words.
-        let prompt_texts: Vec<std::borrow::Cow<'_, str>> = client_items
-            .iter()
-            .filter_map(|item| match item {
-                Item::Message(m) => match m.role {
-                    Role::System | Role::Developer => Some(m),
-                    Role::User => is_contextual(m.content.text_parts()).then_some(m),
-                    Role::Assistant => None,
-                },
-                _ => None,
-            })
-            .map(|m| m.content.text())
-            .collect();
-        let env = env::resolve(
-            env::Partial::from_headers(headers),
-            env::Partial::from_client_texts(prompt_texts.iter().map(AsRef::as_ref)),
-            env::Partial::from_config(&self.config),
-            env::Defaults {
-                now,
-                zone: self.zone,
-                platform: &self.platform,
-            },
-        );
-
-        let prefix = if flavour == Flavour::SearchAgent {
-            &self.search_prefix
-        } else {
-            &self.system_prefix
-        };
-        let skills = if flavour.has_skills() {
-            system::skills_block(&self.skills, &env.cwd)
-        } else {
-            String::new()
-        };
-        let (model_name, model_id) = self.identity.render(&conversation.model);
-        let carry = self.config.instructions == InstructionsMode::Carry;
-        let (blocks, tail) = if carry {
-            // A known agent's own system prompt is its persona, which opencode's replaces (as
-            // the reference does); a plain client's is what its user asked for.
-            instructions::collect(
-                client_items.iter().filter_map(|item| match item {
-                    Item::Message(m) => Some(m),
-                    _ => None,
-                }),
-                &[&self.search_prompt, flavour::TASK_AGENT_MARKER],
-                profile.is_identity(),
-            )
-            .render()
-        } else {
-            (String::new(), String::new())
-        };
-        let mut suffix = system::suffix(&model_name, &model_id, &env, &blocks, &skills);
-        suffix.push_str(&tail);
-        let system = prefix.with_suffix(&suffix);
-
-        let mut messages = Vec::with_capacity(client_items.len() + 1);
-        messages.push(OutMessage::Raw {
-            role: "system",
-            content: system,
-        });
-        messages.extend(history::convert(
-            &client_items,
-            &HistoryOptions {
-                mode: self.config.history,
-                quote_user: flavour.quotes_user_text(),
-                profile: &profile,
-                reasoning: self.config.reasoning,
-            },
-        ));
+        let flavour = self.flavour(&client_items);
+        let env = self.env(&client_items, headers, now);
+        let system =
+            self.system_message(&client_items, &conversation.model, flavour, &env, &profile);
+        let messages = self.messages(system, &client_items, flavour, &profile);
         drop(client_items);
-
-        let client_tools = conversation.tools.as_slice();
         // In a collaboration mode `request_user_input` follows the mode, not `extra_tools`.
-        let request_user_input = mode.map(|m| self.collaboration.allows_request_user_input(m));
         let rules = SelectRules {
             flavour,
             policy: self.config.tools,
             platform: &env.platform,
-            request_user_input,
+            request_user_input: mode.map(|m| self.collaboration.allows_request_user_input(m)),
         };
-        let selection = self.catalog.select(client_tools, &mut bridge, &rules);
+        let selection = self
+            .catalog
+            .select(&conversation.tools, &mut bridge, &rules);
         let has_tools = !selection.tools.is_empty();
-        let body = UpstreamBody {
+        let body = write_body(&UpstreamBody {
             model: &conversation.model,
             max_tokens: MAX_TOKENS,
             stream: true,
@@ -269,15 +194,124 @@ impl Opencode {
             temperature: flavour.has_temperature().then_some(1),
             reasoning_effort: conversation.options.reasoning_effort.as_deref(),
             prompt_cache_key: self.prompt_cache_key(conversation, headers),
+        });
+        Ok(Built::of(body, bridge, conversation))
+    }
+
+    /// The system message, then the client's history converted.
+    fn messages(
+        &self,
+        system: Box<RawValue>,
+        client_items: &[Item],
+        flavour: Flavour,
+        profile: &Profile,
+    ) -> Vec<OutMessage> {
+        let mut messages = Vec::with_capacity(client_items.len() + 1);
+        messages.push(OutMessage::Raw {
+            role: "system",
+            content: system,
+        });
+        messages.extend(history::convert(
+            client_items,
+            &HistoryOptions {
+                mode: self.config.history,
+                quote_user: flavour.quotes_user_text(),
+                profile,
+                reasoning: self.config.reasoning,
+            },
+        ));
+        messages
+    }
+
+    /// The request's tool bridge: the client's tools against opencode's, by its profile.
+    fn bridge(&self, profile: Arc<Profile>, client_tools: &[ToolDefinition]) -> Bridge {
+        let unmatched = match self.config.extra_tools {
+            ExtraTools::Keep => Unmatched::Keep,
+            ExtraTools::Drop => Unmatched::Drop,
         };
-        // Sized up front (1/8 for escapes and tools): a doubling buffer would hold up to twice a
-        // large body, and copy it on each growth.
-        let approx: usize = body.messages.iter().map(OutMessage::approx_len).sum();
-        let mut bytes = Vec::with_capacity(approx + approx / 8 + 64 * 1024);
-        // Serializing owned strings and valid raw JSON cannot fail.
-        if serde_json::to_writer(&mut bytes, &body).is_err() {
-            bytes.clear();
-        }
+        Bridge::new(
+            profile,
+            client_tools,
+            self.catalog.harness_tools(),
+            unmatched,
+        )
+    }
+
+    /// Which of opencode's agents the client's system prompt is (the search agent, or the main one).
+    fn flavour(&self, client_items: &[Item]) -> Flavour {
+        let system_texts: Vec<Cow<'_, str>> = messages(client_items)
+            .filter(|m| m.role == Role::System)
+            .map(|m| m.content.text())
+            .collect();
+        Flavour::detect(&system_texts, &self.search_prompt)
+    }
+
+    /// The `<env>` values: the proxy's headers, else what the client's own prompt says of where it
+    /// runs (system and developer text, and the contextual user messages such as Codex's
+    /// `<environment_context>`, never the user's own words), else config, else the defaults.
+    fn env(&self, client_items: &[Item], headers: &HeaderMap, now: DateTime<Utc>) -> EnvValues {
+        let prompt_texts: Vec<Cow<'_, str>> = messages(client_items)
+            .filter(|m| match m.role {
+                Role::System | Role::Developer => true,
+                Role::User => is_contextual(m.content.text_parts()),
+                Role::Assistant => false,
+            })
+            .map(|m| m.content.text())
+            .collect();
+        env::resolve(
+            env::Partial::from_headers(headers),
+            env::Partial::from_client_texts(prompt_texts.iter().map(AsRef::as_ref)),
+            env::Partial::from_config(&self.config),
+            env::Defaults {
+                now,
+                zone: self.zone,
+                platform: &self.platform,
+            },
+        )
+    }
+
+    /// The one system message: the flavour's prefix, identity line, `<env>`, carried project
+    /// instructions, skills.
+    fn system_message(
+        &self,
+        client_items: &[Item],
+        model: &str,
+        flavour: Flavour,
+        env: &EnvValues,
+        profile: &Profile,
+    ) -> Box<RawValue> {
+        let prefix = if flavour == Flavour::SearchAgent {
+            &self.search_prefix
+        } else {
+            &self.system_prefix
+        };
+        let skills = if flavour.has_skills() {
+            system::skills_block(&self.skills, &env.cwd)
+        } else {
+            String::new()
+        };
+        let (model_name, model_id) = self.identity.render(model);
+        let (blocks, tail) = if self.config.instructions == InstructionsMode::Carry {
+            // A known agent's own system prompt is its persona, which opencode's replaces (as
+            // the reference does); a plain client's is what its user asked for.
+            instructions::collect(
+                messages(client_items),
+                &[&self.search_prompt, flavour::TASK_AGENT_MARKER],
+                profile.is_identity(),
+            )
+            .render()
+        } else {
+            (String::new(), String::new())
+        };
+        let mut suffix = system::suffix(&model_name, &model_id, env, &blocks, &skills);
+        suffix.push_str(&tail);
+        prefix.with_suffix(&suffix)
+    }
+}
+
+impl Built {
+    /// What the route needs of a body written and the bridge that chose its tools.
+    fn of(body: Bytes, bridge: Bridge, conversation: &Conversation) -> Self {
         let dropped_tools = bridge.dropped();
         let passthrough_tools = bridge.kept();
         // Every call goes through the bridge, the identity profile's too: a client's own `bash`
@@ -285,14 +319,14 @@ impl Opencode {
         // stream through untouched.
         let calls: Option<Arc<dyn CallMapper>> =
             (!bridge.tools.is_empty()).then(|| Arc::new(bridge) as Arc<dyn CallMapper>);
-        Ok(Built {
-            body: Bytes::from(bytes),
+        Self {
+            body,
             dropped_tools,
             passthrough_tools,
             client_stream: conversation.options.stream,
             include_usage: conversation.options.include_usage,
             calls,
-        })
+        }
     }
 }
 
@@ -307,26 +341,25 @@ impl Opencode {
     }
 }
 
-/// A client's own title request asking for a JSON answer, as the fronts translate it: no tools
-/// and a JSON-schema answer format that is Codex's (`codex_output_schema`, README "Codex CLI (0.95
-/// and later)") or holds one property, `title` (Claude Code's `output_config.format` `{title}`).
-fn is_schema_title_request(conversation: &Conversation) -> bool {
-    let Some(ResponseFormat::JsonSchema { name, schema, .. }) =
-        &conversation.options.response_format
-    else {
-        return false;
-    };
-    let only_a_title = schema
-        .as_ref()
-        .and_then(|s| s.pointer("/properties"))
-        .and_then(serde_json::Value::as_object)
-        .is_some_and(|p| p.len() == 1 && p.contains_key("title"));
-    // Codex's TUI offers its `apply_patch` even on its title thread: its schema says enough.
-    let codex = name == CODEX_TITLE_SCHEMA;
-    (conversation.tools.is_empty() && (codex || only_a_title)) || (codex && only_a_title)
+/// The messages among the client's items.
+fn messages(items: &[Item]) -> impl Iterator<Item = &Message> {
+    items.iter().filter_map(|item| match item {
+        Item::Message(m) => Some(m),
+        _ => None,
+    })
 }
 
-const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";
+/// The body, compact. Sized up front (1/8 for escapes and tools): a doubling buffer would hold up
+/// to twice a large body, and copy it on each growth.
+fn write_body(body: &UpstreamBody<'_>) -> Bytes {
+    let approx: usize = body.messages.iter().map(OutMessage::approx_len).sum();
+    let mut bytes = Vec::with_capacity(approx + approx / 8 + 64 * 1024);
+    // Serializing owned strings and valid raw JSON cannot fail.
+    if serde_json::to_writer(&mut bytes, body).is_err() {
+        bytes.clear();
+    }
+    Bytes::from(bytes)
+}
 
 impl Harness for Opencode {
     fn name(&self) -> &'static str {
@@ -335,6 +368,19 @@ impl Harness for Opencode {
 
     fn is_client_title_request(&self, conversation: &Conversation) -> bool {
         self.is_title_request(conversation)
+    }
+
+    fn add_upstream_headers(&self, headers: &mut HeaderMap, conversation: &str) {
+        title::add_thread_headers(headers, conversation);
+    }
+
+    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes {
+        title::add_thread_headers(headers, ask.conversation);
+        Bytes::from(title::title_body(
+            ask.model,
+            &self.title_prompt,
+            ask.first_user_text,
+        ))
     }
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {

@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::request::{Block, ImageSource, InMessage, MessagesRequest, Text, Thinking};
+use super::request::{Block, BlockKind, ImageSource, InMessage, MessagesRequest, Text, Thinking};
 use super::request::{OutputConfig, ToolChoice as InToolChoice};
 use crate::conversation::{
     CallInput, ClientInfo, Content, Conversation, FunctionTool, Image, Item, Message, Options,
@@ -166,7 +166,7 @@ fn joined_text(text: &Text, separator: &str) -> String {
         Text::Plain(text) => text.clone(),
         Text::Blocks(blocks) => blocks
             .iter()
-            .filter(|b| b.kind == "text")
+            .filter(|b| b.kind == BlockKind::Text)
             .filter_map(|b| b.text.as_deref())
             .collect::<Vec<_>>()
             .join(separator),
@@ -203,9 +203,9 @@ fn assistant_items(content: &Text, out: &mut Vec<Item>) {
     let mut texts = Vec::new();
     let mut calls = Vec::new();
     for block in blocks {
-        match block.kind.as_str() {
-            "text" => texts.extend(block.text.as_deref()),
-            "tool_use" => calls.push(Item::ToolCall(ToolCall {
+        match block.kind {
+            BlockKind::Text => texts.extend(block.text.as_deref()),
+            BlockKind::ToolUse => calls.push(Item::ToolCall(ToolCall {
                 id: block.id.clone(),
                 name: block.name.clone().unwrap_or_default(),
                 input: CallInput::Arguments(
@@ -215,7 +215,9 @@ fn assistant_items(content: &Text, out: &mut Vec<Item>) {
                         .map_or_else(|| "{}".to_owned(), Value::to_string),
                 ),
             })),
-            "thinking" | "redacted_thinking" => out.push(Item::Reasoning(reasoning(block))),
+            BlockKind::Thinking | BlockKind::RedactedThinking => {
+                out.push(Item::Reasoning(reasoning(block)));
+            }
             _ => {}
         }
     }
@@ -230,7 +232,7 @@ fn assistant_items(content: &Text, out: &mut Vec<Item>) {
 /// from its typed fields, which are all a thinking block has) for a protocol that needs it back.
 fn reasoning(block: &Block) -> Reasoning {
     let mut raw = Map::new();
-    raw.insert("type".into(), json!(block.kind));
+    raw.insert("type".into(), json!(block.kind.as_str()));
     for (key, value) in [
         ("thinking", &block.thinking),
         ("signature", &block.signature),
@@ -259,8 +261,8 @@ fn user_items(content: &Text, out: &mut Vec<Item>) {
     };
     let mut parts: Vec<Part> = Vec::new();
     for block in blocks {
-        match block.kind.as_str() {
-            "tool_result" => {
+        match block.kind {
+            BlockKind::ToolResult => {
                 flush_user(&mut parts, out);
                 out.push(Item::ToolResult(ToolResult {
                     call_id: block.tool_use_id.clone(),
@@ -272,7 +274,7 @@ fn user_items(content: &Text, out: &mut Vec<Item>) {
                     is_error: block.is_error.unwrap_or(false),
                 }));
             }
-            "text" => {
+            BlockKind::Text => {
                 let Some(text) = block.text.as_deref() else {
                     continue;
                 };
@@ -283,7 +285,7 @@ fn user_items(content: &Text, out: &mut Vec<Item>) {
                     parts.push(Part::Text(text.to_owned()));
                 }
             }
-            "image" => parts.extend(block.source.as_ref().and_then(image_part)),
+            BlockKind::Image => parts.extend(block.source.as_ref().and_then(image_part)),
             _ => {}
         }
     }
@@ -294,15 +296,15 @@ fn user_items(content: &Text, out: &mut Vec<Item>) {
 /// holds images (Claude Code's Read of a PNG), its text and image parts in order.
 fn result_content(content: &Text) -> Content {
     let blocks = match content {
-        Text::Blocks(blocks) if blocks.iter().any(|b| b.kind == "image") => blocks,
+        Text::Blocks(blocks) if blocks.iter().any(|b| b.kind == BlockKind::Image) => blocks,
         _ => return Content::Text(joined_text(content, "\n")),
     };
     Content::Parts(
         blocks
             .iter()
-            .filter_map(|block| match block.kind.as_str() {
-                "text" => block.text.clone().map(Part::Text),
-                "image" => block.source.as_ref().and_then(image_part),
+            .filter_map(|block| match block.kind {
+                BlockKind::Text => block.text.clone().map(Part::Text),
+                BlockKind::Image => block.source.as_ref().and_then(image_part),
                 _ => None,
             })
             .collect(),

@@ -11,6 +11,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::error::error_type_for_code;
+use super::request::BlockKind;
 use crate::conversation::seal::ReasoningSeal;
 use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
 
@@ -169,7 +170,7 @@ impl Renderer for MessagesRenderer {
                 if !matches!(self.open, Some(Open::Text)) {
                     self.open(
                         Open::Text,
-                        &json!({"type": "text", "text": ""}),
+                        &json!({"type": BlockKind::Text.as_str(), "text": ""}),
                         Whole::Text(String::new()),
                         out,
                     );
@@ -187,7 +188,7 @@ impl Renderer for MessagesRenderer {
                 if !matches!(self.open, Some(Open::Thinking)) {
                     self.open(
                         Open::Thinking,
-                        &json!({"type": "thinking", "thinking": "", "signature": ""}),
+                        &json!({"type": BlockKind::Thinking.as_str(), "thinking": "", "signature": ""}),
                         Whole::Thinking(String::new()),
                         out,
                     );
@@ -206,7 +207,7 @@ impl Renderer for MessagesRenderer {
                     index,
                     has_arguments: false,
                 },
-                &json!({"type": "tool_use", "id": id, "name": name, "input": {}}),
+                &json!({"type": BlockKind::ToolUse.as_str(), "id": id, "name": name, "input": {}}),
                 Whole::Tool {
                     id,
                     name,
@@ -276,16 +277,16 @@ impl Renderer for MessagesRenderer {
             .whole
             .into_iter()
             .map(|block| match block {
-                Whole::Text(text) => json!({"type": "text", "text": text}),
+                Whole::Text(text) => json!({"type": BlockKind::Text.as_str(), "text": text}),
                 Whole::Thinking(thinking) => {
                     let signature = Self::signature(seal.as_deref(), &thinking);
-                    json!({"type": "thinking", "thinking": thinking, "signature": signature})
+                    json!({"type": BlockKind::Thinking.as_str(), "thinking": thinking, "signature": signature})
                 }
                 Whole::Tool {
                     id,
                     name,
                     arguments,
-                } => json!({"type": "tool_use", "id": id, "name": name,
+                } => json!({"type": BlockKind::ToolUse.as_str(), "id": id, "name": name,
                     "input": serde_json::from_str::<Value>(&arguments)
                         .ok()
                         .filter(Value::is_object)

@@ -61,7 +61,7 @@ pub enum Text {
 #[serde(default)]
 pub struct Block {
     #[serde(rename = "type")]
-    pub kind: String,
+    pub kind: BlockKind,
     pub text: Option<String>,
     /// `tool_use`.
     pub id: Option<String>,
@@ -78,6 +78,37 @@ pub struct Block {
     pub signature: Option<String>,
     /// `redacted_thinking`: the encrypted reasoning.
     pub data: Option<String>,
+}
+
+/// A content block's `type`: the one list of the block kinds the front reads and renders.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BlockKind {
+    Text,
+    ToolUse,
+    ToolResult,
+    Image,
+    Thinking,
+    RedactedThinking,
+    /// Any other kind (`document`, `server_tool_use`, …), or none: skipped.
+    #[default]
+    #[serde(other)]
+    Other,
+}
+
+impl BlockKind {
+    /// The kind's `type` on the wire (`Other` has none of its own).
+    pub const fn as_str(self) -> &'static str {
+        match self {
+            Self::Text => "text",
+            Self::ToolUse => "tool_use",
+            Self::ToolResult => "tool_result",
+            Self::Image => "image",
+            Self::Thinking => "thinking",
+            Self::RedactedThinking => "redacted_thinking",
+            Self::Other => "other",
+        }
+    }
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -139,5 +170,35 @@ impl Metadata {
             .as_str()
             .filter(|s| !s.is_empty())
             .map(str::to_owned)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn block_kinds_read_as_their_wire_names_and_anything_else_is_other() {
+        let kinds = [
+            BlockKind::Text,
+            BlockKind::ToolUse,
+            BlockKind::ToolResult,
+            BlockKind::Image,
+            BlockKind::Thinking,
+            BlockKind::RedactedThinking,
+        ];
+        for kind in kinds {
+            let block: Block =
+                serde_json::from_value(serde_json::json!({"type": kind.as_str()})).expect("block");
+            assert_eq!(block.kind, kind);
+        }
+        for other in [
+            serde_json::json!({"type": "server_tool_use"}),
+            serde_json::json!({"type": "document"}),
+            serde_json::json!({}),
+        ] {
+            let block: Block = serde_json::from_value(other).expect("block");
+            assert_eq!(block.kind, BlockKind::Other);
+        }
     }
 }

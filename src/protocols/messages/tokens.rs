@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-use super::request::{Block, MessagesRequest, Text};
+use super::request::{Block, BlockKind, MessagesRequest, Text};
 
 /// Fixed cost of a message's role and framing.
 pub const PER_MESSAGE: usize = 4;
@@ -144,17 +144,18 @@ fn text_tokens(text: &Text, count: &dyn Fn(&str) -> usize) -> usize {
 }
 
 fn block_tokens(block: &Block, count: &dyn Fn(&str) -> usize) -> usize {
-    match block.kind.as_str() {
-        "image" => PER_IMAGE,
-        "tool_use" => {
+    match block.kind {
+        BlockKind::Image => PER_IMAGE,
+        BlockKind::ToolUse => {
             block.name.as_deref().map_or(0, count)
                 + block.input.as_ref().map_or(0, |i| count(&i.to_string()))
         }
-        "tool_result" => block.content.as_ref().map_or(0, |c| text_tokens(c, count)),
+        BlockKind::ToolResult => block.content.as_ref().map_or(0, |c| text_tokens(c, count)),
         // Thinking blocks cost nothing in this estimate, though opencode may send their reasoning
         // back as `reasoning_content` (`opencode.reasoning`): it is not part of the prompt text.
-        "thinking" | "redacted_thinking" => 0,
-        _ => block.text.as_deref().map_or(0, count),
+        BlockKind::Thinking | BlockKind::RedactedThinking => 0,
+        // Blocks of kinds this front does not read count by their text, if any.
+        BlockKind::Text | BlockKind::Other => block.text.as_deref().map_or(0, count),
     }
 }
 

@@ -32,6 +32,13 @@ const DISPATCH_WAIT: Duration = Duration::from_millis(500);
 /// timeout, and recording its outcome takes a moment more.
 const RECORD_SLACK: Duration = Duration::from_millis(100);
 
+/// A title request as a harness wrote it.
+pub struct TitleRequest {
+    pub body: bytes::Bytes,
+    /// The client's end-to-end headers with the harness's own.
+    pub headers: HeaderMap,
+}
+
 /// What the title service needs to know of a turn.
 pub struct TurnInfo<'a> {
     pub owner: &'a str,
@@ -42,9 +49,9 @@ pub struct TurnInfo<'a> {
     pub started: bool,
     pub harness: &'static str,
     pub protocol: &'static str,
-    /// The title request's upstream headers (a rewritten request's, with the thread headers):
-    /// built only when this turn starts a title job.
-    pub title_headers: &'a (dyn Fn() -> HeaderMap + Sync),
+    /// The title request for (model, words), its body and upstream headers, as the turn's harness
+    /// writes it: built only when this turn starts a title job.
+    pub title_request: &'a (dyn Fn(&str, &str) -> TitleRequest + Sync),
     /// The credential the title request goes upstream with, as the main request's.
     pub client_authorization: Option<HeaderValue>,
     /// The client asks for its title itself after its first turn (`threads::titles_itself`).
@@ -157,14 +164,17 @@ impl TitleService {
             // The client's own title request titles the conversation: observed, not repeated.
             out.observed = Some(live);
         } else {
+            let words = if facts.initial_turn {
+                &facts.first_user_text
+            } else {
+                &facts.last_user_text
+            };
+            let TitleRequest { body, headers } = (turn.title_request)(&live.record.model, words);
             let job = TitleJob {
                 fresh: turn.started,
-                first_user_text: if facts.initial_turn {
-                    facts.first_user_text.clone()
-                } else {
-                    facts.last_user_text.clone()
-                },
-                headers: (turn.title_headers)(),
+                first_user_text: words.clone(),
+                body,
+                headers,
                 client_authorization: turn.client_authorization,
             };
             if turn.titles_itself && facts.initial_turn && !turn.started {

@@ -29,7 +29,7 @@ fn titles(order: TitleOrder) -> Arc<TitleService> {
     let upstream =
         Arc::new(Upstream::new(&config.upstream, Arc::new(|_: &str| None)).expect("upstream"));
     let store = Arc::new(MemoryStore::new(100));
-    Arc::new(TitleService::new(titles, String::new(), store, upstream).expect("service"))
+    Arc::new(TitleService::new(titles, store, upstream).expect("service"))
 }
 
 fn facts(title_request: bool, initial_turn: bool) -> ConversationFacts {
@@ -51,10 +51,18 @@ fn info<'a>(conversation: &'a str, facts: &'a ConversationFacts, started: bool) 
         started,
         harness: "opencode",
         protocol: "chat",
-        title_headers: &HeaderMap::new,
+        title_request: &no_request,
         client_authorization: None,
         titles_itself: false,
         title_thread: false,
+    }
+}
+
+/// A title request with nothing in it (nothing listens where it would go).
+fn no_request(_model: &str, _words: &str) -> TitleRequest {
+    TitleRequest {
+        body: Bytes::new(),
+        headers: HeaderMap::new(),
     }
 }
 
@@ -185,13 +193,13 @@ async fn a_first_turn_claims_a_job_that_after_defers_to_the_answers_end() {
     let service = titles(TitleOrder::After);
     let first = facts(false, true);
     let built = AtomicUsize::new(0);
-    let headers = || {
+    let request = |model: &str, words: &str| {
         built.fetch_add(1, Ordering::Relaxed);
-        HeaderMap::new()
+        no_request(model, words)
     };
     let mut turn = service
         .begin(TurnInfo {
-            title_headers: &headers,
+            title_request: &request,
             ..info("c1", &first, false)
         })
         .await;
@@ -199,7 +207,7 @@ async fn a_first_turn_claims_a_job_that_after_defers_to_the_answers_end() {
     assert_eq!(
         built.load(Ordering::Relaxed),
         1,
-        "the title request's headers are built once"
+        "the title request is built once"
     );
     let job = turn
         .job

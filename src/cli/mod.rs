@@ -2,19 +2,17 @@
 //! `run`. Start-up errors are returned, never `process::exit`ed, so they print once and exit 1.
 
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use chrono::Offset;
 use clap::{Args, Parser, Subcommand};
-use http::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::config::{self, Config, FlagOverrides};
-use crate::harness::HarnessRequest;
 use crate::prompts::Prompts;
 use crate::state::{AppState, Host, build_registry};
-use crate::titles::facts::ConversationFacts;
+
+mod rewrite;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -36,7 +34,7 @@ pub enum Command {
     /// Print the effective config with secrets redacted; exit 1 if it is invalid.
     CheckConfig,
     /// Print the upstream body a request (read from stdin) would produce.
-    Rewrite(RewriteArgs),
+    Rewrite(rewrite::RewriteArgs),
     /// Capture a real client's prompts: look like an upstream to it, write them for --prompts-dir.
     Calibrate(CalibrateArgs),
 }
@@ -85,19 +83,6 @@ pub struct CommonArgs {
     pub prompts_dir: Option<PathBuf>,
 }
 
-#[derive(Debug, Args)]
-pub struct RewriteArgs {
-    /// Harness to rewrite with.
-    #[arg(long)]
-    pub harness: String,
-    /// Request header `K:V`, as the client would send it (repeatable).
-    #[arg(long = "header", value_name = "K:V")]
-    pub headers: Vec<String>,
-    /// Print the title request instead of the main request.
-    #[arg(long)]
-    pub title: bool,
-}
-
 fn load_config(common: &CommonArgs) -> Result<Config, String> {
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let flags = FlagOverrides {
@@ -123,7 +108,7 @@ pub async fn run(cli: Cli) -> Result<ExitCode, String> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.common).await,
         Command::CheckConfig => check_config(&cli.common),
-        Command::Rewrite(args) => rewrite(&cli.common, &args),
+        Command::Rewrite(args) => rewrite::run(&cli.common, &args),
         Command::Calibrate(args) => calibrate(&cli.common, &args).await,
     }
 }
@@ -292,71 +277,5 @@ fn check_config(common: &CommonArgs) -> Result<ExitCode, String> {
     let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
     build_registry(&config, &prompts, &process_host()).map_err(|e| e.to_string())?;
     print!("{}", config::redacted_toml(&config));
-    Ok(ExitCode::SUCCESS)
-}
-
-fn rewrite(common: &CommonArgs, args: &RewriteArgs) -> Result<ExitCode, String> {
-    let config = load_config(common)?;
-    let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
-    let registry = build_registry(&config, &prompts, &process_host()).map_err(|e| e.to_string())?;
-    let harness = registry.get(&args.harness).ok_or_else(|| {
-        format!(
-            "unknown harness `{}`; known harnesses: {}",
-            args.harness,
-            registry.names()
-        )
-    })?;
-    let mut headers = HeaderMap::new();
-    for raw in &args.headers {
-        let (name, value) = raw
-            .split_once(':')
-            .ok_or_else(|| format!("--header `{raw}`: expected K:V"))?;
-        let name: HeaderName = name
-            .trim()
-            .parse()
-            .map_err(|_| format!("--header `{raw}`: bad header name"))?;
-        let value: HeaderValue = value
-            .trim()
-            .parse()
-            .map_err(|_| format!("--header `{raw}`: bad header value"))?;
-        headers.append(name, value);
-    }
-    let mut body = Vec::new();
-    std::io::stdin()
-        .read_to_end(&mut body)
-        .map_err(|e| format!("cannot read stdin: {e}"))?;
-    let body = bytes::Bytes::from(body);
-    let (upstream_body, facts) = if harness.rewrites() {
-        let conversation = crate::protocols::chat::request::parse_conversation(&body)
-            .map_err(|e| e.to_string())?;
-        let facts = if harness.is_client_title_request(&conversation) {
-            ConversationFacts::of_title_request(&conversation)
-        } else {
-            ConversationFacts::from_conversation(&conversation)
-        };
-        let prepared = harness
-            .prepare(HarnessRequest {
-                conversation,
-                chat_body: Some(&body),
-                headers: &headers,
-                now: chrono::Utc::now(),
-            })
-            .map_err(|e| e.to_string())?;
-        (prepared.upstream_body, Some(facts))
-    } else {
-        let facts = crate::protocols::chat::peek::Peek::parse(&body)
-            .map(|peek| ConversationFacts::from_views(peek.model(), peek.views()));
-        (body, facts)
-    };
-    let out = if args.title {
-        let facts = facts.ok_or("the request is not a chat completions request")?;
-        let model = config.titles.model.as_deref().unwrap_or(&facts.model);
-        crate::titles::request::title_body(model, &prompts.title, &facts.first_user_text)
-    } else {
-        upstream_body.to_vec()
-    };
-    let mut text = String::from_utf8_lossy(&out).into_owned();
-    text.push('\n');
-    print!("{text}");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,164 @@
+//! `rewrite`: the upstream request the server would send for one client request read from
+//! stdin, in any client protocol, through the serving path's own inbound half (`routes::inbound`)
+//! and the harness's own title request — nothing re-implemented here.
+
+use std::io::Read;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use clap::Args;
+use http::{HeaderMap, HeaderName, HeaderValue};
+
+use super::{CommonArgs, load_config, process_host};
+use crate::config::Config;
+use crate::harness::{Harness, TitleAsk};
+use crate::prompts::Prompts;
+use crate::protocols::ClientProtocol;
+use crate::routes::RequestId;
+use crate::routes::front::Call;
+use crate::routes::inbound::{self, Processed};
+use crate::state::build_registry;
+
+#[derive(Debug, Args)]
+pub struct RewriteArgs {
+    /// Harness to rewrite with.
+    #[arg(long)]
+    pub harness: String,
+    /// Request header `K:V`, as the client would send it (repeatable).
+    #[arg(long = "header", value_name = "K:V")]
+    pub headers: Vec<String>,
+    /// The client protocol the request (on stdin) is in.
+    #[arg(long, value_enum, default_value = "chat")]
+    pub protocol: RewriteProtocol,
+    /// `--protocol gemini`: the model, which Gemini names in the request's path.
+    #[arg(long, value_name = "MODEL")]
+    pub model: Option<String>,
+    /// Print the title request instead of the main request.
+    #[arg(long)]
+    pub title: bool,
+}
+
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+pub enum RewriteProtocol {
+    Chat,
+    Responses,
+    Messages,
+    Gemini,
+}
+
+impl RewriteProtocol {
+    fn protocol(self) -> ClientProtocol {
+        match self {
+            Self::Chat => ClientProtocol::Chat,
+            Self::Responses => ClientProtocol::Responses,
+            Self::Messages => ClientProtocol::Messages,
+            Self::Gemini => ClientProtocol::Gemini,
+        }
+    }
+}
+
+pub(super) fn run(common: &CommonArgs, args: &RewriteArgs) -> Result<ExitCode, String> {
+    let config = load_config(common)?;
+    let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
+    let registry = build_registry(&config, &prompts, &process_host()).map_err(|e| e.to_string())?;
+    let harness = registry.get(&args.harness).ok_or_else(|| {
+        format!(
+            "unknown harness `{}`; known harnesses: {}",
+            args.harness,
+            registry.names()
+        )
+    })?;
+    let headers = parse_headers(&args.headers)?;
+    let mut body = Vec::new();
+    std::io::stdin()
+        .read_to_end(&mut body)
+        .map_err(|e| format!("cannot read stdin: {e}"))?;
+    let out = rewritten(&config, harness, args, headers, &bytes::Bytes::from(body))?;
+    let mut text = String::from_utf8_lossy(&out).into_owned();
+    text.push('\n');
+    print!("{text}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The upstream body (or with `--title` the title request's) the server would send for this
+/// request: the same inbound half (`routes::inbound`: the protocol's adapter, the title facts, the
+/// harness) and the same title request (`Harness::title_request`) as `serve`.
+fn rewritten(
+    config: &Config,
+    harness: &Arc<dyn Harness>,
+    args: &RewriteArgs,
+    headers: HeaderMap,
+    body: &bytes::Bytes,
+) -> Result<Vec<u8>, String> {
+    let protocol = args.protocol.protocol();
+    let front = crate::routes::front(protocol);
+    let mut params = Vec::new();
+    if protocol == ClientProtocol::Gemini {
+        // Gemini names the model and the call in the path: a streamed turn, as Gemini CLI sends.
+        let model = args
+            .model
+            .clone()
+            .ok_or("--protocol gemini needs --model (the model of the request's path)")?;
+        params.push(("model".to_owned(), model));
+        params.push((
+            "action".to_owned(),
+            crate::protocols::gemini::STREAM.to_owned(),
+        ));
+    }
+    let call = Call {
+        id: RequestId("rewrite".to_owned()),
+        method: http::Method::POST,
+        path: String::new(),
+        params,
+        query: None,
+        headers,
+    };
+    let processed = if harness.rewrites() {
+        let context = inbound::Context {
+            seal: crate::state::reasoning_seal(config).map_err(|e| e.to_string())?,
+            memo: None,
+            max_image_bytes: config.limits.max_image_bytes,
+        };
+        inbound::process_offline(
+            harness.as_ref(),
+            front,
+            &call.request(body),
+            chrono::Utc::now(),
+            context,
+        )
+    } else {
+        Ok(Processed::passthrough(body, &call.headers, protocol, true))
+    }
+    .map_err(|e| e.to_string())?;
+    if !args.title {
+        return Ok(processed.prepared.upstream_body.to_vec());
+    }
+    let facts = processed.facts.ok_or(
+        "the request has nothing to title (not a Chat Completions body, or a helper call)",
+    )?;
+    let ask = TitleAsk {
+        model: config.titles.model.as_deref().unwrap_or(&facts.model),
+        first_user_text: &facts.first_user_text,
+        conversation: "",
+    };
+    Ok(harness.title_request(&ask, &mut HeaderMap::new()).to_vec())
+}
+
+fn parse_headers(raw_headers: &[String]) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    for raw in raw_headers {
+        let (name, value) = raw
+            .split_once(':')
+            .ok_or_else(|| format!("--header `{raw}`: expected K:V"))?;
+        let name: HeaderName = name
+            .trim()
+            .parse()
+            .map_err(|_| format!("--header `{raw}`: bad header name"))?;
+        let value: HeaderValue = value
+            .trim()
+            .parse()
+            .map_err(|_| format!("--header `{raw}`: bad header value"))?;
+        headers.append(name, value);
+    }
+    Ok(headers)
+}

@@ -1,0 +1,151 @@
+//! opencode's titles: the title request it sends for a new session (docs/wire.md §2: title
+//! prompt, fixed user line, quoted user text, with its thread headers), and how its own title
+//! request — or another agent's, as the fronts translate it — is told from a turn.
+
+use http::{HeaderMap, HeaderValue};
+use serde::Serialize;
+
+use crate::clients::quote::quote_prompt;
+use crate::conversation::{Conversation, ResponseFormat, Role};
+
+/// The fixed instruction line sent before the user's text.
+pub const TITLE_USER_LINE: &str = "Generate a title for this conversation:\n";
+
+#[derive(Serialize)]
+struct TitleBody<'a> {
+    model: &'a str,
+    max_tokens: u32,
+    temperature: u8,
+    stream: bool,
+    stream_options: StreamOptions,
+    messages: [Message<'a>; 3],
+}
+
+#[derive(Serialize)]
+struct StreamOptions {
+    include_usage: bool,
+}
+
+#[derive(Serialize)]
+struct Message<'a> {
+    role: &'static str,
+    content: std::borrow::Cow<'a, str>,
+}
+
+/// The compact JSON body of the title request for `first_user_text`.
+pub fn title_body(model: &str, title_prompt: &str, first_user_text: &str) -> Vec<u8> {
+    let body = TitleBody {
+        model,
+        max_tokens: 32_000,
+        temperature: 1,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        messages: [
+            Message {
+                role: "system",
+                content: title_prompt.into(),
+            },
+            Message {
+                role: "user",
+                content: TITLE_USER_LINE.into(),
+            },
+            Message {
+                role: "user",
+                content: quote_prompt(first_user_text).into(),
+            },
+        ],
+    };
+    serde_json::to_vec(&body).unwrap_or_default()
+}
+
+/// The reference client's thread headers (docs/wire.md §1 "Headers"), carrying the conversation id
+/// on its requests, title requests included.
+pub fn add_thread_headers(headers: &mut HeaderMap, conversation: &str) {
+    if let Ok(value) = HeaderValue::from_str(conversation) {
+        for name in ["x-client-request-id", "session-id", "thread-id"] {
+            headers.insert(name, value.clone());
+        }
+    }
+}
+
+/// How opencode's title prompt opens (whatever prompt this proxy itself is configured with).
+const TITLE_PROMPT_OPENING: &str = "You are a title generator.";
+
+/// Tells a client's own title request from a turn.
+pub struct TitleRecogniser {
+    /// First line of the configured title prompt.
+    title_opening: String,
+}
+
+impl TitleRecogniser {
+    pub fn new(title_prompt: &str) -> Self {
+        Self {
+            title_opening: title_prompt
+                .lines()
+                .next()
+                .unwrap_or(TITLE_PROMPT_OPENING)
+                .trim()
+                .to_owned(),
+        }
+    }
+
+    /// A client's own title request: its system prompt is a title prompt (opencode's, or this
+    /// proxy's configured one), or it asks for a JSON title with no tools (Codex, Claude Code).
+    pub fn is_title_request(&self, conversation: &Conversation) -> bool {
+        is_schema_title_request(conversation)
+            || conversation.messages().any(|m| {
+                m.role == Role::System && {
+                    let text = m.content.text();
+                    let text = text.trim_start();
+                    text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
+                }
+            })
+    }
+}
+
+/// A client's own title request asking for a JSON answer, as the fronts translate it: no tools
+/// and a JSON-schema answer format that is Codex's (`codex_output_schema`, README "Codex CLI (0.95
+/// and later)") or holds one property, `title` (Claude Code's `output_config.format` `{title}`).
+fn is_schema_title_request(conversation: &Conversation) -> bool {
+    let Some(ResponseFormat::JsonSchema { name, schema, .. }) =
+        &conversation.options.response_format
+    else {
+        return false;
+    };
+    let only_a_title = schema
+        .as_ref()
+        .and_then(|s| s.pointer("/properties"))
+        .and_then(serde_json::Value::as_object)
+        .is_some_and(|p| p.len() == 1 && p.contains_key("title"));
+    // Codex's TUI offers its `apply_patch` even on its title thread: its schema says enough.
+    let codex = name == CODEX_TITLE_SCHEMA;
+    (conversation.tools.is_empty() && (codex || only_a_title)) || (codex && only_a_title)
+}
+
+const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn body_matches_the_spec_layout() {
+        let body = String::from_utf8(title_body(
+            "mock-model",
+            "PROMPT\n",
+            "Run the QA pass\nthen report",
+        ))
+        .expect("utf8");
+        assert_eq!(
+            body,
+            concat!(
+                r#"{"model":"mock-model","max_tokens":32000,"temperature":1,"stream":true,"#,
+                r#""stream_options":{"include_usage":true},"messages":[{"role":"system","content":"PROMPT\n"},"#,
+                r#"{"role":"user","content":"Generate a title for this conversation:\n"},"#,
+                r#"{"role":"user","content":"\"Run the QA pass\nthen report\""}]}"#
+            )
+        );
+    }
+}

@@ -189,6 +189,9 @@ async fn redis_dying_mid_title_loses_no_finished_title_and_never_breaks_chat() {
         settled(&app, "conv-before", "k").await["title"],
         "Finished before"
     );
+    // A listing writes the finished titles still gathering for their batch: this one is stored.
+    let listed: Value = app.get_json("/titles", "k").await;
+    assert_eq!(listed["data"][0]["id"], "conv-before", "{listed}");
     read_all(chat(&app, &first_turn("During"), "conv-during", "k").await).await;
 
     redis.kill();

@@ -1,5 +1,6 @@
 //! Images on every front (issue 19) through the real server: Anthropic `image` blocks (base64 and
-//! URL) and images inside a `tool_result`, Responses `input_image`, Chat `image_url` parts reach
+//! URL) and images inside a `tool_result`, Responses `input_image`, Gemini `inlineData`, Chat
+//! `image_url` parts reach
 //! the upstream as Chat Completions `image_url` parts in opencode's form; images over
 //! `limits.max_image_bytes` are a 413 in the client's own error shape. Expected upstream messages
 //! are written by hand.
@@ -169,6 +170,44 @@ async fn images_over_the_limit_are_a_413_in_each_client_s_shape() {
     ]}]});
     let (status, answer) = post(&app, "/v1/chat/completions", &at_limit).await;
     assert_eq!(status, 200, "{answer}");
+}
+
+/// Gemini CLI's pasted image (`inlineData`) reaches the upstream as opencode's `image_url` part,
+/// and one over the limit is a 413 in Google's error shape, nothing sent.
+#[tokio::test]
+async fn a_gemini_inline_image_reaches_the_upstream_and_one_too_large_is_a_413() {
+    let upstream = upstream().await;
+    let mut config = test_config(&upstream.base_url());
+    config.limits.max_image_bytes = 30;
+    let app = TestApp::start(config).await;
+    let path = "/v1beta/models/gemini-2.5-pro:generateContent";
+    let body = |data: String| {
+        json!({"contents": [{"role": "user", "parts": [
+            {"text": "What is on it?"},
+            {"inlineData": {"mimeType": "image/png", "data": data}}
+        ]}]})
+    };
+    let (status, error) = post(&app, path, &body("A".repeat(44))).await;
+    assert_eq!(status, 413, "{error}");
+    assert_eq!(error["error"]["code"], 413, "{error}");
+    assert!(error["error"]["status"].is_string(), "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("limits.max_image_bytes")),
+        "{error}"
+    );
+    assert!(upstream.main_requests().is_empty());
+
+    let (status, answer) = post(&app, path, &body("iVBORw0KGgo=".to_owned())).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(
+        upstream_messages(&upstream),
+        vec![json!({"role": "user", "content": [
+            {"type": "text", "text": "\"What is on it?\""},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}}
+        ]})]
+    );
 }
 
 #[tokio::test]

@@ -6,6 +6,7 @@
 //! titles; pending records name the process (`instance`) running them, and each process keeps a
 //! lease that `fail_stale_pending` checks, so no process fails another live one's titles.
 
+pub mod background;
 #[cfg(test)]
 pub(crate) mod contract;
 pub mod memory;

@@ -1,5 +1,6 @@
 //! SQLite store (embedded default): WAL journal, schema created (and older files migrated) on open,
-//! every call on the blocking pool so the async runtime never waits on disk. Several processes may
+//! every call on the blocking pool so the async runtime never waits on disk, except the batched
+//! outcome writes, which run on the store's low-priority writer (`background`). Several processes may
 //! share one file: the claim is one `INSERT ... ON CONFLICT DO NOTHING`, leases live in a table.
 //! Readiness writes a probe row and checks the file is still the one opened (a removed directory
 //! leaves writes landing in an unlinked file, which would lose every title silently).
@@ -11,10 +12,13 @@ use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::background::Background;
 use super::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
+    /// The batched outcome writes, on a thread and connection of their own at lower priority.
+    background: Background,
     path: PathBuf,
     /// (device, inode) of the file at open: a different or missing file means the store is lost.
     identity: Option<(u64, u64)>,
@@ -69,6 +73,17 @@ const MIGRATIONS: [(&str, &str); 3] = [
 const COLUMNS: &str = "owner, id, title, status, error, model, harness, created_at, updated_at, instance, text, protocol";
 const VALUES: &str = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
 
+/// Every connection's settings: WAL (readers never wait for the writer), commits without fsync
+/// (a crash loses at most the last commits, never the file), and a wait for the other writers.
+fn configure(conn: &Connection) -> Result<(), StoreError> {
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(backend)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")
+        .map_err(backend)?;
+    conn.busy_timeout(std::time::Duration::from_secs(5))
+        .map_err(backend)
+}
+
 fn backend(err: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(err.to_string())
 }
@@ -81,16 +96,12 @@ impl SqliteStore {
         }
         let conn = Connection::open(path)
             .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(backend)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(backend)?;
-        conn.busy_timeout(std::time::Duration::from_secs(5))
-            .map_err(backend)?;
+        configure(&conn)?;
         migrate(&conn).map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
+            background: Background::open(path, configure)?,
             identity: file_identity(path),
             path: path.to_owned(),
         })
@@ -197,18 +208,20 @@ impl TitleStore for SqliteStore {
             .await
     }
 
-    /// One transaction for the whole batch: one journal commit instead of one per outcome.
+    /// One transaction for the whole batch (one journal commit instead of one per outcome), on
+    /// the background writer: no request waits for it.
     async fn finish_many(&self, records: &[TitleRecord]) -> Result<(), StoreError> {
         let records = records.to_vec();
-        self.with(move |c| {
-            let tx = c.unchecked_transaction()?;
-            let sql = finish_sql();
-            for r in &records {
-                execute_record(&tx, &sql, r)?;
-            }
-            tx.commit()
-        })
-        .await
+        self.background
+            .run(move |c| {
+                let tx = c.unchecked_transaction()?;
+                let sql = finish_sql();
+                for r in &records {
+                    execute_record(&tx, &sql, r)?;
+                }
+                tx.commit()
+            })
+            .await
     }
 
     async fn get(&self, owner: Option<&str>, id: &str) -> Result<Option<TitleRecord>, StoreError> {

@@ -1,0 +1,127 @@
+//! The SQLite store's background writes (`finish_many`, the batches `titles::writer` gathers): on
+//! a thread of their own, with a connection of their own, at a lower CPU priority (nice +10).
+//!
+//! Why: a process pinned to one core runs its async worker and the blocking pool on that core.
+//! A batch transaction (and the WAL checkpoint a commit can trigger) took that core from requests
+//! in flight for a millisecond or so; the bench showed it as the id-less turns' first-event p99.
+//! At nice +10 the scheduler lets a woken request run first, and the batch takes the time left.
+//! Claims, reads and every other store call stay on the store's main connection, at normal
+//! priority: only work no request waits for runs here.
+//!
+//! Owns: the thread and its connection; the thread ends when the store is dropped. Must not: run
+//! a call a request waits on (its priority would hold that request up).
+
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+use std::sync::mpsc;
+
+use rusqlite::Connection;
+
+use super::StoreError;
+
+/// How much lower than the process the writer runs (a nice value: 0 normal, 19 lowest).
+pub const NICE: i32 = 10;
+/// The writer thread's name (what `top -H` and `/proc/…/task/*/comm` show).
+pub const THREAD_NAME: &str = "title-writer";
+
+type Job = Box<dyn FnOnce(&Connection) + Send>;
+
+pub struct Background {
+    jobs: mpsc::Sender<Job>,
+}
+
+impl Background {
+    /// Opens the writer's own connection to `path` (set up by `configure`) and starts its thread.
+    pub fn open(
+        path: &Path,
+        configure: impl FnOnce(&Connection) -> Result<(), StoreError>,
+    ) -> Result<Self, StoreError> {
+        let conn = Connection::open(path)
+            .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
+        configure(&conn)?;
+        let (jobs, queue) = mpsc::channel::<Job>();
+        std::thread::Builder::new()
+            .name(THREAD_NAME.to_owned())
+            .spawn(move || {
+                lower_priority();
+                while let Ok(job) = queue.recv() {
+                    // A panicking job must not take the writer (and every later batch) with it.
+                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| job(&conn)));
+                }
+            })
+            .map_err(|e| StoreError::Backend(format!("cannot start the title writer: {e}")))?;
+        Ok(Self { jobs })
+    }
+
+    /// Runs `work` on the writer's connection and waits (asynchronously) for its result.
+    pub async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move |conn| {
+            let _ = answer.send(work(conn).map_err(|e| StoreError::Backend(e.to_string())));
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| StoreError::Backend("the title writer thread is gone".to_owned()))?;
+        answered
+            .await
+            .map_err(|_| StoreError::Backend("the title writer dropped a write".to_owned()))?
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn lower_priority() {
+    // On Linux `setpriority(PRIO_PROCESS, 0)` names the calling thread alone (each thread has its
+    // own nice value).
+    if rustix::process::setpriority_process(None, NICE).is_err() {
+        tracing::debug!("cannot lower the title writer's priority; it runs at the process's");
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn lower_priority() {}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    /// The nice value of this process's thread named `name`, from `/proc/self/task/*/stat`.
+    fn nice_of(name: &str) -> Option<i32> {
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() != name {
+                continue;
+            }
+            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
+            // Fields after the `(comm)`: state is field 3, nice field 19.
+            let after = &stat[stat.rfind(')')? + 2..];
+            return after.split(' ').nth(16)?.parse().ok();
+        }
+        None
+    }
+
+    #[tokio::test]
+    async fn writes_run_on_a_thread_of_lower_priority_with_their_own_connection() {
+        let dir = tempfile::tempdir().expect("dir");
+        let background = Background::open(&dir.path().join("w.db"), |_| Ok(())).expect("open");
+        let sum = background
+            .run(|c| c.query_row("SELECT 40 + 2", [], |r| r.get::<_, i64>(0)))
+            .await
+            .expect("run");
+        assert_eq!(sum, 42);
+        let before = std::fs::read_to_string("/proc/self/stat").expect("stat");
+        let process_nice: i32 = before[before.rfind(')').expect(")") + 2..]
+            .split(' ')
+            .nth(16)
+            .and_then(|n| n.parse().ok())
+            .expect("nice");
+        assert_eq!(nice_of(THREAD_NAME), Some((process_nice + NICE).min(19)));
+        let failed = background
+            .run(|c| c.execute_batch("NOT SQL"))
+            .await
+            .expect_err("a bad statement is an error");
+        assert!(matches!(failed, StoreError::Backend(_)));
+    }
+}

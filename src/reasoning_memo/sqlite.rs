@@ -44,17 +44,7 @@ fn now_ms() -> i64 {
 
 impl SqliteMemo {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| backend(format!("cannot create {}: {e}", dir.display())))?;
-        }
-        let conn = Connection::open(path)
-            .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(backend)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(backend)?;
-        conn.busy_timeout(Duration::from_secs(5)).map_err(backend)?;
+        let conn = crate::titles::store::sqlite::open_connection(path)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 
 use crate::support::sse::{DONE, USAGE_CHUNK, finish_chunk, hello_stream, read_all, text_chunk};
-use crate::support::tokens::exact_tokens;
+use crate::support::tokens::assert_counts_the_rebuilt_body;
 use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, test_config};
 
 const CLAUDE_UA: &str = "claude-cli/2.1.197 (external, sdk-cli)";
@@ -723,19 +723,5 @@ async fn count_tokens_is_within_ten_percent_of_the_rebuilt_upstream_body() {
         .pop()
         .expect("the turn went upstream")
         .json();
-    let exact = exact_tokens(&sent) as f64;
-    let error = (estimate - exact).abs() / exact;
-    eprintln!(
-        "count_tokens: estimate {estimate}, exact {exact} ({:+.2} %), client's own {client_side}",
-        (estimate - exact) / exact * 100.0
-    );
-    assert!(
-        error < 0.10,
-        "estimate {estimate}, exact {exact}: {:.1} %",
-        error * 100.0
-    );
-    assert!(
-        (client_side - exact).abs() / exact > 0.10,
-        "the client's own request is another size: {client_side} vs {exact}"
-    );
+    assert_counts_the_rebuilt_body("count_tokens", estimate, &sent, client_side);
 }

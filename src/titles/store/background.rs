@@ -31,14 +31,9 @@ pub struct Background {
 }
 
 impl Background {
-    /// Opens the writer's own connection to `path` (set up by `configure`) and starts its thread.
-    pub fn open(
-        path: &Path,
-        configure: impl FnOnce(&Connection) -> Result<(), StoreError>,
-    ) -> Result<Self, StoreError> {
-        let conn = Connection::open(path)
-            .map_err(|e| StoreError::Backend(format!("cannot open {}: {e}", path.display())))?;
-        configure(&conn)?;
+    /// Opens the writer's own connection to `path` and starts its thread.
+    pub fn open(path: &Path) -> Result<Self, StoreError> {
+        let conn = super::sqlite::open_connection(path)?;
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name(THREAD_NAME.to_owned())
@@ -105,7 +100,7 @@ mod tests {
     #[tokio::test]
     async fn writes_run_on_a_thread_of_lower_priority_with_their_own_connection() {
         let dir = tempfile::tempdir().expect("dir");
-        let background = Background::open(&dir.path().join("w.db"), |_| Ok(())).expect("open");
+        let background = Background::open(&dir.path().join("w.db")).expect("open");
         let sum = background
             .run(|c| c.query_row("SELECT 40 + 2", [], |r| r.get::<_, i64>(0)))
             .await

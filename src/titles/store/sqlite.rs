@@ -73,15 +73,23 @@ const MIGRATIONS: [(&str, &str); 3] = [
 const COLUMNS: &str = "owner, id, title, status, error, model, harness, created_at, updated_at, instance, text, protocol";
 const VALUES: &str = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
 
-/// Every connection's settings: WAL (readers never wait for the writer), commits without fsync
-/// (a crash loses at most the last commits, never the file), and a wait for the other writers.
-fn configure(conn: &Connection) -> Result<(), StoreError> {
+/// A connection to the store's file (its directory made first), as every user of the file opens
+/// it: WAL (readers never wait for the writer), commits without fsync (a crash loses at most the
+/// last commits, never the file), and a wait for the other writers.
+pub(crate) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| backend(format!("cannot create {}: {e}", dir.display())))?;
+    }
+    let conn = Connection::open(path)
+        .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(backend)?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(backend)?;
     conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(backend)
+        .map_err(backend)?;
+    Ok(conn)
 }
 
 fn backend(err: impl std::fmt::Display) -> StoreError {
@@ -90,18 +98,12 @@ fn backend(err: impl std::fmt::Display) -> StoreError {
 
 impl SqliteStore {
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| backend(format!("cannot create {}: {e}", dir.display())))?;
-        }
-        let conn = Connection::open(path)
-            .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
-        configure(&conn)?;
+        let conn = open_connection(path)?;
         migrate(&conn).map_err(backend)?;
         conn.execute_batch(SCHEMA).map_err(backend)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
-            background: Background::open(path, configure)?,
+            background: Background::open(path)?,
             identity: file_identity(path),
             path: path.to_owned(),
         })

@@ -30,3 +30,24 @@ pub fn exact_tokens(body: &Value) -> usize {
     }
     total
 }
+
+/// Asserts that `estimate` is within 10 % of the exact tokens of `sent` (the body the upstream
+/// received) and that the client's own request (`client_side`) is another size, so the estimate
+/// counted the rebuilt body. `label` names the estimate in the printed figures.
+pub fn assert_counts_the_rebuilt_body(label: &str, estimate: f64, sent: &Value, client_side: f64) {
+    let exact = exact_tokens(sent) as f64;
+    let error = (estimate - exact).abs() / exact;
+    eprintln!(
+        "{label}: estimate {estimate}, exact {exact} ({:+.2} %), client's own {client_side}",
+        (estimate - exact) / exact * 100.0
+    );
+    assert!(
+        error < 0.10,
+        "estimate {estimate}, exact {exact}: {:.1} %",
+        error * 100.0
+    );
+    assert!(
+        (client_side - exact).abs() / exact > 0.10,
+        "the client's own request is another size: {client_side} vs {exact}"
+    );
+}

@@ -331,28 +331,7 @@ async fn gemini_cli_reads_cached_content_and_thought_tokens() {
             .collect();
         usages.push(events.last().unwrap()["usageMetadata"].clone());
         // The CLI keeps the model's parts but its thoughts, and answers each call.
-        let parts: Vec<Value> = events
-            .iter()
-            .flat_map(|e| {
-                e["candidates"][0]["content"]["parts"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .filter(|p| p["thought"] != true)
-            .collect();
-        let results: Vec<Value> = parts
-            .iter()
-            .filter_map(|p| p.get("functionCall"))
-            .map(|c| {
-                json!({"functionResponse": {"id": c["id"], "name": c["name"],
-                "response": {"output": "a.txt"}}})
-            })
-            .collect();
-        contents.push(json!({"role": "model", "parts": parts}));
-        if !results.is_empty() {
-            contents.push(json!({"role": "user", "parts": results}));
-        }
+        crate::support::gemini_cli::echo_answer(&events, &mut contents, "a.txt");
     }
     let (bodies, cached) = upstream_turns(&upstream);
     for (usage, cached) in usages.iter().zip(&cached) {

@@ -405,28 +405,7 @@ async fn gemini_cli_s_turns_reach_the_upstream_as_a_growing_prefix() {
                 "generationConfig": {"temperature": 0, "topP": 1,
                     "thinkingConfig": {"includeThoughts": true, "thinkingBudget": -1}}});
             let answer = post_stream(&app, path, &headers, &body).await;
-            let parts: Vec<Value> = chunks_of(&answer)
-                .iter()
-                .flat_map(|e| {
-                    e["candidates"][0]["content"]["parts"]
-                        .as_array()
-                        .cloned()
-                        .unwrap_or_default()
-                })
-                .filter(|p| p["thought"] != true)
-                .collect();
-            let results: Vec<Value> = parts
-                .iter()
-                .filter_map(|p| p.get("functionCall"))
-                .map(|c| {
-                    json!({"functionResponse": {"id": c["id"], "name": c["name"],
-                    "response": {"output": "a.txt"}}})
-                })
-                .collect();
-            contents.push(json!({"role": "model", "parts": parts}));
-            if !results.is_empty() {
-                contents.push(json!({"role": "user", "parts": results}));
-            }
+            crate::support::gemini_cli::echo_answer(&chunks_of(&answer), &mut contents, "a.txt");
         }
     }
     assert_grows_only_at_its_end(&upstream, 4);

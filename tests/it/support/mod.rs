@@ -4,6 +4,7 @@ pub mod binary;
 pub mod browser;
 pub mod caching_upstream;
 pub mod fake_upstream;
+pub mod gemini_cli;
 pub mod raw;
 pub mod redis;
 pub mod skip;

@@ -58,7 +58,7 @@ pub struct TitleService {
     /// Conversations known to have a record already: not claimed again.
     known: Known,
     /// Titles generated lately, by what they were generated from.
-    recent: RecentTitles,
+    pub(super) recent: RecentTitles,
     /// First turns' claims waiting for their client's own title request.
     pub(super) threads: TitleThreads,
     /// The reasoning of answers that made tool calls, in this process and in the store's backend
@@ -282,6 +282,25 @@ impl TitleService {
                 () = self.cancel.cancelled() => return,
             }
         }
+    }
+
+    /// The title this caller's `words` got lately with `record`'s model, if any (`recent`).
+    pub(super) fn recent_title(&self, record: &TitleRecord, words: &str) -> Option<String> {
+        self.recent.get(Source {
+            owner: &record.owner,
+            model: &record.model,
+            text: words,
+        })
+    }
+
+    /// Ends a fresh conversation's claim with a title `recent` already holds: shown live at once,
+    /// recorded on a task of its own (the caller does not wait for it).
+    pub(super) fn settle_recent(self: &Arc<Self>, live: Arc<LiveTitle>, title: String) {
+        live.push_delta(&title);
+        let this = self.clone();
+        self.tracker.spawn(async move {
+            this.settle_surely(&live, Outcome::Done(title)).await;
+        });
     }
 
     /// Starts the title task for a claimed conversation.

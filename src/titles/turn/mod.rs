@@ -169,6 +169,14 @@ impl TitleService {
             } else {
                 &facts.last_user_text
             };
+            // The same words from this caller were titled lately (`recent`): the title is known,
+            // so no title request is written and the main request does not wait for a title task.
+            if turn.started
+                && let Some(title) = self.recent_title(&live.record, words)
+            {
+                self.settle_recent(live, title);
+                return out;
+            }
             let TitleRequest { body, headers } = (turn.title_request)(&live.record.model, words);
             let job = TitleJob {
                 fresh: turn.started,

@@ -242,6 +242,46 @@ async fn a_started_conversation_titles_from_what_this_turn_asks() {
 }
 
 #[tokio::test]
+async fn a_fresh_conversation_with_recently_titled_words_takes_that_title_at_once() {
+    let service = titles(TitleOrder::Parallel);
+    let first = facts(false, true);
+    service.recent.remember(
+        crate::titles::recent::Source {
+            owner: "owner",
+            model: "m",
+            text: "first question",
+        },
+        "Known title",
+    );
+    let built = AtomicUsize::new(0);
+    let request = |model: &str, words: &str| {
+        built.fetch_add(1, Ordering::Relaxed);
+        no_request(model, words)
+    };
+    let mut turn = service
+        .begin(TurnInfo {
+            title_request: &request,
+            ..info("c3", &first, true)
+        })
+        .await;
+    assert_eq!(turn.url(), Some("/titles/c3"));
+    assert_eq!(
+        built.load(Ordering::Relaxed),
+        0,
+        "no title request is written"
+    );
+    assert!(
+        turn.before_upstream().await.is_none() && turn.job.is_none(),
+        "nothing is left for the main request to wait on"
+    );
+    let record = settled(&service, "c3").await;
+    assert_eq!(
+        (record.status, record.title.as_deref()),
+        (Status::Done, Some("Known title"))
+    );
+}
+
+#[tokio::test]
 async fn a_later_turn_or_an_untitled_harness_claims_nothing() {
     let service = titles(TitleOrder::After);
     let later = facts(false, false);

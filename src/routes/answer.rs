@@ -21,10 +21,8 @@ use crate::protocols::chat::shaper::ShapeError;
 use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::protocols::{ClientProtocol, Renderer};
 use crate::routes::front::Front;
-use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, UNFINISHED, client_headers, is_event_stream,
-};
-use crate::upstream::{BodyStream, UpstreamError, UpstreamResponse};
+use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
+use crate::upstream::{BodyStream, Interruption, UpstreamError, UpstreamResponse};
 
 /// What an answer may hold, from `limits`.
 #[derive(Debug, Clone, Copy)]
@@ -259,13 +257,17 @@ fn fold_error(err: FoldError) -> ProxyError {
         FoldError::TooLarge(too_large) => {
             ProxyError::Upstream(UpstreamError::EventTooLarge(too_large.limit))
         }
-        FoldError::Unfinished => ProxyError::Upstream(UpstreamError::Interrupted(err.to_string())),
+        FoldError::Unfinished => {
+            ProxyError::Upstream(UpstreamError::Interrupted(Interruption::Unfinished))
+        }
         FoldError::Upstream(error) => {
             let message = error
                 .get("message")
                 .and_then(|m| m.as_str())
                 .unwrap_or("the upstream reported an error");
-            ProxyError::Upstream(UpstreamError::Interrupted(message.to_owned()))
+            ProxyError::Upstream(UpstreamError::Interrupted(Interruption::ErrorEvent(
+                message.to_owned(),
+            )))
         }
     }
 }
@@ -332,7 +334,7 @@ impl Stream for ShapedBody {
                 Poll::Ready(None) => {
                     this.done = true;
                     if !this.shaper.finish(&mut out) {
-                        let err = UpstreamError::Interrupted(UNFINISHED.to_owned());
+                        let err = UpstreamError::Interrupted(Interruption::Unfinished);
                         metrics::counter!("harness_proxy_upstream_stream_errors_total")
                             .increment(1);
                         tracing::warn!(code = err.code(), error = %err, "upstream stream ended early");

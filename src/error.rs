@@ -55,8 +55,9 @@ pub enum ProxyError {
     StoreUnavailable { store: String, reason: String },
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
-    #[error("internal error")]
-    Internal(String),
+    /// The cause is logged; the client is only told "internal error" (`public_message`).
+    #[error("internal error: {0}")]
+    Internal(#[from] InternalError),
     /// A WebSocket upgrade on an HTTP-only route (Codex then falls back to HTTP POST).
     #[error("{0}")]
     UpgradeRequired(&'static str),
@@ -64,6 +65,29 @@ pub enum ProxyError {
     /// re-rendered in our shape with its status kept.
     #[error("{message}")]
     Rejected { status: StatusCode, message: String },
+}
+
+/// What failed inside the proxy, kept typed for the log; every variant's message says the cause
+/// in its own words after what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InternalError {
+    /// A handler panicked (`server::router`'s catch-panic layer); the panic message was already
+    /// printed by the panic hook.
+    #[error("a handler panicked")]
+    Panicked,
+    /// A task the request ran apart (the blocking pool, `routes::answer::apart`) was cancelled.
+    #[error("a task of the request failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    /// The limiter of large rewrites was closed (it never is while the server runs).
+    #[error("the rewrite limiter is closed: {0}")]
+    LimiterClosed(#[from] tokio::sync::AcquireError),
+    /// An answer of the proxy's own could not be written as JSON.
+    #[error("cannot write the answer as JSON: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// The title store failed otherwise than by being unreachable. Boxed: `error` sits below
+    /// `titles` and does not name its types.
+    #[error("{0}")]
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl From<HarnessError> for ProxyError {
@@ -83,6 +107,11 @@ impl From<HarnessError> for ProxyError {
 }
 
 impl ProxyError {
+    /// An internal failure, from its typed cause (`.map_err(ProxyError::internal)`).
+    pub fn internal(cause: impl Into<InternalError>) -> Self {
+        Self::Internal(cause.into())
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             Self::InvalidJson(_)

@@ -138,7 +138,7 @@ async fn shape(
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
-    let json = serde_json::to_vec(&folded).map_err(|e| ProxyError::Internal(e.to_string()))?;
+    let json = serde_json::to_vec(&folded).map_err(ProxyError::internal)?;
     Ok(build(status, out_headers, Body::from(json)))
 }
 
@@ -227,7 +227,7 @@ pub(crate) async fn apart<T: Send + 'static>(
         Ok(done) => Ok(done),
         Err(err) => match err.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
-            Err(err) => Err(ProxyError::Internal(err.to_string())),
+            Err(err) => Err(ProxyError::internal(err)),
         },
     }
 }

@@ -111,6 +111,10 @@ fn describe_metrics() {
         "Upstream requests retried, by reason"
     );
     describe_counter!(
+        "harness_proxy_errors_total",
+        "Error answers of the proxy (its own and the upstream's failures before the answer began), by kind"
+    );
+    describe_counter!(
         "harness_proxy_upstream_stream_errors_total",
         "Upstream streams that failed after the answer had begun"
     );

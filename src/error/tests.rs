@@ -218,13 +218,9 @@ fn kinds_are_the_documented_fixed_set() {
     for kind in &seen {
         assert!(KINDS.contains(kind), "{kind} is not in KINDS");
     }
-    let docs = include_str!("../../docs/metrics.md");
+    // docs/metrics.md lists them all: tests/it/docs.rs (the image builds without docs/).
     for kind in KINDS {
         assert!(seen.contains(kind), "no variant has the kind {kind}");
-        assert!(
-            docs.contains(&format!("`{kind}`")),
-            "docs/metrics.md lacks {kind}"
-        );
     }
 }
 

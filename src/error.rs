@@ -318,9 +318,9 @@ pub struct ErrorFacts<'a> {
 }
 
 impl ProxyError {
-    /// The one rendering of this error: logged (server errors), its body made by `shape` (a
-    /// protocol's error shape, which may also pick the status it is sent with), `Retry-After` on
-    /// the proxy's own overload, and the code marked for the access log.
+    /// The one rendering of this error: logged at its `log_level`, counted by its `kind`, its body
+    /// made by `shape` (a protocol's error shape, which may also pick the status it is sent
+    /// with), `Retry-After` on the proxy's own overload, and the code marked for the access log.
     pub fn render_with(
         self,
         shape: impl FnOnce(&ErrorFacts<'_>) -> (StatusCode, String),

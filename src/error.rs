@@ -1,5 +1,6 @@
 //! `ProxyError`: every failure a client can see, mapped to one status and one OpenAI error body.
-//! Logged once, here, at the boundary; internals never reach the client.
+//! Logged once, here, at the boundary, at the variant's level, and counted by its kind
+//! (`harness_proxy_errors_total`); internals never reach the client.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -55,8 +56,9 @@ pub enum ProxyError {
     StoreUnavailable { store: String, reason: String },
     #[error(transparent)]
     Upstream(#[from] UpstreamError),
-    #[error("internal error")]
-    Internal(String),
+    /// The cause is logged; the client is only told "internal error" (`public_message`).
+    #[error("internal error: {0}")]
+    Internal(#[from] InternalError),
     /// A WebSocket upgrade on an HTTP-only route (Codex then falls back to HTTP POST).
     #[error("{0}")]
     UpgradeRequired(&'static str),
@@ -64,6 +66,29 @@ pub enum ProxyError {
     /// re-rendered in our shape with its status kept.
     #[error("{message}")]
     Rejected { status: StatusCode, message: String },
+}
+
+/// What failed inside the proxy, kept typed for the log; every variant's message says the cause
+/// in its own words after what failed.
+#[derive(Debug, thiserror::Error)]
+pub enum InternalError {
+    /// A handler panicked (`server::router`'s catch-panic layer); the panic message was already
+    /// printed by the panic hook.
+    #[error("a handler panicked")]
+    Panicked,
+    /// A task the request ran apart (the blocking pool, `routes::answer::apart`) was cancelled.
+    #[error("a task of the request failed: {0}")]
+    Task(#[from] tokio::task::JoinError),
+    /// The limiter of large rewrites was closed (it never is while the server runs).
+    #[error("the rewrite limiter is closed: {0}")]
+    LimiterClosed(#[from] tokio::sync::AcquireError),
+    /// An answer of the proxy's own could not be written as JSON.
+    #[error("cannot write the answer as JSON: {0}")]
+    Encode(#[from] serde_json::Error),
+    /// The title store failed otherwise than by being unreachable. Boxed: `error` sits below
+    /// `titles` and does not name its types.
+    #[error("{0}")]
+    Store(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 impl From<HarnessError> for ProxyError {
@@ -83,6 +108,11 @@ impl From<HarnessError> for ProxyError {
 }
 
 impl ProxyError {
+    /// An internal failure, from its typed cause (`.map_err(ProxyError::internal)`).
+    pub fn internal(cause: impl Into<InternalError>) -> Self {
+        Self::Internal(cause.into())
+    }
+
     pub fn status(&self) -> StatusCode {
         match self {
             Self::InvalidJson(_)
@@ -141,7 +171,76 @@ impl ProxyError {
         }
     }
 
-    fn kind(&self) -> &'static str {
+    /// The error's kind, the `kind` label of `harness_proxy_errors_total`: one of `KINDS`, a
+    /// fixed set (unlike `code`, which a caller's `InvalidRequest` or the upstream's report
+    /// words), so the metric stays low-cardinality.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::InvalidJson(_) | Self::InvalidRequest { .. } | Self::BodyRead(_) => {
+                "invalid_request"
+            }
+            Self::UnknownHarness { .. } => "unknown_harness",
+            Self::BodyTooLarge { .. } | Self::ImagesTooLarge { .. } => "too_large",
+            Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
+            Self::MethodNotAllowed { .. } => "method_not_allowed",
+            Self::Unauthorized(_) => "unauthorized",
+            Self::UnsupportedMediaType(_) | Self::Forbidden { .. } => "refused",
+            Self::Overloaded | Self::Busy(_) => "overloaded",
+            Self::RequestTimeout(_) => "request_timeout",
+            Self::StoreUnavailable { .. } => "store_unavailable",
+            Self::Upstream(e) => match e {
+                UpstreamError::Unreachable(_) => "upstream_unreachable",
+                UpstreamError::Timeout(_) => "upstream_timeout",
+                UpstreamError::Reported { code, .. } if *code == "upstream_timeout" => {
+                    "upstream_timeout"
+                }
+                UpstreamError::Interrupted(_) | UpstreamError::Reported { .. } => {
+                    "upstream_interrupted"
+                }
+                UpstreamError::EventTooLarge(_)
+                | UpstreamError::InvalidEvent(_)
+                | UpstreamError::AnswerTooLarge(_) => "upstream_bad_answer",
+                UpstreamError::PathEscape => "invalid_path",
+            },
+            Self::Internal(_) => "internal",
+            Self::UpgradeRequired(_) => "upgrade_required",
+            Self::Rejected { .. } => "rejected",
+        }
+    }
+
+    /// How loudly the boundary logs it: a failure of the proxy at `error`, of what it depends on
+    /// (the upstream, the title store) at `warn`; the proxy's own shedding, which is the bound
+    /// working and is counted, at `info`, as are refusals of who is asking (a wrong key, a web
+    /// page, a client too slow to send); any other client mistake at `debug` (the access log
+    /// has its status and code already).
+    pub fn log_level(&self) -> tracing::Level {
+        use tracing::Level;
+        match self {
+            Self::Internal(_) => Level::ERROR,
+            Self::Upstream(_) | Self::StoreUnavailable { .. } => Level::WARN,
+            Self::Rejected { status, .. } if status.is_server_error() => Level::WARN,
+            Self::Overloaded
+            | Self::Busy(_)
+            | Self::Unauthorized(_)
+            | Self::Forbidden { .. }
+            | Self::RequestTimeout(_) => Level::INFO,
+            Self::InvalidJson(_)
+            | Self::InvalidRequest { .. }
+            | Self::UnknownHarness { .. }
+            | Self::BodyTooLarge { .. }
+            | Self::ImagesTooLarge { .. }
+            | Self::BodyRead(_)
+            | Self::NotFound { .. }
+            | Self::MethodNotAllowed { .. }
+            | Self::UnsupportedMediaType(_)
+            | Self::ResourceNotFound { .. }
+            | Self::UpgradeRequired(_)
+            | Self::Rejected { .. } => Level::DEBUG,
+        }
+    }
+
+    /// OpenAI's error `type`, from the status.
+    fn openai_type(&self) -> &'static str {
         match self.status().as_u16() {
             401 => "authentication_error",
             404 => "not_found_error",
@@ -171,6 +270,28 @@ impl ProxyError {
     }
 }
 
+/// Every value `ProxyError::kind` takes (docs/metrics.md lists them).
+pub const KINDS: &[&str] = &[
+    "invalid_request",
+    "unknown_harness",
+    "too_large",
+    "not_found",
+    "method_not_allowed",
+    "unauthorized",
+    "refused",
+    "overloaded",
+    "request_timeout",
+    "store_unavailable",
+    "upstream_unreachable",
+    "upstream_timeout",
+    "upstream_interrupted",
+    "upstream_bad_answer",
+    "invalid_path",
+    "internal",
+    "upgrade_required",
+    "rejected",
+];
+
 /// The longest error message sent, in characters.
 const MAX_MESSAGE_CHARS: usize = 2048;
 
@@ -197,17 +318,16 @@ pub struct ErrorFacts<'a> {
 }
 
 impl ProxyError {
-    /// The one rendering of this error: logged (server errors), its body made by `shape` (a
-    /// protocol's error shape, which may also pick the status it is sent with), `Retry-After` on
-    /// the proxy's own overload, and the code marked for the access log.
+    /// The one rendering of this error: logged at its `log_level`, counted by its `kind`, its body
+    /// made by `shape` (a protocol's error shape, which may also pick the status it is sent
+    /// with), `Retry-After` on the proxy's own overload, and the code marked for the access log.
     pub fn render_with(
         self,
         shape: impl FnOnce(&ErrorFacts<'_>) -> (StatusCode, String),
     ) -> Response {
         let status = self.status();
-        if status.is_server_error() {
-            tracing::warn!(code = self.code(), error = %self, "request failed");
-        }
+        self.log();
+        metrics::counter!("harness_proxy_errors_total", "kind" => self.kind()).increment(1);
         let message = self.public_message();
         let (status, body) = shape(&ErrorFacts {
             status,
@@ -227,6 +347,17 @@ impl ProxyError {
         response
     }
 
+    /// One line at `log_level` (tracing's macros want their level known where they are written).
+    fn log(&self) {
+        let (code, kind) = (self.code(), self.kind());
+        match self.log_level() {
+            tracing::Level::ERROR => tracing::error!(code, kind, error = %self, "request failed"),
+            tracing::Level::WARN => tracing::warn!(code, kind, error = %self, "request failed"),
+            tracing::Level::INFO => tracing::info!(code, kind, error = %self, "request refused"),
+            _ => tracing::debug!(code, kind, error = %self, "request refused"),
+        }
+    }
+
     /// The proxy's own "retry shortly" (a slot, a bound or the title store).
     pub fn is_overload(&self) -> bool {
         matches!(
@@ -239,7 +370,7 @@ impl ProxyError {
 /// OpenAI's shape, what Chat Completions and Responses clients get.
 impl IntoResponse for ProxyError {
     fn into_response(self) -> Response {
-        let kind = self.kind();
+        let kind = self.openai_type();
         let param = self.param();
         self.render_with(|facts| {
             let body = ErrorBody {
@@ -274,3 +405,6 @@ impl ErrorShape {
         (self.0)(err)
     }
 }
+
+#[cfg(test)]
+mod tests;

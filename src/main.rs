@@ -14,8 +14,8 @@ async fn main() -> ExitCode {
     let cli = harness_proxy::cli::Cli::parse();
     match harness_proxy::cli::run(cli).await {
         Ok(code) => code,
-        Err(message) => {
-            eprintln!("harness-proxy: {message}");
+        Err(err) => {
+            eprintln!("harness-proxy: {err}");
             ExitCode::FAILURE
         }
     }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::template::{Template, format_mode_names};
+use crate::template::{Template, TemplateError, format_mode_names};
 
 /// Display names of the collaboration modes a client can select, in the reference's order.
 pub const KNOWN_MODE_NAMES: [&str; 2] = ["Default", "Plan"];
@@ -50,8 +50,10 @@ pub enum PromptError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("prompt file {path}: {message}")]
-    Invalid { path: String, message: String },
+    #[error("prompt file {path}: {source}")]
+    Tools { path: String, source: ToolsError },
+    #[error("prompt file {path}: {source}")]
+    Template { path: String, source: TemplateError },
 }
 
 /// One opencode tool definition as shipped: its name and its JSON text.
@@ -101,22 +103,22 @@ impl Prompts {
         let (title, _) = read(&TITLE)?;
         let (skills, _) = read(&SKILLS)?;
         let (tools_text, tools_path) = read(&TOOLS)?;
-        let tools = parse_tools(&tools_text).map_err(|message| PromptError::Invalid {
+        let tools = parse_tools(&tools_text).map_err(|source| PromptError::Tools {
             path: tools_path,
-            message,
+            source,
         })?;
         let (default_text, default_path) = read(&DEFAULT_MODE)?;
         let names = format_mode_names(&KNOWN_MODE_NAMES);
         let collaboration_default = render(&default_text, &[("KNOWN_MODE_NAMES", &names)])
-            .map_err(|message| PromptError::Invalid {
+            .map_err(|source| PromptError::Template {
                 path: default_path,
-                message,
+                source,
             })?;
         let (plan_text, plan_path) = read(&PLAN_MODE)?;
         let collaboration_plan =
-            render(&plan_text, &[]).map_err(|message| PromptError::Invalid {
+            render(&plan_text, &[]).map_err(|source| PromptError::Template {
                 path: plan_path,
-                message,
+                source,
             })?;
         Ok(Self {
             system,
@@ -130,27 +132,37 @@ impl Prompts {
     }
 }
 
-fn render(text: &str, values: &[(&str, &str)]) -> Result<String, String> {
-    Template::parse(text)
-        .and_then(|t| t.render(values))
-        .map_err(|e| e.to_string())
+fn render(text: &str, values: &[(&str, &str)]) -> Result<String, TemplateError> {
+    Template::parse(text).and_then(|t| t.render(values))
+}
+
+/// What is wrong with the tools file.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolsError {
+    #[error("not a JSON array of tools: {0}")]
+    NotJson(#[from] serde_json::Error),
+    #[error("tool #{0} has no function.name")]
+    NoName(usize),
+    #[error("tool `{0}` has no function.parameters")]
+    NoParameters(String),
+    #[error("tool `{0}` is defined twice")]
+    Twice(String),
 }
 
 /// The tools file must be a JSON array of `{"type":"function","function":{"name":…}}` objects.
-fn parse_tools(text: &str) -> Result<Vec<ToolText>, String> {
-    let values: Vec<serde_json::Value> =
-        serde_json::from_str(text).map_err(|e| format!("not a JSON array of tools: {e}"))?;
+fn parse_tools(text: &str) -> Result<Vec<ToolText>, ToolsError> {
+    let values: Vec<serde_json::Value> = serde_json::from_str(text)?;
     let mut tools = Vec::with_capacity(values.len());
     for (i, value) in values.iter().enumerate() {
         let name = value
             .pointer("/function/name")
             .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| format!("tool #{i} has no function.name"))?;
+            .ok_or(ToolsError::NoName(i))?;
         if value.pointer("/function/parameters").is_none() {
-            return Err(format!("tool `{name}` has no function.parameters"));
+            return Err(ToolsError::NoParameters(name.to_owned()));
         }
         if tools.iter().any(|t: &ToolText| t.name == name) {
-            return Err(format!("tool `{name}` is defined twice"));
+            return Err(ToolsError::Twice(name.to_owned()));
         }
         tools.push(ToolText {
             name: name.to_owned(),

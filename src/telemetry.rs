@@ -7,13 +7,23 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, LogFormat};
 
+/// Why the logger could not be installed.
+#[derive(Debug, thiserror::Error)]
+pub enum LoggingError {
+    #[error("config key `log_level`: invalid filter `{filter}`: {source}")]
+    Filter {
+        filter: String,
+        source: tracing_subscriber::filter::ParseError,
+    },
+    #[error("cannot install the logger: {0}")]
+    Install(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
 /// Installs the global subscriber. `RUST_LOG` is not consulted: `log_level` is the one knob.
-pub fn init_logging(config: &Config) -> Result<(), String> {
-    let filter = EnvFilter::try_new(&config.log_level).map_err(|e| {
-        format!(
-            "config key `log_level`: invalid filter `{}`: {e}",
-            config.log_level
-        )
+pub fn init_logging(config: &Config) -> Result<(), LoggingError> {
+    let filter = EnvFilter::try_new(&config.log_level).map_err(|source| LoggingError::Filter {
+        filter: config.log_level.clone(),
+        source,
     })?;
     // Colour only for a person at a terminal; files and log collectors get plain text.
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -29,7 +39,7 @@ pub fn init_logging(config: &Config) -> Result<(), String> {
             .with_current_span(false)
             .try_init(),
     };
-    result.map_err(|e| format!("cannot install the logger: {e}"))
+    result.map_err(LoggingError::Install)
 }
 
 /// The process's Prometheus recorder, installed on first use (tests build many apps per process).
@@ -109,6 +119,10 @@ fn describe_metrics() {
     describe_counter!(
         "harness_proxy_upstream_retries_total",
         "Upstream requests retried, by reason"
+    );
+    describe_counter!(
+        "harness_proxy_errors_total",
+        "Error answers of the proxy (its own and the upstream's failures before the answer began), by kind"
     );
     describe_counter!(
         "harness_proxy_upstream_stream_errors_total",

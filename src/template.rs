@@ -20,6 +20,20 @@
 
 use thiserror::Error;
 
+/// A prompt file's text that does not fit the placeholders it may use.
+#[derive(Debug, Error)]
+pub enum BindError {
+    /// The template's own error, then the placeholders that file knows (`known`).
+    #[error("{source}; {known}")]
+    Template {
+        source: TemplateError,
+        known: &'static str,
+    },
+    /// A placeholder in the single-brace form of before `{{ }}`: it would be sent as text.
+    #[error("`{{{name}}}` is not a placeholder; write `{{{{{name}}}}}`")]
+    OldForm { name: &'static str },
+}
+
 /// Why a template failed to parse or render. Parse offsets are byte offsets into the template source,
 /// pointing at the `{{` that opened the offending placeholder or at the stray `}}`.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]

@@ -15,18 +15,24 @@ use tokio::time::Sleep;
 
 use crate::config::UpstreamConfig;
 
-#[derive(Debug, Clone, thiserror::Error)]
+/// A failure of the upstream, as the client is told it. Each cause is kept typed (`#[source]`)
+/// for a caller that asks what it was (`std::error::Error::source`); the message already says
+/// it in words that never include the upstream URL, so a log prints the error alone, not its
+/// chain too.
+#[derive(Debug, thiserror::Error)]
 pub enum UpstreamError {
-    #[error("the upstream is unreachable: {0}")]
-    Unreachable(String),
+    #[error("the upstream is unreachable: {}", describe(.0))]
+    Unreachable(#[source] reqwest::Error),
     #[error("the upstream did not answer in time ({0})")]
     Timeout(&'static str),
     #[error("the upstream stream failed: {0}")]
-    Interrupted(String),
+    Interrupted(#[source] Interruption),
     /// One SSE event of the answer grew past `limits.max_sse_event_bytes`.
     #[error("an upstream SSE event exceeds limits.max_sse_event_bytes ({0} bytes)")]
     EventTooLarge(usize),
-    /// An event that is not a Chat Completions chunk (its start).
+    /// An event that is not a Chat Completions chunk: what it was (its start, cut short, or the
+    /// JSON parser's words on it) — a description of the upstream's data rather than a cause,
+    /// worded by `protocols::chat`'s readers.
     #[error("the upstream sent an event that is not a chat completions chunk: {0}")]
     InvalidEvent(String),
     /// The answer of a client that did not stream grew past `limits.max_answer_bytes`.
@@ -42,6 +48,23 @@ pub enum UpstreamError {
     /// forward route already refuses such paths).
     #[error("the request path leaves the upstream base path")]
     PathEscape,
+}
+
+/// Why an upstream answer stopped before it finished.
+#[derive(Debug, thiserror::Error)]
+pub enum Interruption {
+    /// The connection failed while the body was read.
+    #[error("{}", describe(.0))]
+    Transport(#[source] reqwest::Error),
+    /// The stream stopped with neither a `finish_reason` nor `[DONE]`.
+    #[error(
+        "the upstream closed the stream before the answer finished (no finish_reason, no [DONE])"
+    )]
+    Unfinished,
+    /// The upstream sent an error object in its stream; its message, as it worded it (what the
+    /// upstream said, not an error of ours, so it stays its text).
+    #[error("{0}")]
+    ErrorEvent(String),
 }
 
 impl UpstreamError {
@@ -353,7 +376,7 @@ impl Upstream {
                         tokio::time::sleep(backoff(attempt)).await;
                         continue;
                     }
-                    return Err(classify(&err));
+                    return Err(classify(err));
                 }
                 Ok(Ok(response)) => {
                     let status = response.status();
@@ -378,9 +401,11 @@ impl Upstream {
                         }
                     }
                     let headers = response.headers().clone();
-                    let body = response
-                        .bytes_stream()
-                        .map(|chunk| chunk.map_err(|e| UpstreamError::Interrupted(describe(&e))));
+                    let body = response.bytes_stream().map(|chunk| {
+                        chunk.map_err(|e| {
+                            UpstreamError::Interrupted(Interruption::Transport(e.without_url()))
+                        })
+                    });
                     let body: BodyStream =
                         Box::pin(IdleTimeout::new(Box::pin(body), self.idle_timeout));
                     return Ok(UpstreamResponse {
@@ -486,11 +511,12 @@ fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Durati
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-fn classify(err: &reqwest::Error) -> UpstreamError {
+/// The URL is dropped from a kept error: its query may carry a key (`?key=` of some servers).
+fn classify(err: reqwest::Error) -> UpstreamError {
     if err.is_timeout() {
         UpstreamError::Timeout("connecting")
     } else {
-        UpstreamError::Unreachable(describe(err))
+        UpstreamError::Unreachable(err.without_url())
     }
 }
 
@@ -717,6 +743,41 @@ mod tests {
         for ignored in ["-1", "-1e300", "NaN", "inf", "soon", "", "Wed, 99 Foo 2026"] {
             assert_eq!(read(ignored), None, "{ignored}");
         }
+    }
+
+    #[tokio::test]
+    async fn an_unreachable_upstream_keeps_its_typed_cause_and_tells_no_url() {
+        // A port that was just free: nothing listens there.
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("binds");
+            listener.local_addr().expect("address").port()
+        };
+        let config = UpstreamConfig {
+            base_url: format!("http://127.0.0.1:{port}/v1?key=secret-in-query"),
+            max_retries: 0,
+            ..UpstreamConfig::default()
+        };
+        let upstream = Upstream::new(&config, Arc::new(|_| None)).expect("builds");
+        let outbound = Outbound {
+            method: Method::POST,
+            path: "/chat/completions".to_owned(),
+            headers: HeaderMap::new(),
+            body: Bytes::from_static(b"{}"),
+            client_authorization: None,
+            dispatched: None,
+        };
+        let err = upstream.send(outbound).await.err().expect("fails");
+        let message = err.to_string();
+        assert!(
+            message.starts_with("the upstream is unreachable: connection failed"),
+            "{message}"
+        );
+        let cause = std::error::Error::source(&err)
+            .and_then(|s| s.downcast_ref::<reqwest::Error>())
+            .expect("the reqwest error is the source");
+        assert!(cause.is_connect());
+        assert!(cause.url().is_none(), "the kept cause holds no URL");
+        assert!(!format!("{message} {cause} {cause:?}").contains("secret-in-query"));
     }
 
     #[tokio::test]

@@ -8,10 +8,12 @@ use std::process::ExitCode;
 use chrono::Offset;
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::{self, Config, FlagOverrides};
+pub use self::error::CliError;
+use crate::config::{self, Config, ConfigError, FlagOverrides};
 use crate::prompts::Prompts;
 use crate::state::{AppState, Host, build_registry};
 
+mod error;
 mod rewrite;
 
 #[derive(Debug, Parser)]
@@ -83,7 +85,7 @@ pub struct CommonArgs {
     pub prompts_dir: Option<PathBuf>,
 }
 
-fn load_config(common: &CommonArgs) -> Result<Config, String> {
+fn load_config(common: &CommonArgs) -> Result<Config, ConfigError> {
     let env: BTreeMap<String, String> = std::env::vars().collect();
     let flags = FlagOverrides {
         listen: common.listen.clone(),
@@ -92,7 +94,7 @@ fn load_config(common: &CommonArgs) -> Result<Config, String> {
         log_format: common.log_format.clone(),
         prompts_dir: common.prompts_dir.clone(),
     };
-    config::load(common.config.as_deref(), &env, &flags).map_err(|e| e.to_string())
+    config::load(common.config.as_deref(), &env, &flags)
 }
 
 /// The process's real surroundings, read here and injected everywhere else: its environment (read
@@ -104,7 +106,7 @@ fn process_host() -> Host {
     }
 }
 
-pub async fn run(cli: Cli) -> Result<ExitCode, String> {
+pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
     match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => serve(&cli.common).await,
         Command::CheckConfig => check_config(&cli.common),
@@ -113,15 +115,17 @@ pub async fn run(cli: Cli) -> Result<ExitCode, String> {
     }
 }
 
-async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode, String> {
+async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode, CliError> {
     let CalibrateClient::Opencode = args.client;
     let listen = common.listen.as_deref().unwrap_or(CALIBRATE_LISTEN);
+    let cannot_listen = |source| CliError::Listen {
+        listen: listen.to_owned(),
+        source,
+    };
     let listener = tokio::net::TcpListener::bind(listen)
         .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
-    let addr = listener
-        .local_addr()
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+        .map_err(cannot_listen)?;
+    let addr = listener.local_addr().map_err(cannot_listen)?;
     let token = crate::calibrate::token();
     println!(
         "calibrate: listening on http://{addr}/{token}/v1
@@ -129,12 +133,10 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
   holds a one-time token: requests without it are not captured),
   run `opencode run \"say hi\"` in an empty directory; stops once opencode sent its title and main requests (or on Ctrl-C)"
     );
-    let captures = crate::calibrate::capture(listener, token, shutdown_signal())
-        .await
-        .map_err(|e| e.to_string())?;
+    let captures = crate::calibrate::capture(listener, token, shutdown_signal()).await?;
     println!("calibrate: captured {} request(s)", captures.len());
     let host = process_host().info();
-    let files = crate::calibrate::extract_files(&captures, &host).map_err(|e| e.to_string())?;
+    let files = crate::calibrate::extract_files(&captures, &host)?;
     println!(
         "\nto be written under {}:",
         args.out.join("opencode").display()
@@ -145,8 +147,7 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
     if !args.yes {
         confirm(&args.out)?;
     }
-    let outcome = crate::calibrate::write_files(&args.out, &files, &captures, &host)
-        .map_err(|e| e.to_string())?;
+    let outcome = crate::calibrate::write_files(&args.out, &files, &captures, &host)?;
     for path in &outcome.written {
         println!("wrote {}", path.display());
     }
@@ -177,15 +178,11 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
 }
 
 /// Asks on stdin whether to write; anything but a terminal's `y` refuses.
-fn confirm(out: &std::path::Path) -> Result<(), String> {
+fn confirm(out: &std::path::Path) -> Result<(), CliError> {
     use std::io::{BufRead, IsTerminal, Write};
     let stdin = std::io::stdin();
     if !stdin.is_terminal() {
-        return Err(format!(
-            "calibrate: nothing written to {}: stdin is not a terminal, so no one can confirm the \
-             summary above; check it and rerun with --yes to write without asking",
-            out.display()
-        ));
+        return Err(CliError::NoTerminal(out.to_owned()));
     }
     print!("write these files? [y/N] ");
     let _ = std::io::stdout().flush();
@@ -193,30 +190,30 @@ fn confirm(out: &std::path::Path) -> Result<(), String> {
     stdin
         .lock()
         .read_line(&mut answer)
-        .map_err(|e| format!("calibrate: nothing written: cannot read stdin: {e}"))?;
+        .map_err(CliError::ConfirmRead)?;
     if crate::calibrate::is_yes(&answer) {
         Ok(())
     } else {
-        Err(format!(
-            "calibrate: nothing written to {} (not confirmed)",
-            out.display()
-        ))
+        Err(CliError::NotConfirmed(out.to_owned()))
     }
 }
 
-async fn serve(common: &CommonArgs) -> Result<ExitCode, String> {
+async fn serve(common: &CommonArgs) -> Result<ExitCode, CliError> {
     let mut config = load_config(common)?;
     crate::telemetry::init_logging(&config)?;
     crate::server::open_files::fit(&mut config.limits)?;
     let listen = config.listen;
-    let state = AppState::build(config, process_host()).map_err(|e| e.to_string())?;
-    let listener = bind(listen).map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let state = AppState::build(config, process_host())?;
+    let listener = bind(listen).map_err(|source| CliError::Listen {
+        listen: listen.to_string(),
+        source,
+    })?;
     let upstream = config::redacted_url(&state.config.upstream.base_url);
     let credential = upstream_credential(&state);
     tracing::info!(listen = %listen, upstream = %upstream, upstream_credential = %credential, default_harness = %state.config.default_harness, "harness-proxy serving");
     crate::server::run(listener, state, shutdown_signal())
         .await
-        .map_err(|e| format!("server error: {e}"))?;
+        .map_err(CliError::Server)?;
     tracing::info!("harness-proxy stopped");
     Ok(ExitCode::SUCCESS)
 }
@@ -272,10 +269,10 @@ async fn shutdown_signal() {
     }
 }
 
-fn check_config(common: &CommonArgs) -> Result<ExitCode, String> {
+fn check_config(common: &CommonArgs) -> Result<ExitCode, CliError> {
     let config = load_config(common)?;
-    let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
-    build_registry(&config, &prompts, &process_host()).map_err(|e| e.to_string())?;
+    let prompts = Prompts::load(config.prompts_dir.as_deref())?;
+    build_registry(&config, &prompts, &process_host())?;
     print!("{}", config::redacted_toml(&config));
     Ok(ExitCode::SUCCESS)
 }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use clap::Args;
 use http::{HeaderMap, HeaderName, HeaderValue};
 
-use super::{CommonArgs, load_config, process_host};
+use super::{CliError, CommonArgs, load_config, process_host};
 use crate::config::Config;
 use crate::harness::{Harness, TitleAsk};
 use crate::prompts::Prompts;
@@ -57,22 +57,21 @@ impl RewriteProtocol {
     }
 }
 
-pub(super) fn run(common: &CommonArgs, args: &RewriteArgs) -> Result<ExitCode, String> {
+pub(super) fn run(common: &CommonArgs, args: &RewriteArgs) -> Result<ExitCode, CliError> {
     let config = load_config(common)?;
-    let prompts = Prompts::load(config.prompts_dir.as_deref()).map_err(|e| e.to_string())?;
-    let registry = build_registry(&config, &prompts, &process_host()).map_err(|e| e.to_string())?;
-    let harness = registry.get(&args.harness).ok_or_else(|| {
-        format!(
-            "unknown harness `{}`; known harnesses: {}",
-            args.harness,
-            registry.names()
-        )
-    })?;
+    let prompts = Prompts::load(config.prompts_dir.as_deref())?;
+    let registry = build_registry(&config, &prompts, &process_host())?;
+    let harness = registry
+        .get(&args.harness)
+        .ok_or_else(|| CliError::UnknownHarness {
+            name: args.harness.clone(),
+            known: registry.names(),
+        })?;
     let headers = parse_headers(&args.headers)?;
     let mut body = Vec::new();
     std::io::stdin()
         .read_to_end(&mut body)
-        .map_err(|e| format!("cannot read stdin: {e}"))?;
+        .map_err(CliError::Stdin)?;
     let out = rewritten(&config, harness, args, headers, &bytes::Bytes::from(body))?;
     let mut text = String::from_utf8_lossy(&out).into_owned();
     text.push('\n');
@@ -89,16 +88,13 @@ fn rewritten(
     args: &RewriteArgs,
     headers: HeaderMap,
     body: &bytes::Bytes,
-) -> Result<Vec<u8>, String> {
+) -> Result<Vec<u8>, CliError> {
     let protocol = args.protocol.protocol();
     let front = crate::routes::front(protocol);
     let mut params = Vec::new();
     if protocol == ClientProtocol::Gemini {
         // Gemini names the model and the call in the path: a streamed turn, as Gemini CLI sends.
-        let model = args
-            .model
-            .clone()
-            .ok_or("--protocol gemini needs --model (the model of the request's path)")?;
+        let model = args.model.clone().ok_or(CliError::GeminiModel)?;
         params.push(("model".to_owned(), model));
         params.push((
             "action".to_owned(),
@@ -115,7 +111,7 @@ fn rewritten(
     };
     let processed = if harness.rewrites() {
         let context = inbound::Context {
-            seal: crate::state::reasoning_seal(config).map_err(|e| e.to_string())?,
+            seal: crate::state::reasoning_seal(config)?,
             memo: None,
             max_image_bytes: config.limits.max_image_bytes,
         };
@@ -128,14 +124,11 @@ fn rewritten(
         )
     } else {
         Ok(Processed::passthrough(body, &call.headers, protocol, true))
-    }
-    .map_err(|e| e.to_string())?;
+    }?;
     if !args.title {
         return Ok(processed.prepared.upstream_body.to_vec());
     }
-    let facts = processed.facts.ok_or(
-        "the request has nothing to title (not a Chat Completions body, or a helper call)",
-    )?;
+    let facts = processed.facts.ok_or(CliError::NothingToTitle)?;
     let ask = TitleAsk {
         model: config.titles.model.as_deref().unwrap_or(&facts.model),
         first_user_text: &facts.first_user_text,
@@ -144,20 +137,16 @@ fn rewritten(
     Ok(harness.title_request(&ask, &mut HeaderMap::new()).to_vec())
 }
 
-fn parse_headers(raw_headers: &[String]) -> Result<HeaderMap, String> {
+fn parse_headers(raw_headers: &[String]) -> Result<HeaderMap, CliError> {
     let mut headers = HeaderMap::new();
     for raw in raw_headers {
-        let (name, value) = raw
-            .split_once(':')
-            .ok_or_else(|| format!("--header `{raw}`: expected K:V"))?;
-        let name: HeaderName = name
-            .trim()
-            .parse()
-            .map_err(|_| format!("--header `{raw}`: bad header name"))?;
-        let value: HeaderValue = value
-            .trim()
-            .parse()
-            .map_err(|_| format!("--header `{raw}`: bad header value"))?;
+        let bad = |problem| CliError::Header {
+            raw: raw.clone(),
+            problem,
+        };
+        let (name, value) = raw.split_once(':').ok_or_else(|| bad("expected K:V"))?;
+        let name: HeaderName = name.trim().parse().map_err(|_| bad("bad header name"))?;
+        let value: HeaderValue = value.trim().parse().map_err(|_| bad("bad header value"))?;
         headers.append(name, value);
     }
     Ok(headers)

@@ -435,39 +435,53 @@ pub enum StoreUrl {
     Redis(String),
 }
 
-impl std::str::FromStr for StoreUrl {
-    type Err = String;
+/// Why a `titles.store` value is not a store URL. serde (`try_from`) only needs its `Display`,
+/// which `load` shows under the key and the layer it came from.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreUrlError {
+    #[error("`sqlite://` needs a file path, e.g. `sqlite://./titles.db`")]
+    SqliteWithoutPath,
+    #[error("not a URL: {0}")]
+    NotAUrl(#[source] <reqwest::Url as std::str::FromStr>::Err),
+    #[error("a Redis URL needs a host, e.g. `redis://127.0.0.1:6379/0`")]
+    RedisWithoutHost,
+    #[error("the Redis database must be a number, not `{0}`")]
+    RedisDatabase(String),
+    #[error("expected `memory`, `sqlite://PATH` or `redis://HOST:PORT/DB`, got `{0}`")]
+    Unknown(String),
+}
 
-    fn from_str(text: &str) -> Result<Self, String> {
+impl std::str::FromStr for StoreUrl {
+    type Err = StoreUrlError;
+
+    fn from_str(text: &str) -> Result<Self, StoreUrlError> {
         if text == "memory" {
             return Ok(Self::Memory);
         }
         if let Some(path) = text.strip_prefix("sqlite://") {
             if path.is_empty() {
-                return Err("`sqlite://` needs a file path, e.g. `sqlite://./titles.db`".into());
+                return Err(StoreUrlError::SqliteWithoutPath);
             }
             return Ok(Self::Sqlite(PathBuf::from(path)));
         }
         if text.starts_with("redis://") || text.starts_with("rediss://") {
-            let url = reqwest::Url::parse(text).map_err(|e| format!("not a URL: {e}"))?;
+            let url = reqwest::Url::parse(text).map_err(StoreUrlError::NotAUrl)?;
             if url.host_str().is_none_or(str::is_empty) {
-                return Err("a Redis URL needs a host, e.g. `redis://127.0.0.1:6379/0`".into());
+                return Err(StoreUrlError::RedisWithoutHost);
             }
             let db = url.path().trim_start_matches('/');
             if !db.is_empty() && db.parse::<u32>().is_err() {
-                return Err(format!("the Redis database must be a number, not `{db}`"));
+                return Err(StoreUrlError::RedisDatabase(db.to_owned()));
             }
             return Ok(Self::Redis(text.to_owned()));
         }
-        Err(format!(
-            "expected `memory`, `sqlite://PATH` or `redis://HOST:PORT/DB`, got `{text}`"
-        ))
+        Err(StoreUrlError::Unknown(text.to_owned()))
     }
 }
 
 impl TryFrom<String> for StoreUrl {
-    type Error = String;
-    fn try_from(text: String) -> Result<Self, String> {
+    type Error = StoreUrlError;
+    fn try_from(text: String) -> Result<Self, StoreUrlError> {
         text.parse()
     }
 }

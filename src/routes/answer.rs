@@ -21,10 +21,8 @@ use crate::protocols::chat::shaper::ShapeError;
 use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
 use crate::protocols::{ClientProtocol, Renderer};
 use crate::routes::front::Front;
-use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, UNFINISHED, client_headers, is_event_stream,
-};
-use crate::upstream::{BodyStream, UpstreamError, UpstreamResponse};
+use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
+use crate::upstream::{BodyStream, Interruption, UpstreamError, UpstreamResponse};
 
 /// What an answer may hold, from `limits`.
 #[derive(Debug, Clone, Copy)]
@@ -140,7 +138,7 @@ async fn shape(
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
-    let json = serde_json::to_vec(&folded).map_err(|e| ProxyError::Internal(e.to_string()))?;
+    let json = serde_json::to_vec(&folded).map_err(ProxyError::internal)?;
     Ok(build(status, out_headers, Body::from(json)))
 }
 
@@ -229,7 +227,7 @@ pub(crate) async fn apart<T: Send + 'static>(
         Ok(done) => Ok(done),
         Err(err) => match err.try_into_panic() {
             Ok(panic) => std::panic::resume_unwind(panic),
-            Err(err) => Err(ProxyError::Internal(err.to_string())),
+            Err(err) => Err(ProxyError::internal(err)),
         },
     }
 }
@@ -259,13 +257,17 @@ fn fold_error(err: FoldError) -> ProxyError {
         FoldError::TooLarge(too_large) => {
             ProxyError::Upstream(UpstreamError::EventTooLarge(too_large.limit))
         }
-        FoldError::Unfinished => ProxyError::Upstream(UpstreamError::Interrupted(err.to_string())),
+        FoldError::Unfinished => {
+            ProxyError::Upstream(UpstreamError::Interrupted(Interruption::Unfinished))
+        }
         FoldError::Upstream(error) => {
             let message = error
                 .get("message")
                 .and_then(|m| m.as_str())
                 .unwrap_or("the upstream reported an error");
-            ProxyError::Upstream(UpstreamError::Interrupted(message.to_owned()))
+            ProxyError::Upstream(UpstreamError::Interrupted(Interruption::ErrorEvent(
+                message.to_owned(),
+            )))
         }
     }
 }
@@ -332,7 +334,7 @@ impl Stream for ShapedBody {
                 Poll::Ready(None) => {
                     this.done = true;
                     if !this.shaper.finish(&mut out) {
-                        let err = UpstreamError::Interrupted(UNFINISHED.to_owned());
+                        let err = UpstreamError::Interrupted(Interruption::Unfinished);
                         metrics::counter!("harness_proxy_upstream_stream_errors_total")
                             .increment(1);
                         tracing::warn!(code = err.code(), error = %err, "upstream stream ended early");

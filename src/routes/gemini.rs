@@ -137,7 +137,7 @@ async fn count_tokens(state: &AppState, call: Call, body: Body) -> Result<Respon
         tokens
     })
     .await
-    .map_err(|e| ProxyError::Internal(e.to_string()))??;
+    .map_err(ProxyError::internal)??;
     Ok(json(&serde_json::json!({ "totalTokens": tokens })))
 }
 

@@ -106,9 +106,11 @@ pub(crate) async fn process(
         look_up(memo.as_ref(), &mut parsed).await;
         return prepare_now(harness.as_ref(), front, &request, now, parsed);
     }
-    let Ok(_turn) = state.large_rewrites.acquire().await else {
-        return Err(ProxyError::Internal("rewrite limiter closed".to_owned()));
-    };
+    let _turn = state
+        .large_rewrites
+        .acquire()
+        .await
+        .map_err(ProxyError::internal)?;
     let (harness, body, call) = (harness.clone(), body.clone(), call.clone());
     let (h, b, c) = (harness.clone(), body.clone(), call.clone());
     let first = blocking(move || process_now(h.as_ref(), front, &c.request(&b), now, context));
@@ -126,7 +128,7 @@ async fn blocking<T: Send + 'static>(
 ) -> Result<T, ProxyError> {
     tokio::task::spawn_blocking(work)
         .await
-        .map_err(|e| ProxyError::Internal(format!("request rewrite failed: {e}")))?
+        .map_err(ProxyError::internal)?
 }
 
 /// What `process_now` needs of the app's state (`cli rewrite` fills it without a server).

@@ -89,7 +89,7 @@ pub async fn count_tokens(
         tokens
     })
     .await
-    .map_err(|e| ProxyError::Internal(e.to_string()))??;
+    .map_err(ProxyError::internal)??;
     let json = serde_json::json!({ "input_tokens": tokens }).to_string();
     Ok((
         [(

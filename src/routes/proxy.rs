@@ -12,7 +12,7 @@ use futures_util::Stream;
 use crate::api::error::sse_error_event;
 use crate::error::ProxyError;
 pub use crate::upstream::is_event_stream;
-use crate::upstream::{BodyStream, UpstreamError, is_hop_by_hop};
+use crate::upstream::{BodyStream, Interruption, UpstreamError, is_hop_by_hop};
 
 /// Reads the whole request body, refusing more than `limit` bytes.
 pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<Bytes, ProxyError> {
@@ -169,10 +169,6 @@ impl AnswerFinished {
     }
 }
 
-/// Why a stream that simply stopped is an error.
-pub const UNFINISHED: &str =
-    "the upstream closed the stream before the answer finished (no finish_reason, no [DONE])";
-
 /// The upstream body, byte for byte. An SSE body is forwarded in whole lines: the bytes after the
 /// last line break of a chunk wait for the rest of their line, so a client never gets half an SSE
 /// line. If the upstream fails mid-stream, an SSE response gets one final error event (the
@@ -323,7 +319,7 @@ impl Stream for PassthroughBody {
                         || crate::protocols::chat::lines_end_answer(&self.partial);
                     if self.must_end && !ended {
                         let event =
-                            self.error_event(&UpstreamError::Interrupted(UNFINISHED.to_owned()));
+                            self.error_event(&UpstreamError::Interrupted(Interruption::Unfinished));
                         return Poll::Ready(Some(Ok(event)));
                     }
                     self.done = true;

@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::watch;
 
-use crate::error::ProxyError;
+use crate::error::{InternalError, ProxyError};
 use crate::routes::extract::PathParam;
 use crate::sse::named_event;
 use crate::state::AppState;
@@ -82,24 +82,24 @@ pub(super) fn credentialed_caller(
     }
 }
 
-fn store_error(state: &AppState, err: &StoreError) -> ProxyError {
+fn store_error(state: &AppState, err: StoreError) -> ProxyError {
     match err {
         StoreError::Unavailable(reason) => ProxyError::StoreUnavailable {
             store: state.config.titles.store.to_string(),
-            reason: reason.clone(),
+            reason,
         },
         StoreError::Refusing { .. } => ProxyError::StoreUnavailable {
             store: state.config.titles.store.to_string(),
             reason: err.to_string(),
         },
-        StoreError::Backend(_) => ProxyError::Internal(err.to_string()),
+        StoreError::Backend(_) => ProxyError::Internal(InternalError::Store(err.into())),
     }
 }
 
 fn json_response(value: &impl Serialize) -> Response {
     match serde_json::to_vec(value) {
         Ok(bytes) => ([(header::CONTENT_TYPE, "application/json")], bytes).into_response(),
-        Err(e) => ProxyError::Internal(e.to_string()).into_response(),
+        Err(e) => ProxyError::internal(e).into_response(),
     }
 }
 
@@ -159,7 +159,7 @@ pub async fn list(
         .await
     {
         Ok(records) => records,
-        Err(err) => return store_error(&state, &err).into_response(),
+        Err(err) => return store_error(&state, err).into_response(),
     };
     let has_more = records.len() > limit;
     records.truncate(limit);
@@ -186,7 +186,7 @@ pub async fn get_one(
     match state.titles.get(caller.scope(), &id).await {
         Ok(Some(record)) => json_response(&RecordView::from(&record)),
         Ok(None) => not_found(&id).into_response(),
-        Err(err) => store_error(&state, &err).into_response(),
+        Err(err) => store_error(&state, err).into_response(),
     }
 }
 
@@ -240,7 +240,7 @@ pub async fn stream(
     let record = match state.titles.get(caller.scope(), &id).await {
         Ok(Some(record)) => record,
         Ok(None) => return not_found(&id).into_response(),
-        Err(err) => return store_error(&state, &err).into_response(),
+        Err(err) => return store_error(&state, err).into_response(),
     };
     let outcome = match record.status {
         Status::Done => Outcome::Done(record.title.unwrap_or_default()),

@@ -22,7 +22,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::error::{ErrorShape, ProxyError};
+use crate::error::{ErrorShape, InternalError, ProxyError};
 use crate::routes;
 use crate::state::AppState;
 
@@ -129,7 +129,7 @@ pub fn router(state: AppState) -> Router {
             access_log::access_log,
         ))
         .layer(CatchPanicLayer::custom(|_| {
-            ProxyError::Internal("handler panicked".into()).into_response()
+            ProxyError::Internal(InternalError::Panicked).into_response()
         }))
         .with_state(state)
 }

@@ -19,9 +19,19 @@ pub fn connections_that_fit(open_files: u64) -> usize {
     usize::try_from(open_files.saturating_sub(RESERVED) / 2).unwrap_or(usize::MAX)
 }
 
+/// Not even a handful of client connections fit the open-file limit.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the open-file limit ({open_files}, `ulimit -n`) leaves room for only {fit} client connections; raise it"
+)]
+pub struct TooFewFiles {
+    open_files: u64,
+    fit: usize,
+}
+
 /// Raises the soft limit as far as the hard one allows and fits `max_connections` under it.
 /// Returns an error when not even a handful of connections fit.
-pub fn fit(limits: &mut LimitsConfig) -> Result<(), String> {
+pub fn fit(limits: &mut LimitsConfig) -> Result<(), TooFewFiles> {
     let open_files = match rlimit::increase_nofile_limit(u64::MAX) {
         Ok(limit) => limit,
         Err(err) => {
@@ -31,9 +41,7 @@ pub fn fit(limits: &mut LimitsConfig) -> Result<(), String> {
     };
     let fit = connections_that_fit(open_files);
     if fit < 8 {
-        return Err(format!(
-            "the open-file limit ({open_files}, `ulimit -n`) leaves room for only {fit} client connections; raise it"
-        ));
+        return Err(TooFewFiles { open_files, fit });
     }
     if limits.max_connections > fit {
         tracing::warn!(

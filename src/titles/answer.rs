@@ -5,26 +5,39 @@ use futures_util::StreamExt;
 
 use super::live::LiveTitle;
 use crate::api::stream::Chunk;
-use crate::sse::Decoder;
-use crate::upstream::BodyStream;
+use crate::sse::{Decoder, EventTooLarge};
+use crate::upstream::{BodyStream, UpstreamError};
 
 /// How much of a non-streamed or error answer is read.
 pub const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
+/// Why a title stream gave no text; its message becomes the failed record's reason.
+#[derive(Debug, thiserror::Error)]
+pub enum StreamError {
+    #[error("failed to parse title chunk: {0}")]
+    Chunk(#[source] serde_json::Error),
+    /// The upstream's error event: its message, as it worded it.
+    #[error("{0}")]
+    Reported(String),
+    #[error("title stream failed: {0}")]
+    Upstream(#[from] UpstreamError),
+    #[error("title stream failed: {0}")]
+    Event(#[from] EventTooLarge),
+}
+
 /// Folds a title stream, publishing each text delta. Reasoning deltas are not title text.
-pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, String> {
+pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, StreamError> {
     let mut decoder = Decoder::new();
     let mut raw = String::new();
-    let handle = |data: Option<&[u8]>, raw: &mut String| -> Result<(), String> {
+    let handle = |data: Option<&[u8]>, raw: &mut String| -> Result<(), StreamError> {
         let Some(data) = data else { return Ok(()) };
         let data = data.trim_ascii();
         if data.is_empty() || data == b"[DONE]" {
             return Ok(());
         }
-        let chunk: Chunk = serde_json::from_slice(data)
-            .map_err(|e| format!("failed to parse title chunk: {e}"))?;
+        let chunk: Chunk = serde_json::from_slice(data).map_err(StreamError::Chunk)?;
         if let Some(error) = chunk.error {
-            return Err(error_message(&error.to_string()));
+            return Err(StreamError::Reported(error_message(&error.to_string())));
         }
         if let Some(text) = chunk
             .choices
@@ -38,12 +51,9 @@ pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<Strin
         Ok(())
     };
     while let Some(chunk) = body.next().await {
-        let chunk = chunk.map_err(|e| format!("title stream failed: {e}"))?;
+        let chunk = chunk?;
         decoder.push(&chunk);
-        while let Some(event) = decoder
-            .next_event()
-            .map_err(|e| format!("title stream failed: {e}"))?
-        {
+        while let Some(event) = decoder.next_event()? {
             handle(event.data.as_deref(), &mut raw)?;
         }
     }

@@ -34,6 +34,23 @@ use crate::config::{TitleOrder, TitlesConfig};
 use crate::reasoning_memo::ReasoningMemo;
 use crate::upstream::{Outbound, Upstream};
 
+/// Why a title task made no title; its message is the failed record's reason.
+#[derive(Debug, thiserror::Error)]
+enum TitleFailure {
+    #[error("no input to title from")]
+    NoInput,
+    #[error(transparent)]
+    Send(#[from] crate::upstream::UpstreamError),
+    #[error("upstream answered {status}: {message}")]
+    Refused { status: u16, message: String },
+    #[error(transparent)]
+    Stream(#[from] super::answer::StreamError),
+    #[error("unreadable title answer: {0}")]
+    Unreadable(#[source] serde_json::Error),
+    #[error("titler produced no text")]
+    NoText,
+}
+
 /// Longest wait for the claim on the chat path: beyond it the turn is simply not titled.
 const CLAIM_TIMEOUT: Duration = Duration::from_secs(3);
 
@@ -399,7 +416,7 @@ impl TitleService {
         tokio::select! {
             result = tokio::time::timeout(self.config.timeout, self.generate(live, &job, dispatched)) => match result {
                 Ok(Ok(title)) => Outcome::Done(title),
-                Ok(Err(reason)) => Outcome::Failed(reason),
+                Ok(Err(failure)) => Outcome::Failed(failure.to_string()),
                 Err(_) => Outcome::Failed(format!(
                     "title request timed out after {}",
                     humantime::format_duration(self.config.timeout)
@@ -509,7 +526,8 @@ impl TitleService {
     }
 
     /// Records a title the client generated itself (its own title request, observed on the way
-    /// through): `raw` is the streamed text, or why there is none.
+    /// through): `raw` is the streamed text, or why there is none — already the failed record's
+    /// words (the turn and the observer word their reasons, the record keeps text).
     pub fn record_observed(self: &Arc<Self>, live: Arc<LiveTitle>, raw: Result<String, String>) {
         let this = self.clone();
         self.tracker.spawn(async move {
@@ -518,7 +536,7 @@ impl TitleService {
                     // Codex's title thread answers `{"title": "…"}` (its JSON schema).
                     let text = json_title(&text).unwrap_or(text);
                     sanitize_title(&text, this.config.max_chars)
-                        .ok_or_else(|| "titler produced no text".to_owned())
+                        .ok_or_else(|| TitleFailure::NoText.to_string())
                 }) {
                     Ok(title) => Outcome::Done(title),
                     Err(reason) => Outcome::Failed(reason),
@@ -534,9 +552,9 @@ impl TitleService {
         live: &LiveTitle,
         job: &TitleJob,
         dispatched: oneshot::Sender<()>,
-    ) -> Result<String, String> {
+    ) -> Result<String, TitleFailure> {
         if job.first_user_text.trim().is_empty() {
-            return Err("no input to title from".to_owned());
+            return Err(TitleFailure::NoInput);
         }
         let response = self
             .upstream
@@ -548,22 +566,20 @@ impl TitleService {
                 client_authorization: job.client_authorization.clone(),
                 dispatched: Some(dispatched),
             })
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         if !response.status.is_success() {
             let text = read_limited(response.body).await;
-            return Err(format!(
-                "upstream answered {}: {}",
-                response.status.as_u16(),
-                error_message(&text)
-            ));
+            return Err(TitleFailure::Refused {
+                status: response.status.as_u16(),
+                message: error_message(&text),
+            });
         }
         let raw = if crate::upstream::is_event_stream(&response.headers) {
             stream_text(response.body, live).await?
         } else {
             let text = read_limited(response.body).await;
             let completion: serde_json::Value =
-                serde_json::from_str(&text).map_err(|e| format!("unreadable title answer: {e}"))?;
+                serde_json::from_str(&text).map_err(TitleFailure::Unreadable)?;
             let content = completion
                 .pointer("/choices/0/message/content")
                 .and_then(|c| c.as_str())
@@ -571,8 +587,7 @@ impl TitleService {
             live.push_delta(content);
             content.to_owned()
         };
-        sanitize_title(&raw, self.config.max_chars)
-            .ok_or_else(|| "titler produced no text".to_owned())
+        sanitize_title(&raw, self.config.max_chars).ok_or(TitleFailure::NoText)
     }
 
     /// A record as callers see it: the live one while pending (or batching) here, else the stored

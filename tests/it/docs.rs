@@ -1,5 +1,6 @@
 //! Docs that cannot drift: `docs/configuration.md` lists every key of the real config with its
 //! default and env name (a key added to `Config` without a row fails here, naming the row to add),
+//! `docs/metrics.md` every kind of `harness_proxy_errors_total` (`error::KINDS`),
 //! the README, ARCHITECTURE.md and docs/ link nothing outside the repository, and every reference
 //! a source comment, script or golden case's description makes (a file path, a section of
 //! `docs/wire.md`) resolves inside the repository, naming no document the repository does not
@@ -115,6 +116,21 @@ fn every_config_key_is_documented_with_its_default_and_env_name() {
         "docs/configuration.md is out of date:\n{}",
         problems.join("\n")
     );
+}
+
+#[test]
+fn every_error_kind_is_documented_as_a_label_value() {
+    let metrics = std::fs::read_to_string(repo().join("docs/metrics.md")).expect("readable");
+    let row = metrics
+        .lines()
+        .find(|line| line.starts_with("| `harness_proxy_errors_total` |"))
+        .expect("a row for harness_proxy_errors_total");
+    for kind in harness_proxy::error::KINDS {
+        assert!(
+            row.contains(&format!("`{kind}`")),
+            "docs/metrics.md lacks the kind {kind}"
+        );
+    }
 }
 
 #[test]

@@ -175,6 +175,17 @@ async fn metrics_answer_what_the_traffic_was() {
         .unwrap();
     assert!(read_all(title).await.contains("event: done"));
 
+    // An error of the proxy's own: counted by its kind (the upstream's 418 above is not one).
+    let unknown = post(
+        "no-such-harness",
+        json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(unknown.status(), 400);
+    read_all(unknown).await;
+
     let text = client
         .get(format!("{}/metrics", proxy.base))
         .send()
@@ -187,6 +198,12 @@ async fn metrics_answer_what_the_traffic_was() {
         let got = sum(&text, name, labels);
         assert_eq!(got, expected, "{name} {labels:?}\n{text}");
     };
+    check(
+        "harness_proxy_errors_total",
+        &[("kind", "unknown_harness")],
+        1.0,
+    );
+    check("harness_proxy_errors_total", &[], 1.0);
     let requests = "harness_proxy_requests_total";
     let passthrough = [("harness", "passthrough"), ("protocol", "chat")];
     let chat = [("harness", "opencode"), ("protocol", "chat")];

@@ -67,7 +67,7 @@ pub enum SetupError {
     #[error(transparent)]
     Identity(#[from] identity::IdentityError),
     #[error("opencode/skills.md: {0}")]
-    Skills(String),
+    Skills(#[source] crate::template::BindError),
 }
 
 /// The upstream request for one client request, plus what the route needs to know about it.

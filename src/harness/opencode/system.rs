@@ -2,15 +2,18 @@
 //! exact newlines.
 
 use super::env::EnvValues;
-use crate::template::{Pattern, Template};
+use crate::template::{BindError, Pattern, Template};
 
 /// The skills file bound at start-up: `{{cwd}}` is the one placeholder, filled per request.
-pub fn bind_skills(text: &str) -> Result<Pattern, String> {
+pub fn bind_skills(text: &str) -> Result<Pattern, BindError> {
     let pattern = Template::parse(text)
         .and_then(|t| t.bind(&[], &["cwd"]))
-        .map_err(|e| format!("{e}; the skills file knows `{{{{cwd}}}}`"))?;
+        .map_err(|source| BindError::Template {
+            source,
+            known: "the skills file knows `{{cwd}}`",
+        })?;
     if pattern.texts().any(|t| t.contains("{cwd}")) {
-        return Err("`{cwd}` is not a placeholder; write `{{cwd}}`".to_owned());
+        return Err(BindError::OldForm { name: "cwd" });
     }
     Ok(pattern)
 }
@@ -131,8 +134,8 @@ mod tests {
 
     #[test]
     fn the_old_skills_placeholder_is_refused() {
-        let err = bind_skills("at {cwd}").expect_err("old syntax");
-        assert!(err.contains("write `{{cwd}}`"), "{err}");
+        let err = bind_skills("at {cwd}").expect_err("old syntax").to_string();
+        assert_eq!(err, "`{cwd}` is not a placeholder; write `{{cwd}}`");
         assert!(bind_skills("at {{ dir }}").is_err());
     }
 

@@ -15,7 +15,7 @@ use crate::config::ToolsPolicy;
 use crate::conversation::ToolDefinition;
 use crate::harness::collaboration::REQUEST_USER_INPUT;
 use crate::prompts::ToolText;
-use crate::template::{Pattern, Template};
+use crate::template::{BindError, Pattern, Template};
 
 /// Facts about the proxy's host that the bash description and the `<env>` date need, resolved
 /// once at start-up so the harness never reads the process's surroundings per request.
@@ -79,10 +79,20 @@ pub struct Selection<'a> {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("opencode/tools.json: tool `{name}`: {message}")]
+#[error("opencode/tools.json: tool `{name}`: {cause}")]
 pub struct CatalogError {
     name: String,
-    message: String,
+    #[source]
+    cause: ToolTextError,
+}
+
+/// What is wrong with one tool's text.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolTextError {
+    #[error("{0}")]
+    Json(#[from] serde_json::Error),
+    #[error(transparent)]
+    Description(#[from] BindError),
 }
 
 impl Catalog {
@@ -98,15 +108,15 @@ impl Catalog {
             .display()
             .to_string();
         for text in texts {
-            let error = |message: String| CatalogError {
+            let error = |cause: ToolTextError| CatalogError {
                 name: text.name.clone(),
-                message,
+                cause,
             };
             let mut tool: serde_json::Value =
-                serde_json::from_str(&text.json).map_err(|e| error(e.to_string()))?;
+                serde_json::from_str(&text.json).map_err(|e| error(e.into()))?;
             let pattern = match tool.pointer("/function/description") {
                 Some(serde_json::Value::String(description)) => {
-                    Some(bind_description(description, &temp_dir).map_err(error)?)
+                    Some(bind_description(description, &temp_dir).map_err(|e| error(e.into()))?)
                 }
                 _ => None,
             };
@@ -115,8 +125,7 @@ impl Catalog {
             {
                 *slot = serde_json::Value::String(fill(pattern, default_platform, &host));
             }
-            let rendered =
-                serde_json::value::to_raw_value(&tool).map_err(|e| error(e.to_string()))?;
+            let rendered = serde_json::value::to_raw_value(&tool).map_err(|e| error(e.into()))?;
             schemas.push((
                 text.name.clone(),
                 tool.pointer("/function/parameters").cloned(),
@@ -238,19 +247,19 @@ fn to_raw(def: &ToolDefinition) -> Option<Cow<'static, RawValue>> {
 
 /// Parses a description in the prompts' template syntax: `{{temp_dir}}` is filled now, the
 /// platform's placeholders are left for [`fill`]. The old single-brace forms are refused.
-fn bind_description(description: &str, temp_dir: &str) -> Result<Pattern, String> {
+fn bind_description(description: &str, temp_dir: &str) -> Result<Pattern, BindError> {
     let pattern = Template::parse(description)
         .and_then(|t| t.bind(&[(TEMP_DIR, temp_dir)], &PLATFORM_HOLES))
-        .map_err(|e| {
-            format!("{e}; descriptions know {{{{os}}}}, {{{{shell}}}}, {{{{temp_dir}}}} and {{{{timeout_description}}}}")
+        .map_err(|source| BindError::Template {
+            source,
+            known: "descriptions know {{os}}, {{shell}}, {{temp_dir}} and {{timeout_description}}",
         })?;
-    let old = ["{os}", "{shell}", "{temp_dir}", "{timeout_description}"];
-    if let Some(old) = old
-        .into_iter()
-        .find(|old| pattern.texts().any(|text| text.contains(old)))
-    {
-        let new = old.replace('{', "{{").replace('}', "}}");
-        return Err(format!("`{old}` is not a placeholder; write `{new}`"));
+    let names = ["os", "shell", "temp_dir", "timeout_description"];
+    if let Some(name) = names.into_iter().find(|name| {
+        let old = format!("{{{name}}}");
+        pattern.texts().any(|text| text.contains(&old))
+    }) {
+        return Err(BindError::OldForm { name });
     }
     Ok(pattern)
 }

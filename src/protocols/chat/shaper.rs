@@ -19,8 +19,8 @@ pub struct Shaper {
     decoder: Decoder,
     include_usage: bool,
     calls: Option<StreamCalls>,
-    /// A `finish_reason`, `[DONE]` or the upstream's own error event went by: nothing is to be
-    /// added at the end.
+    /// A `finish_reason`, the `DONE` sentinel or the upstream's own error event went by: nothing
+    /// is to be added at the end.
     ended: bool,
 }
 
@@ -67,7 +67,7 @@ impl Shaper {
     }
 
     /// The upstream body ended. Returns whether the answer was whole (a `finish_reason` or
-    /// `[DONE]` arrived); if not, a trailing event that lacks its blank line is dropped, so the
+    /// the sentinel arrived); if not, a trailing event that lacks its blank line is dropped, so the
     /// client never gets half an event, and the caller ends the stream with an error event.
     pub fn finish(&mut self, out: &mut Vec<Bytes>) -> bool {
         if let Some(event) = self.decoder.finish() {
@@ -88,7 +88,7 @@ impl Shaper {
 
     fn event(&mut self, event: Event, out: &mut Vec<Bytes>) -> Result<(), ShapeError> {
         if let Some(data) = event.data.as_deref()
-            && !event.is_done()
+            && !super::is_done(data)
         {
             if !super::is_json_object(data) {
                 return Err(ShapeError::Invalid(super::excerpt(data)));
@@ -108,7 +108,7 @@ impl Shaper {
         // Cached tokens in OpenAI's words too (DeepSeek names them its own way).
         let event = super::usage::normalized_event(&event).unwrap_or(event);
         if let (Some(calls), Some(data)) = (&mut self.calls, event.data.as_deref()) {
-            if event.is_done() {
+            if super::is_done(data) {
                 out.extend(calls.flush());
             } else if calls.wants(data)
                 && let Some(replaced) = calls.chunk(data)

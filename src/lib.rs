@@ -10,7 +10,7 @@
 //! - `conversation`: the protocol-neutral model every stage reads, and the answer events.
 //! - `protocols`: one adapter per client protocol (Chat, Responses, Messages, Gemini): request → model,
 //!   answer events → that protocol's stream or JSON; `chat` also reads the upstream's answer
-//!   (`chunk`, `end`: the one reader of that wire, which `titles` shares).
+//!   (`chunk`, `end`: the one reader of that wire, which `titles` and passthrough's watch share).
 //! - `clients`: client dialects (tool alias profiles, contextual messages, quoting).
 //! - `harness`: pure, synchronous request rebuilding behind the `Harness` trait (`passthrough`,
 //!   `opencode`): model → upstream Chat Completions body; no I/O, no axum.

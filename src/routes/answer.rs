@@ -22,7 +22,7 @@ use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePla
 use crate::protocols::{ClientProtocol, Renderer};
 use crate::routes::front::Front;
 use crate::routes::proxy::{
-    AnswerFinished, PassthroughBody, UNFINISHED, client_headers, is_event_stream,
+    AnswerFinished, PassthroughBody, client_headers, is_event_stream, unfinished,
 };
 use crate::upstream::{BodyStream, UpstreamError, UpstreamResponse};
 
@@ -84,7 +84,7 @@ async fn shape(
                 client_headers(&headers, false),
                 PassthroughBody::new(body, sse)
                     .max_line(max_event)
-                    // Only a Chat Completions answer is known to end with a finish or `[DONE]`.
+                    // Only a Chat Completions answer is known to end with a finish or `DONE`.
                     .watching(
                         finished,
                         status.is_success() && protocol == ClientProtocol::Chat,
@@ -298,7 +298,10 @@ impl Stream for ShapedBody {
         let this = &mut *self;
         loop {
             if let Some(bytes) = this.queue.pop_front() {
-                this.finished.note(&bytes);
+                // The last of the events that brought the answer's end is on its way.
+                if this.queue.is_empty() && this.shaper.answered() {
+                    this.finished.set();
+                }
                 return Poll::Ready(Some(Ok(bytes)));
             }
             if this.done {
@@ -332,7 +335,7 @@ impl Stream for ShapedBody {
                 Poll::Ready(None) => {
                     this.done = true;
                     if !this.shaper.finish(&mut out) {
-                        let err = UpstreamError::Interrupted(UNFINISHED.to_owned());
+                        let err = UpstreamError::Interrupted(unfinished());
                         metrics::counter!("harness_proxy_upstream_stream_errors_total")
                             .increment(1);
                         tracing::warn!(code = err.code(), error = %err, "upstream stream ended early");

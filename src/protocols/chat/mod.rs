@@ -8,7 +8,7 @@
 //! - `Folder`: the client asked for one JSON answer; the upstream stream is folded into it.
 //!
 //! Also the one reader of a Chat Completions answer's wire, which every reader of the upstream's
-//! stream shares (the title readers and passthrough too): `chunk` (a borrowed view of one
+//! stream shares (the title readers and passthrough's watch too): `chunk` (a borrowed view of one
 //! streamed chunk: delta content, reasoning, tool calls, finish reason, usage, error), `end` (the
 //! `DONE` sentinel and where an answer ends), and below, the checks every forwarded event gets.
 
@@ -26,7 +26,7 @@ pub mod tokens;
 pub mod usage;
 
 pub use crate::conversation::mapping::{CallMapper, CallRoute, Reshape, ResponsePlan};
-pub use end::{DONE, ends_answer, is_done};
+pub use end::{DONE, EndWatch, ends_answer, is_done};
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 
@@ -61,11 +61,3 @@ pub fn excerpt(data: &[u8]) -> String {
 
 static ERROR_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"error\""));
-
-/// `ends_answer` for SSE text in whole lines (a forwarded chunk): any of its `data:` lines.
-pub fn lines_end_answer(bytes: &[u8]) -> bool {
-    bytes.split(|&b| b == b'\n').any(|line| {
-        line.strip_prefix(b"data:")
-            .is_some_and(|data| ends_answer(data.strip_suffix(b"\r").unwrap_or(data)))
-    })
-}

@@ -22,6 +22,8 @@ pub struct Shaper {
     /// A `finish_reason`, the `DONE` sentinel or the upstream's own error event went by: nothing
     /// is to be added at the end.
     ended: bool,
+    /// A `finish_reason` or the sentinel went by: the client has the whole answer.
+    answered: bool,
 }
 
 /// Why the shaper stopped a stream: the caller ends it with one error event.
@@ -41,6 +43,7 @@ impl Shaper {
             include_usage,
             calls: None,
             ended: false,
+            answered: false,
         }
     }
 
@@ -66,6 +69,11 @@ impl Shaper {
         Ok(())
     }
 
+    /// Whether the answer's end (a `finish_reason` or the sentinel) has gone into `out`.
+    pub fn answered(&self) -> bool {
+        self.answered
+    }
+
     /// The upstream body ended. Returns whether the answer was whole (a `finish_reason` or
     /// the sentinel arrived); if not, a trailing event that lacks its blank line is dropped, so the
     /// client never gets half an event, and the caller ends the stream with an error event.
@@ -73,6 +81,7 @@ impl Shaper {
         if let Some(event) = self.decoder.finish() {
             if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
                 self.ended = true;
+                self.answered = true;
             }
             if self.ended {
                 // A trailing event after the end: forwarded if it is one, never a reason to fail.
@@ -101,6 +110,7 @@ impl Shaper {
         }
         if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
             self.ended = true;
+            self.answered = true;
         }
         if !self.include_usage && is_usage_only(&event) {
             return Ok(());

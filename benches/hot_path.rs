@@ -4,6 +4,8 @@
 //! - `fold/*`: folding a 200-chunk stream into one completion;
 //! - `answer_tap/*`: the tap every rewritten answer goes through (the reasoning memo's reader),
 //!   per chunk of a text answer that has no reasoning (the common case);
+//! - `passthrough_end/*`: the passthrough body's watch for the end of a Chat Completions answer
+//!   (per forwarded chunk of a text answer, its finish and `[DONE]`);
 //! - `translate/*`: a `bash` call streamed in 256 argument pieces, held and sent to a Codex
 //!   client as one `shell` call (the per-event cost of call translation).
 //!
@@ -150,6 +152,27 @@ fn shaper(c: &mut Criterion) {
                 true,
             );
             runtime.block_on(tap.count())
+        });
+    });
+    group.finish();
+
+    let mut ended: Vec<Bytes> = chunks.clone();
+    ended.push(Bytes::from_static(
+        b"data: {\"id\":\"chatcmpl-1\",\"object\":\"chat.completion.chunk\",\"created\":1,\"model\":\"m\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n",
+    ));
+    ended.push(Bytes::from_static(b"data: [DONE]\n\n"));
+    let mut group = c.benchmark_group("passthrough_end");
+    group.throughput(Throughput::Elements(ended.len() as u64));
+    group.bench_function("200_text_chunks", |b| {
+        b.iter(|| {
+            let mut watch = harness_proxy::protocols::chat::EndWatch::new(
+                harness_proxy::sse::DEFAULT_MAX_EVENT_BYTES,
+            );
+            let mut seen = false;
+            for chunk in &ended {
+                seen |= watch.observe(chunk);
+            }
+            assert!(seen && watch.finish());
         });
     });
     group.finish();

@@ -9,14 +9,15 @@
 //!   protocol), `forward` (other `/v1/*`), `health`, `titles`, `ui`.
 //! - `conversation`: the protocol-neutral model every stage reads, and the answer events.
 //! - `protocols`: one adapter per client protocol (Chat, Responses, Messages, Gemini): request → model,
-//!   answer events → that protocol's stream or JSON; `chat` also reads the upstream's answer.
+//!   answer events → that protocol's stream or JSON; `chat` also reads the upstream's answer
+//!   (`chunk`, `end`: the one reader of that wire, which `titles` and passthrough's watch share).
 //! - `clients`: client dialects (tool alias profiles, contextual messages, quoting).
 //! - `harness`: pure, synchronous request rebuilding behind the `Harness` trait (`passthrough`,
 //!   `opencode`): model → upstream Chat Completions body; no I/O, no axum.
 //! - `upstream`: the only HTTP client of the model server.
 //! - `auth`: credentials of a request, the admin token, inbound keys (hashed, constant time).
-//! - `sse`: split-safe SSE codec. `api`: OpenAI wire types. `error`: `ProxyError`, rendered once
-//!   in a protocol's error shape (OpenAI's by default).
+//! - `sse`: split-safe SSE codec, no protocol's events. `api`: OpenAI wire types. `error`:
+//!   `ProxyError`, rendered once in a protocol's error shape (OpenAI's by default).
 //! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
 //! - `titles`: title sanitizing (and, with the title service, first-turn titles).
 //! - `reasoning_memo`: the reasoning of answers with tool calls, for clients that echo none: in

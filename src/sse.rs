@@ -1,7 +1,9 @@
 //! Server-Sent Events codec: bytes ⇄ events, safe against any chunk boundary.
 //!
-//! Knows nothing about OpenAI. Events keep their exact raw bytes so a rewriter can forward an event
-//! it does not change without re-encoding it. Passthrough never uses this module.
+//! Knows nothing about OpenAI (a Chat Completions stream's end is `protocols::chat::end`'s).
+//! Events keep their exact raw bytes so a rewriter can forward an event it does not change without
+//! re-encoding it. Passthrough forwards its bytes itself and decodes only to watch for an answer's
+//! end (`protocols::chat::EndWatch`).
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -14,15 +16,6 @@ pub struct Event {
     pub raw: Bytes,
     /// The `data:` lines joined by `\n`; `None` for comments and data-less events.
     pub data: Option<Bytes>,
-}
-
-impl Event {
-    /// Whether this is the OpenAI end-of-stream marker `data: [DONE]`.
-    pub fn is_done(&self) -> bool {
-        self.data
-            .as_deref()
-            .is_some_and(|d| d.trim_ascii() == b"[DONE]")
-    }
 }
 
 /// An event grew past the decoder's limit before its blank line arrived.
@@ -192,8 +185,6 @@ pub fn named_event(name: &str, payload: &str) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {payload}\n\n"))
 }
 
-pub const DONE: &[u8] = b"data: [DONE]\n\n";
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -219,7 +210,7 @@ mod tests {
         assert_eq!(events[0].raw.as_ref(), b"data: {\"a\":1}\n\n");
         assert_eq!(events[0].data.as_deref(), Some(&b"{\"a\":1}"[..]));
         assert_eq!(events[1].data, None);
-        assert!(events[2].is_done());
+        assert_eq!(events[2].data.as_deref(), Some(&b"[DONE]"[..]));
     }
 
     #[test]

@@ -2,6 +2,5 @@
 //! No behaviour lives here; harnesses and routes give the types meaning.
 
 pub mod chat;
-pub mod chunk_view;
 pub mod error;
 pub mod stream;

@@ -216,7 +216,7 @@ fn canned(model: &str, text: &str, stream: bool) -> Response {
             json!([{"index": 0, "delta": {}, "finish_reason": "stop"}]),
             Some(json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2})),
         ),
-        "data: [DONE]\n\n".to_owned(),
+        format!("data: {}\n\n", crate::protocols::chat::DONE),
     ]
     .concat();
     ([(header::CONTENT_TYPE, "text/event-stream")], body).into_response()

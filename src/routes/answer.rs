@@ -82,7 +82,7 @@ async fn shape(
                 client_headers(&headers, false),
                 PassthroughBody::new(body, sse)
                     .max_line(max_event)
-                    // Only a Chat Completions answer is known to end with a finish or `[DONE]`.
+                    // Only a Chat Completions answer is known to end with a finish or `DONE`.
                     .watching(
                         finished,
                         status.is_success() && protocol == ClientProtocol::Chat,
@@ -300,7 +300,10 @@ impl Stream for ShapedBody {
         let this = &mut *self;
         loop {
             if let Some(bytes) = this.queue.pop_front() {
-                this.finished.note(&bytes);
+                // The last of the events that brought the answer's end is on its way.
+                if this.queue.is_empty() && this.shaper.answered() {
+                    this.finished.set();
+                }
                 return Poll::Ready(Some(Ok(bytes)));
             }
             if this.done {

@@ -11,6 +11,7 @@ use futures_util::Stream;
 
 use crate::api::error::sse_error_event;
 use crate::error::ProxyError;
+use crate::protocols::chat::EndWatch;
 pub use crate::upstream::is_event_stream;
 use crate::upstream::{BodyStream, Interruption, UpstreamError, is_hop_by_hop};
 
@@ -132,9 +133,10 @@ pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
     out
 }
 
-/// Set once a streamed answer carried its `finish_reason` (or `[DONE]`): a client that hangs up
-/// after that has its whole answer — Codex does so before `[DONE]` — and is not logged as a
-/// disconnect. Put in response extensions for the access log, which also reads `interrupted`.
+/// Set once a streamed answer carried its `finish_reason` (or the `DONE` sentinel): a client that
+/// hangs up after that has its whole answer — Codex does so before the sentinel — and is not
+/// logged as a disconnect. Put in response extensions for the access log, which also reads
+/// `interrupted`.
 #[derive(Clone, Default)]
 pub struct AnswerFinished(
     std::sync::Arc<std::sync::atomic::AtomicBool>,
@@ -143,15 +145,7 @@ pub struct AnswerFinished(
 );
 
 impl AnswerFinished {
-    /// Bytes about to reach the client, in whole SSE lines.
-    pub fn note(&self, bytes: &[u8]) {
-        use std::sync::atomic::Ordering;
-        if !self.0.load(Ordering::Relaxed) && crate::protocols::chat::lines_end_answer(bytes) {
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
-
-    /// The answer ended (a renderer saw its end event).
+    /// The answer ended (its end event is on its way to the client).
     pub fn set(&self) {
         self.0.store(true, std::sync::atomic::Ordering::Relaxed);
     }
@@ -173,8 +167,10 @@ impl AnswerFinished {
 /// last line break of a chunk wait for the rest of their line, so a client never gets half an SSE
 /// line. If the upstream fails mid-stream, an SSE response gets one final error event (the
 /// waiting partial line is dropped); any other body is cut off. A Chat Completions answer that
-/// must end (`watching`, success) and stops without `finish_reason` or `[DONE]` gets an
-/// `upstream_interrupted` error event too.
+/// must end (`watching`, success) and stops without `finish_reason` or the `DONE` sentinel gets
+/// an `upstream_interrupted` error event too. The end is watched on whole events
+/// (`protocols::chat::EndWatch`, which only reads the bytes forwarded), so a model whose text
+/// spells the end does not hide a cut.
 pub struct PassthroughBody {
     inner: BodyStream,
     sse: bool,
@@ -183,7 +179,8 @@ pub struct PassthroughBody {
     /// The last two bytes forwarded, to know whether an event boundary was reached.
     tail: [u8; 2],
     done: bool,
-    finished: Option<AnswerFinished>,
+    /// Who is told the answer ended, and the watch that tells (SSE answers being watched).
+    finished: Option<(AnswerFinished, EndWatch)>,
     /// The stream is a successful Chat Completions answer, which ends with a finish marker.
     must_end: bool,
     /// The longest SSE line held back (`limits.max_sse_event_bytes`).
@@ -213,10 +210,12 @@ impl PassthroughBody {
         self
     }
 
-    /// Flags the end of a streamed answer as it passes; `must_end`: a stream that stops before its
-    /// end is reported as interrupted.
+    /// Flags the end of a streamed answer as it passes (after `max_line`, whose bound the watch
+    /// keeps); `must_end`: a stream that stops before its end is reported as interrupted.
     pub fn watching(mut self, finished: &AnswerFinished, must_end: bool) -> Self {
-        self.finished = self.sse.then(|| finished.clone());
+        self.finished = self
+            .sse
+            .then(|| (finished.clone(), EndWatch::new(self.max_line)));
         self.must_end = self.sse && must_end;
         self
     }
@@ -232,8 +231,11 @@ impl PassthroughBody {
 
     /// Bytes about to be forwarded: remember the end marker and the last two bytes.
     fn forward(&mut self, chunk: Bytes) -> Bytes {
-        if let Some(finished) = &self.finished {
-            finished.note(&chunk);
+        if let Some((finished, watch)) = &mut self.finished
+            && !finished.is_set()
+            && watch.observe(&chunk)
+        {
+            finished.set();
         }
         match chunk.len() {
             0 => {}
@@ -247,7 +249,7 @@ impl PassthroughBody {
     fn error_event(&mut self, err: &UpstreamError) -> Bytes {
         self.done = true;
         self.partial.clear();
-        if let Some(finished) = &self.finished {
+        if let Some((finished, _)) = &self.finished {
             finished.interrupt();
         }
         metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
@@ -315,8 +317,16 @@ impl Stream for PassthroughBody {
                     return Poll::Ready(Some(Ok(event)));
                 }
                 Poll::Ready(None) => {
-                    let ended = self.finished.as_ref().is_some_and(AnswerFinished::is_set)
-                        || crate::protocols::chat::lines_end_answer(&self.partial);
+                    let this = &mut *self;
+                    let ended = this.finished.as_mut().is_none_or(|(finished, watch)| {
+                        // The bytes after the last line break are the stream's last event.
+                        watch.observe(&this.partial);
+                        let told = watch.finish();
+                        if watch.ended() {
+                            finished.set();
+                        }
+                        told || finished.is_set()
+                    });
                     if self.must_end && !ended {
                         let event =
                             self.error_event(&UpstreamError::Interrupted(Interruption::Unfinished));

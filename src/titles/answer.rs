@@ -4,7 +4,8 @@
 use futures_util::StreamExt;
 
 use super::live::LiveTitle;
-use crate::api::stream::Chunk;
+use crate::protocols::chat::chunk::ChunkView;
+use crate::protocols::chat::is_done;
 use crate::sse::{Decoder, EventTooLarge};
 use crate::upstream::{BodyStream, UpstreamError};
 
@@ -32,19 +33,14 @@ pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<Strin
     let handle = |data: Option<&[u8]>, raw: &mut String| -> Result<(), StreamError> {
         let Some(data) = data else { return Ok(()) };
         let data = data.trim_ascii();
-        if data.is_empty() || data == b"[DONE]" {
+        if data.is_empty() || is_done(data) {
             return Ok(());
         }
-        let chunk: Chunk = serde_json::from_slice(data).map_err(StreamError::Chunk)?;
-        if let Some(error) = chunk.error {
-            return Err(StreamError::Reported(error_message(&error.to_string())));
+        let chunk: ChunkView<'_> = serde_json::from_slice(data).map_err(StreamError::Chunk)?;
+        if let Some(error) = chunk.reported_error() {
+            return Err(StreamError::Reported(error_message(&error.raw)));
         }
-        if let Some(text) = chunk
-            .choices
-            .iter()
-            .find(|c| c.index == 0)
-            .and_then(|c| c.delta.text())
-        {
+        if let Some(text) = chunk.answer().and_then(|c| c.delta.text()) {
             raw.push_str(&text);
             live.push_delta(&text);
         }

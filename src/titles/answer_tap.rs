@@ -14,7 +14,8 @@ use bytes::Bytes;
 use futures_util::Stream;
 
 use super::anchors::Anchors;
-use crate::api::chunk_view::{ChunkView, content_text};
+use crate::protocols::chat::chunk::ChunkView;
+use crate::protocols::chat::is_done;
 use crate::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo};
 use crate::sse::Decoder;
 use crate::titles::facts::exchange_digest;
@@ -109,7 +110,7 @@ impl<S> AnswerTap<S> {
         if data.is_empty() {
             return;
         }
-        if data == b"[DONE]" {
+        if is_done(data) {
             self.finish();
             return;
         }
@@ -126,7 +127,7 @@ impl<S> AnswerTap<S> {
             self.failed = true;
             return;
         }
-        let Some(mut choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
+        let Some(mut choice) = chunk.answer() else {
             return;
         };
         if choice.finish_reason.is_some() {
@@ -135,7 +136,7 @@ impl<S> AnswerTap<S> {
         if let Some(reasoning) = choice.delta.reasoning_text() {
             self.add_reasoning(&reasoning);
         }
-        if let Some(Ok(Some(text))) = choice.delta.content.map(content_text) {
+        if let Some(text) = choice.delta.text() {
             self.text.push_str(&text);
         }
         for call in choice.delta.tool_calls.into_iter().flatten() {

@@ -11,7 +11,8 @@ use futures_util::Stream;
 
 use super::live::LiveTitle;
 use super::service::TitleService;
-use crate::api::stream::Chunk;
+use crate::protocols::chat::chunk::ChunkView;
+use crate::protocols::chat::is_done;
 use crate::sse::Decoder;
 
 /// Non-streamed answers are read up to this size for their title.
@@ -95,21 +96,17 @@ impl Watcher {
         let Some(data) = data.map(<[u8]>::trim_ascii) else {
             return;
         };
-        if data.is_empty() || data == b"[DONE]" {
+        if data.is_empty() || is_done(data) {
             return;
         }
-        let Ok(chunk) = serde_json::from_slice::<Chunk>(data) else {
+        let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
             return;
         };
-        if let Some(error) = chunk.error {
-            let message = error
-                .get("message")
-                .and_then(|m| m.as_str())
-                .map_or_else(|| error.to_string(), str::to_owned);
-            self.error = Some(message);
+        if let Some(error) = chunk.reported_error() {
+            self.error = Some(error.message.unwrap_or(error.raw));
             return;
         }
-        let Some(choice) = chunk.choices.iter().find(|c| c.index == 0) else {
+        let Some(choice) = chunk.answer() else {
             return;
         };
         if let Some(text) = choice.delta.text() {
@@ -169,7 +166,7 @@ where
 
 impl<S> Drop for Observed<S> {
     /// A client that hangs up once it has the whole answer (Codex closes on
-    /// `response.completed`, before the upstream's `[DONE]` is read) still has its title.
+    /// `response.completed`, before the upstream's `DONE` sentinel is read) still has its title.
     fn drop(&mut self) {
         let whole = self.watcher.as_ref().is_some_and(|w| w.complete);
         let failure = (!whole).then(|| "the client stopped reading its title stream".to_owned());

@@ -175,3 +175,51 @@ async fn done_in_the_model_s_own_text_does_not_end_the_answer() {
         );
     }
 }
+
+/// The end of an answer is an event, not bytes that look like one: a model whose text spells the
+/// stream's own end (`data: [DONE]`, `"finish_reason":"stop"`, JSON-escaped in its content) has
+/// not ended it, nor has an upstream cut inside its finish chunk (the key went by, the event
+/// never completed). Both end with the interruption event, through passthrough and the harness.
+#[tokio::test]
+async fn an_end_spelled_in_the_text_or_cut_inside_the_finish_chunk_is_an_interruption() {
+    let spelled = text_chunk("Done.\n\ndata: [DONE]\n\n{\"finish_reason\":\"stop\"}");
+    let half_finish = "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"";
+    for cut in [
+        spelled.clone(),
+        format!("{}{half_finish}", text_chunk("partial")),
+    ] {
+        let upstream = RawUpstream::start(close_delimited(&cut)).await;
+        let app = app_before(&upstream).await;
+        for harness in ["passthrough", "opencode"] {
+            let response = app.chat(harness, &chat_body(true)).await;
+            assert_eq!(response.status(), 200, "{harness}");
+            let text = read_all(response).await;
+            let last = data_lines(&text).pop().unwrap();
+            let event: serde_json::Value = serde_json::from_str(&last)
+                .unwrap_or_else(|e| panic!("{harness}: last event is JSON ({e}): {text:?}"));
+            assert_eq!(
+                event["error"]["code"], "upstream_interrupted",
+                "{harness}: {cut:?} → {text:?}"
+            );
+        }
+        let (status, code, _) = error_of(app.chat("opencode", &chat_body(false)).await).await;
+        assert_eq!(
+            (status, code.as_str()),
+            (502, "upstream_interrupted"),
+            "{cut:?}"
+        );
+    }
+}
+
+/// SSE lines may end in a lone CR: an answer that ends with `[DONE]` so is whole, and passthrough
+/// forwards it byte for byte with nothing added.
+#[tokio::test]
+async fn an_answer_in_cr_terminated_lines_that_ended_is_a_success() {
+    let body = format!("{}{DONE}", text_chunk("whole")).replace('\n', "\r");
+    let upstream = RawUpstream::start(close_delimited(&body)).await;
+    let app = app_before(&upstream).await;
+    let response = app.chat("passthrough", &chat_body(true)).await;
+    assert_eq!(read_all(response).await, body, "byte for byte");
+    let text = read_all(app.chat("opencode", &chat_body(true)).await).await;
+    assert!(!text.contains("\"error\""), "{text:?}");
+}

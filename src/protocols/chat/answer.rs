@@ -9,7 +9,8 @@
 //! JSON object's text (`conversation::answer::deliverable`): a renderer never streams a client
 //! JSON that does not parse.
 
-use crate::api::chunk_view::{ChunkView, content_text};
+use super::chunk::ChunkView;
+use super::end::is_done_event;
 use crate::conversation::answer::{AnswerEvent, Deliverable, FinishReason, Usage, deliverable};
 use crate::sse::Decoder;
 
@@ -47,7 +48,7 @@ impl ChatAnswerReader {
             if self.ended {
                 continue;
             }
-            if event.is_done() {
+            if is_done_event(&event) {
                 self.end(out);
                 continue;
             }
@@ -57,12 +58,12 @@ impl ChatAnswerReader {
         }
     }
 
-    /// The body ended (with or without `[DONE]`).
+    /// The body ended (with or without the `DONE` sentinel).
     pub fn finish(&mut self, out: &mut Vec<AnswerEvent>) {
         if let Some(event) = self.decoder.finish()
             && !self.ended
         {
-            if event.is_done() {
+            if is_done_event(&event) {
                 self.end(out);
             } else if let Some(data) = event.data.as_deref() {
                 self.chunk(data, out);
@@ -96,18 +97,11 @@ impl ChatAnswerReader {
                 );
             }
         };
-        if let Some(error) = chunk.error {
-            let error: serde_json::Value =
-                serde_json::from_str(error.get()).unwrap_or(serde_json::Value::Null);
+        if let Some(error) = chunk.reported_error() {
             let message = error
-                .get("message")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("the upstream reported an error")
-                .to_owned();
-            let code = error
-                .get("code")
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("upstream_error");
+                .message
+                .unwrap_or_else(|| "the upstream reported an error".to_owned());
+            let code = error.code.as_deref().unwrap_or("upstream_error");
             return self.fail(message, code, out);
         }
         if let Some(usage) = chunk.usage
@@ -117,14 +111,14 @@ impl ChatAnswerReader {
             self.usage = Some(Usage::from_value(&usage));
         }
         // One answer: only the first choice is rendered (clients of these protocols ask for one).
-        let Some(choice) = chunk.choices.into_iter().find(|c| c.index == 0) else {
+        let Some(choice) = chunk.answer() else {
             return;
         };
         let mut delta = choice.delta;
         if let Some(reasoning) = delta.reasoning_text() {
             out.push(AnswerEvent::Reasoning(reasoning.into_owned()));
         }
-        if let Some(Ok(Some(text))) = delta.content.map(content_text)
+        if let Some(text) = delta.text()
             && !text.is_empty()
         {
             out.push(AnswerEvent::Text(text.into_owned()));

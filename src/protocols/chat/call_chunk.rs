@@ -13,7 +13,7 @@ use std::fmt;
 use serde::Deserialize;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 
-use crate::api::chunk_view::CallView;
+use super::chunk::CallView;
 
 #[derive(Deserialize)]
 pub struct CallChunk<'a> {

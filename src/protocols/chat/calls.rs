@@ -11,7 +11,7 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::call_chunk::CallChunk;
-use crate::api::chunk_view::CallView;
+use super::chunk::CallView;
 use crate::api::stream::{Chunk, Completion, ToolCallDelta};
 use crate::conversation::answer::{Deliverable, deliverable};
 use crate::conversation::mapping::{CallMapper, CallRoute, Outcome};
@@ -322,7 +322,7 @@ impl StreamCalls {
         out
     }
 
-    /// At `[DONE]` or the end of the body: whatever is still held goes out.
+    /// At the `DONE` sentinel or the end of the body: whatever is still held goes out.
     pub fn flush(&mut self) -> Vec<Bytes> {
         let choices: Vec<u32> = self.choices.keys().copied().collect();
         choices.into_iter().flat_map(|c| self.complete(c)).collect()

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::api::chunk_view::{CallView, ChunkView, content_text};
+use super::chunk::{CallView, ChunkView, content_text};
 use crate::api::stream::{
     CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
 };
@@ -22,8 +22,11 @@ pub enum FoldError {
     Upstream(Value),
     #[error(transparent)]
     TooLarge(#[from] EventTooLarge),
-    /// The stream ended with neither a `finish_reason` nor `[DONE]`: it was cut short.
-    #[error("the upstream stream ended before the answer finished (no finish_reason, no [DONE])")]
+    /// The stream ended with neither a `finish_reason` nor the `DONE` sentinel: it was cut short.
+    #[error(
+        "the upstream stream ended before the answer finished (no finish_reason, no {})",
+        super::DONE
+    )]
     Unfinished,
 }
 
@@ -36,7 +39,7 @@ pub struct Folder {
     system_fingerprint: Option<Value>,
     choices: BTreeMap<u32, ChoiceAcc>,
     usage: Option<Value>,
-    /// A `finish_reason` or `[DONE]` arrived: the answer is whole.
+    /// A `finish_reason` or the `DONE` sentinel arrived: the answer is whole.
     ended: bool,
 }
 
@@ -126,7 +129,7 @@ impl Folder {
 
     fn event(&mut self, data: Option<&[u8]>) -> Result<(), FoldError> {
         let Some(data) = data else { return Ok(()) };
-        if data.trim_ascii() == b"[DONE]" {
+        if super::is_done(data) {
             self.ended = true;
             return Ok(());
         }

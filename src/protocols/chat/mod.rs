@@ -6,10 +6,17 @@
 //!   translated; cached tokens another upstream names its own way are added in OpenAI's words,
 //!   `usage`).
 //! - `Folder`: the client asked for one JSON answer; the upstream stream is folded into it.
+//!
+//! Also the one reader of a Chat Completions answer's wire, which every reader of the upstream's
+//! stream shares (the title readers and passthrough's watch too): `chunk` (a borrowed view of one
+//! streamed chunk: delta content, reasoning, tool calls, finish reason, usage, error), `end` (the
+//! `DONE` sentinel and where an answer ends), and below, the checks every forwarded event gets.
 
 pub mod answer;
 mod call_chunk;
 pub mod calls;
+pub mod chunk;
+pub mod end;
 pub mod fold;
 pub mod peek;
 pub mod request;
@@ -19,15 +26,13 @@ pub mod tokens;
 pub mod usage;
 
 pub use crate::conversation::mapping::{CallMapper, CallRoute, Reshape, ResponsePlan};
+pub use end::{DONE, EndWatch, ends_answer, is_done};
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 
 /// The upstream's Chat Completions path (below the base URL): where every translated request goes.
 pub const UPSTREAM_PATH: &str = "/chat/completions";
 
-/// Whether these bytes (one SSE event or line of a Chat Completions stream) mark the end of the
-/// answer: a string `finish_reason` or `[DONE]`. A stream that ends without either was cut short.
-/// A byte search, so passthrough can use it without parsing.
 /// Whether an event's data is a JSON object's text, by its shape (valid UTF-8, `{…}`): the cheap
 /// check every forwarded event gets; a chunk that passes it but does not parse is the client's
 /// to judge, as from the upstream itself.
@@ -56,33 +61,3 @@ pub fn excerpt(data: &[u8]) -> String {
 
 static ERROR_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"error\""));
-
-/// Whether one event's data ends the answer: it is `[DONE]`, or a chunk whose `finish_reason`
-/// is set. The key with its quotes can only be the chunk's own (inside the model's text the
-/// quotes are escaped), while `[DONE]` counts only as the whole data: a model that writes
-/// "[DONE]" in its answer does not end it.
-pub fn ends_answer(data: &[u8]) -> bool {
-    let data = data.trim_ascii();
-    data == b"[DONE]"
-        || FINISH_MARKERS
-            .iter()
-            .any(|marker| marker.find(data).is_some())
-}
-
-/// `ends_answer` for SSE text in whole lines (a forwarded chunk): any of its `data:` lines.
-pub fn lines_end_answer(bytes: &[u8]) -> bool {
-    bytes.split(|&b| b == b'\n').any(|line| {
-        line.strip_prefix(b"data:")
-            .is_some_and(|data| ends_answer(data.strip_suffix(b"\r").unwrap_or(data)))
-    })
-}
-
-/// Searchers built once: `memmem::find` builds one per call, and `ends_answer` runs on every
-/// forwarded event.
-static FINISH_MARKERS: std::sync::LazyLock<[memchr::memmem::Finder<'static>; 2]> =
-    std::sync::LazyLock::new(|| {
-        [
-            memchr::memmem::Finder::new(b"\"finish_reason\":\""),
-            memchr::memmem::Finder::new(b"\"finish_reason\": \""),
-        ]
-    });

@@ -19,9 +19,11 @@ pub struct Shaper {
     decoder: Decoder,
     include_usage: bool,
     calls: Option<StreamCalls>,
-    /// A `finish_reason`, `[DONE]` or the upstream's own error event went by: nothing is to be
-    /// added at the end.
+    /// A `finish_reason`, the `DONE` sentinel or the upstream's own error event went by: nothing
+    /// is to be added at the end.
     ended: bool,
+    /// A `finish_reason` or the sentinel went by: the client has the whole answer.
+    answered: bool,
 }
 
 /// Why the shaper stopped a stream: the caller ends it with one error event.
@@ -41,6 +43,7 @@ impl Shaper {
             include_usage,
             calls: None,
             ended: false,
+            answered: false,
         }
     }
 
@@ -66,13 +69,19 @@ impl Shaper {
         Ok(())
     }
 
+    /// Whether the answer's end (a `finish_reason` or the sentinel) has gone into `out`.
+    pub fn answered(&self) -> bool {
+        self.answered
+    }
+
     /// The upstream body ended. Returns whether the answer was whole (a `finish_reason` or
-    /// `[DONE]` arrived); if not, a trailing event that lacks its blank line is dropped, so the
+    /// the sentinel arrived); if not, a trailing event that lacks its blank line is dropped, so the
     /// client never gets half an event, and the caller ends the stream with an error event.
     pub fn finish(&mut self, out: &mut Vec<Bytes>) -> bool {
         if let Some(event) = self.decoder.finish() {
             if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
                 self.ended = true;
+                self.answered = true;
             }
             if self.ended {
                 // A trailing event after the end: forwarded if it is one, never a reason to fail.
@@ -88,7 +97,7 @@ impl Shaper {
 
     fn event(&mut self, event: Event, out: &mut Vec<Bytes>) -> Result<(), ShapeError> {
         if let Some(data) = event.data.as_deref()
-            && !event.is_done()
+            && !super::is_done(data)
         {
             if !super::is_json_object(data) {
                 return Err(ShapeError::Invalid(super::excerpt(data)));
@@ -101,6 +110,7 @@ impl Shaper {
         }
         if !self.ended && event.data.as_deref().is_some_and(super::ends_answer) {
             self.ended = true;
+            self.answered = true;
         }
         if !self.include_usage && is_usage_only(&event) {
             return Ok(());
@@ -108,7 +118,7 @@ impl Shaper {
         // Cached tokens in OpenAI's words too (DeepSeek names them its own way).
         let event = super::usage::normalized_event(&event).unwrap_or(event);
         if let (Some(calls), Some(data)) = (&mut self.calls, event.data.as_deref()) {
-            if event.is_done() {
+            if super::is_done(data) {
                 out.extend(calls.flush());
             } else if calls.wants(data)
                 && let Some(replaced) = calls.chunk(data)

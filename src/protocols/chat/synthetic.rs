@@ -1,17 +1,18 @@
 //! An upstream that ignored `stream: true` answered with one JSON completion; a streaming client
-//! still gets events: one chunk per choice, the usage chunk if asked, then `[DONE]`.
+//! still gets events: one chunk per choice, the usage chunk if asked, then the `DONE` sentinel.
 
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use crate::sse::{DONE, data_event};
+use super::end::done_event;
+use crate::sse::data_event;
 
 pub fn completion_to_sse(body: &[u8], include_usage: bool) -> Bytes {
     let mut out = Vec::new();
     let Ok(completion) = serde_json::from_slice::<Value>(body) else {
         // Not JSON after all: deliver it as one data event rather than lose it.
         out.extend_from_slice(&data_event(body));
-        out.extend_from_slice(DONE);
+        out.extend_from_slice(&done_event());
         return Bytes::from(out);
     };
     let head = |choices: Value| {
@@ -71,7 +72,7 @@ pub fn completion_to_sse(body: &[u8], include_usage: bool) -> Bytes {
         }
         out.extend_from_slice(&data_event(chunk.to_string().as_bytes()));
     }
-    out.extend_from_slice(DONE);
+    out.extend_from_slice(&done_event());
     Bytes::from(out)
 }
 

@@ -1,5 +1,6 @@
 //! Answer events → the Gemini API's answer: one `GenerateContentResponse` per SSE event
-//! (`data: {…}\r\n\r\n`, no `[DONE]`), or, for `:generateContent`, one `GenerateContentResponse`.
+//! (`data: {…}\r\n\r\n`, no Chat `DONE` sentinel), or, for `:generateContent`, one
+//! `GenerateContentResponse`.
 //!
 //! Text goes out as it streams; a function call is held until its arguments are complete and
 //! goes as one whole `functionCall` part with its id (Gemini CLI reads calls whole); reasoning

@@ -1,8 +1,9 @@
 //! A borrowed, read-only view of one streamed `chat.completion.chunk`: only the fields the proxy
-//! reads, borrowed from the event's bytes, unknown fields skipped. The general `stream::Chunk`
+//! reads, borrowed from the event's bytes, unknown fields skipped. The general `api::stream::Chunk`
 //! keeps every unknown field through `#[serde(flatten)]`, which buffers and allocates each one:
-//! several times the cost of everything else done per event. Readers that only look (the folder,
-//! the answer-event reader, the answer tap) use this view.
+//! several times the cost of everything else done per event. Every reader that only looks (the
+//! folder, the answer-event reader, the end of an answer, and the title readers: the answer tap,
+//! a title request's answer, a client's own title stream) reads through this view.
 
 use std::borrow::Cow;
 
@@ -91,7 +92,38 @@ where
     Ok(Option::<Borrowed<'de>>::deserialize(deserializer)?.map(|b| b.0))
 }
 
+impl<'a> ChunkView<'a> {
+    /// The answer's choice (index 0): the one a reader of one answer follows.
+    pub fn answer(self) -> Option<ChoiceView<'a>> {
+        self.choices.into_iter().find(|c| c.index == 0)
+    }
+
+    /// The upstream's own error object in the stream, read.
+    pub fn reported_error(&self) -> Option<ReportedError> {
+        let error: Value = serde_json::from_str(self.error?.get()).unwrap_or(Value::Null);
+        let text = |key: &str| error.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(ReportedError {
+            message: text("message"),
+            code: text("code"),
+            raw: self.error?.get().to_owned(),
+        })
+    }
+}
+
+/// An upstream's `{"error": …}` event: its message and code when they are strings, and its text.
+pub struct ReportedError {
+    pub message: Option<String>,
+    pub code: Option<String>,
+    pub raw: String,
+}
+
 impl<'a> DeltaView<'a> {
+    /// The delta's `content` text (see `content_text`); `None` when there is none or it is
+    /// unreadable.
+    pub fn text(&self) -> Option<Cow<'a, str>> {
+        content_text(self.content?).ok().flatten()
+    }
+
     /// The delta's reasoning, whatever the upstream names it: `reasoning_content`, else
     /// `reasoning`, else the `text` of `reasoning_details`' `reasoning.text` entries (other entry
     /// types — summaries, encrypted blobs — carry nothing readable); `None` when empty.

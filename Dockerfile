@@ -2,16 +2,22 @@
 # The harness-proxy image. Multi-stage: compile in the Rust image, run from a small Debian base as
 # a non-root user (uid and gid 10001). Build from the repository root:
 #   docker build -t harness-proxy:latest .
-# The build context is only what .dockerignore lets in (the manifest, src/, prompts/, ui/ and
-# deploy/image-config.toml): never deploy/secrets, target/ or .git.
+# The build context is only what .dockerignore lets in (the manifest, .cargo/config.toml, src/,
+# prompts/, ui/ and deploy/image-config.toml): never deploy/secrets, target/ or .git.
 
 FROM rust:1.95-slim-bookworm AS build
+# make: the allocator, jemalloc (tikv-jemalloc-sys), is built by its own configure and make.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends make \
+ && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 # 1. Dependencies only, in their own layer: a skeleton crate with the real manifest and lock file.
 #    This layer is rebuilt only when Cargo.toml or Cargo.lock change, not on a source change.
 #    Benches declared without a path must exist for the manifest to load; their stubs stay for
 #    step 2 (tests/ and benches/ are not in the build context; explicit test paths may be absent).
 COPY Cargo.toml Cargo.lock ./
+# jemalloc's compiled-in options (its decay times) are set here, as for `cargo build` anywhere.
+COPY .cargo/config.toml .cargo/config.toml
 RUN mkdir -p src benches \
  && echo 'fn main() {}' > src/main.rs \
  && touch src/lib.rs \

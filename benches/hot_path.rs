@@ -16,7 +16,7 @@ use bytes::Bytes;
 
 // Measure with the allocator the binary ships with.
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use harness_proxy::config::Config;
 use harness_proxy::harness::HarnessRequest;

@@ -75,6 +75,8 @@ async def main():
     ap.add_argument("--gap", type=float, default=0.1, help="seconds between events")
     ap.add_argument("--store", default="memory")
     ap.add_argument("--binary", default="target/release/harness-proxy")
+    ap.add_argument("--after", type=float, default=5.0,
+                    help="seconds after the streams end to read the resident memory again")
     args = ap.parse_args()
 
     server = await asyncio.start_server(
@@ -111,7 +113,7 @@ async def main():
             asyncio.gather(*(one_stream(port, n) for n in range(args.streams))), timeout=120)
         took = time.monotonic() - started
         sampler.cancel()
-        await asyncio.sleep(2)
+        await asyncio.sleep(args.after)
         after = rss_kib(proxy.pid)
         ok = sum(1 for s in sizes if s > args.events * len(CHUNK))
         print(json.dumps({

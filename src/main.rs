@@ -4,10 +4,8 @@ use std::process::ExitCode;
 
 use clap::Parser;
 
-// The rewrite path allocates many small strings; mimalloc cuts its cost by 7–22%
-// (benches/hot_path.rs).
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {

@@ -364,8 +364,9 @@ impl TitleService {
         });
     }
 
-    /// A title job's outcome: a fresh conversation opened with words this caller titled lately
-    /// takes that title (no request; the dropped `dispatched` lets the main request go); a fresh
+    /// A title job's outcome: a fresh conversation opened with words this caller titled since
+    /// its claim takes that title (no request; the dropped `dispatched` lets the main request
+    /// go; words titled before the claim were taken there, `settle_recent`); a fresh
     /// one otherwise writes its pending record while its title request runs; any other just runs.
     async fn title_of(
         &self,

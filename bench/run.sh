@@ -159,6 +159,13 @@ for front in "responses:Responses:session_id" "messages:Messages:x-claude-code-s
   stop "$PROXY_PID"
 done
 
+# Gemini CLI's front as shipped: Gemini CLI sends no conversation id, so neither does this row.
+# The model and the method are in the path (`models/{model}:streamGenerateContent?alt=sse`).
+start_shipped
+measure "opencode · Gemini as shipped, no id" proxy "http://127.0.0.1:$PROXY_PORT/v1beta/models" "$PROXY_PID" \
+  --header "x-harness: opencode" --protocol gemini
+stop "$PROXY_PID"
+
 peer_venv() {
   if [[ ! -x bench/.venv/bin/python ]]; then
     python3 -m venv bench/.venv >"$OUT/venv.log" 2>&1 || return 1

@@ -20,6 +20,14 @@ pub struct Target {
     pub headers: Vec<(HeaderName, HeaderValue)>,
 }
 
+/// One request a phase sends: its body, and its own path when the protocol names the model in
+/// the path (Gemini's `models/{model}:generateContent`).
+#[derive(Clone)]
+pub struct Request {
+    pub body: Bytes,
+    pub path: Option<String>,
+}
+
 impl Target {
     pub fn parse(url: &str, headers: &[String]) -> Result<Self, String> {
         let uri: hyper::Uri = url.parse().map_err(|e| format!("bad url {url}: {e}"))?;
@@ -107,11 +115,12 @@ impl Conn {
     pub async fn post(
         &mut self,
         target: &Target,
-        body: &Bytes,
+        payload: &Request,
         extra: &[(HeaderName, HeaderValue)],
         record_arrivals: bool,
     ) -> Result<Outcome, String> {
-        let mut request = hyper::Request::post(target.path.as_str())
+        let path = payload.path.as_deref().unwrap_or(target.path.as_str());
+        let mut request = hyper::Request::post(path)
             .header(hyper::header::HOST, target.authority.as_str())
             .header(hyper::header::CONTENT_TYPE, "application/json")
             .header(hyper::header::AUTHORIZATION, "Bearer sk-bench-not-a-key");
@@ -119,7 +128,7 @@ impl Conn {
             request = request.header(name, value);
         }
         let request = request
-            .body(Full::new(body.clone()))
+            .body(Full::new(payload.body.clone()))
             .map_err(|e| e.to_string())?;
         let sender = self.ready().await?;
         let started = Instant::now();
@@ -135,7 +144,7 @@ impl Conn {
             ..Outcome::default()
         };
         let mut body = response.into_body();
-        let mut last = 0u8;
+        let mut last = [0u8; 2];
         let mut head = Vec::new();
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| {
@@ -157,8 +166,10 @@ impl Conn {
                     outcome.arrivals.push(now);
                 }
             }
-            if let Some(&byte) = data.last() {
-                last = byte;
+            match &data[..] {
+                [.., a, b] => last = [*a, *b],
+                [b] => last = [last[1], *b],
+                [] => {}
             }
         }
         outcome.total = started.elapsed();
@@ -169,14 +180,16 @@ impl Conn {
     }
 }
 
-/// Blank-line event terminators (`\n\n`) in `data`, counting one split across frames.
-fn count_event_ends(previous: u8, data: &[u8]) -> u32 {
+/// Blank-line event terminators (`\n\n`, or `\r\n\r\n` as Google's API ends its events) in
+/// `data`, counting one split across frames (`previous`: the last two bytes before `data`).
+fn count_event_ends(previous: [u8; 2], data: &[u8]) -> u32 {
     let mut count = 0;
-    let mut prev = previous;
+    let [mut before, mut prev] = previous;
     for &byte in data {
-        if byte == b'\n' && prev == b'\n' {
+        if byte == b'\n' && (prev == b'\n' || (prev == b'\r' && before == b'\n')) {
             count += 1;
         }
+        before = prev;
         prev = byte;
     }
     count
@@ -188,7 +201,9 @@ mod tests {
 
     #[test]
     fn event_ends_split_across_frames_count_once() {
-        assert_eq!(count_event_ends(0, b"data: a\n\ndata: b\n"), 1);
-        assert_eq!(count_event_ends(b'\n', b"\ndata: c\n\n"), 2);
+        assert_eq!(count_event_ends([0, 0], b"data: a\n\ndata: b\n"), 1);
+        assert_eq!(count_event_ends([b'b', b'\n'], b"\ndata: c\n\n"), 2);
+        assert_eq!(count_event_ends([0, 0], b"data: a\r\n\r\ndata: b\r\n"), 1);
+        assert_eq!(count_event_ends([b'\n', b'\r'], b"\ndata: c\r\n\r\n"), 2);
     }
 }

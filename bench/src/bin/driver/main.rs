@@ -89,6 +89,7 @@ fn parse_args() -> Result<Args, String> {
                     "chat" => Protocol::Chat,
                     "responses" => Protocol::Responses,
                     "messages" => Protocol::Messages,
+                    "gemini" => Protocol::Gemini,
                     other => return Err(format!("unknown protocol {other}")),
                 }
             }
@@ -154,9 +155,12 @@ async fn dispatch(args: Args) -> Result<(), String> {
         }
         "probe" => {
             let target = Target::parse(&args.url, &args.headers)?;
-            let body = Bytes::from_static(
-                br#"{"model":"m-d1-p0-text","input":"hi","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}"#,
-            );
+            let body = client::Request {
+                body: Bytes::from_static(
+                    br#"{"model":"m-d1-p0-text","input":"hi","max_tokens":16,"messages":[{"role":"user","content":"hi"}]}"#,
+                ),
+                path: None,
+            };
             let outcome = Conn::new(target.addr)
                 .post(&target, &body, &[], false)
                 .await?;
@@ -219,7 +223,10 @@ async fn load(args: &Args) -> Result<(), String> {
         serde_json::from_str(&text).map_err(|e| format!("{path}: {e}"))?;
     body["model"] = json!(args.model);
     body["stream"] = json!(args.stream);
-    let body = Bytes::from(body.to_string());
+    let body = client::Request {
+        body: Bytes::from(body.to_string()),
+        path: None,
+    };
     let target = Target::parse(&args.url, &args.headers)?;
     let until = Instant::now() + Duration::from_secs(args.seconds);
     let mut tasks = tokio::task::JoinSet::new();

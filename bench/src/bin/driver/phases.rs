@@ -9,7 +9,7 @@ use bytes::Bytes;
 use hyper::header::{HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::client::{Conn, Outcome, Target};
+use crate::client::{Conn, Outcome, Request, Target};
 use crate::procfs::{CpuMark, rss_kib};
 use crate::stats::Summary;
 use harness_proxy_bench::Scenario;
@@ -20,6 +20,8 @@ pub enum Protocol {
     Chat,
     Responses,
     Messages,
+    /// Google's Gemini API (Gemini CLI): the model and the method in the path.
+    Gemini,
 }
 
 pub struct Plan {
@@ -50,8 +52,16 @@ impl Plan {
         self.model_format.replace("{}", &scenario.model())
     }
 
-    fn body(&self, scenario: Scenario, stream: bool) -> Bytes {
+    fn body(&self, scenario: Scenario, stream: bool) -> Request {
         let model = self.model(scenario);
+        let path = (self.protocol == Protocol::Gemini).then(|| {
+            let method = if stream {
+                "streamGenerateContent?alt=sse"
+            } else {
+                "generateContent"
+            };
+            format!("{}/{model}:{method}", self.target.path.trim_end_matches('/'))
+        });
         let value = match self.protocol {
             Protocol::Chat => {
                 let mut body = if scenario.kind == harness_proxy_bench::Kind::Bash {
@@ -76,8 +86,15 @@ impl Plan {
                 "messages": [{"role": "user", "content": "Write a one-line shell command that counts the lines of every .rs file under src/."}],
                 "stream": stream,
             }),
+            Protocol::Gemini => json!({
+                "systemInstruction": {"parts": [{"text": "You are a helpful coding assistant. Answer briefly."}]},
+                "contents": [{"role": "user", "parts": [{"text": "Write a one-line shell command that counts the lines of every .rs file under src/."}]}],
+            }),
         };
-        Bytes::from(value.to_string())
+        Request {
+            body: Bytes::from(value.to_string()),
+            path,
+        }
     }
 
     fn cap(&self, full: usize, quick: usize) -> usize {
@@ -116,7 +133,7 @@ impl Plan {
                 .sequential(&mut conn, &turn, &codex, self.cap(1000, 50), false)
                 .await;
             out.insert("turn".into(), turn_phase.latency());
-            out.insert("turn_body_bytes".into(), json!(turn.len()));
+            out.insert("turn_body_bytes".into(), json!(turn.body.len()));
             // The same turn streamed: a `bash` call of 64 vs 256 argument deltas, which a Codex
             // client gets back translated into its own `shell` call.
             let short = self
@@ -146,7 +163,7 @@ impl Plan {
                 ),
             );
         }
-        out.insert("small_body_bytes".into(), json!(small.len()));
+        out.insert("small_body_bytes".into(), json!(small.body.len()));
 
         let (rps, cpu_per_req, errors) = self.concurrent(&small, 32).await;
         out.insert("rps_c32".into(), json!(rps));
@@ -250,7 +267,7 @@ impl Plan {
     async fn sequential(
         &self,
         conn: &mut Conn,
-        body: &Bytes,
+        body: &Request,
         extra: &[(HeaderName, HeaderValue)],
         count: usize,
         record_arrivals: bool,
@@ -287,7 +304,7 @@ impl Plan {
     }
 
     /// Requests/s with `clients` connections each sending back to back for the phase's duration.
-    async fn concurrent(&self, body: &Bytes, clients: usize) -> (f64, Option<f64>, u64) {
+    async fn concurrent(&self, body: &Request, clients: usize) -> (f64, Option<f64>, u64) {
         let duration = Duration::from_secs(if self.quick { 1 } else { 5 });
         let before = CpuMark::take(self.pid);
         let started = Instant::now();
@@ -327,7 +344,7 @@ impl Plan {
 
     /// `streams` paced streams open at once (starts spread over one pacing interval); memory
     /// sampled every 50 ms; a gap above `STALL_FACTOR` × pacing is a stall.
-    async fn sustained(&self, body: &Bytes, streams: usize, pace_us: u64) -> Value {
+    async fn sustained(&self, body: &Request, streams: usize, pace_us: u64) -> Value {
         let started = Instant::now();
         let limit = Duration::from_secs(if self.quick { 20 } else { 90 });
         let mut tasks = tokio::task::JoinSet::new();

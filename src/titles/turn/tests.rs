@@ -66,6 +66,14 @@ fn no_request(_model: &str, _words: &str) -> TitleRequest {
     }
 }
 
+/// `no_request`, counting in `built` how many title requests a turn writes.
+fn counted(built: &AtomicUsize) -> impl Fn(&str, &str) -> TitleRequest + Sync + '_ {
+    move |model, words| {
+        built.fetch_add(1, Ordering::Relaxed);
+        no_request(model, words)
+    }
+}
+
 /// Waits for every title task the service spawned, then reads the record.
 async fn settled(service: &Arc<TitleService>, id: &str) -> crate::titles::store::TitleRecord {
     service.tracker.close();
@@ -193,10 +201,7 @@ async fn a_first_turn_claims_a_job_that_after_defers_to_the_answers_end() {
     let service = titles(TitleOrder::After);
     let first = facts(false, true);
     let built = AtomicUsize::new(0);
-    let request = |model: &str, words: &str| {
-        built.fetch_add(1, Ordering::Relaxed);
-        no_request(model, words)
-    };
+    let request = counted(&built);
     let mut turn = service
         .begin(TurnInfo {
             title_request: &request,
@@ -254,10 +259,7 @@ async fn a_fresh_conversation_with_recently_titled_words_takes_that_title_at_onc
         "Known title",
     );
     let built = AtomicUsize::new(0);
-    let request = |model: &str, words: &str| {
-        built.fetch_add(1, Ordering::Relaxed);
-        no_request(model, words)
-    };
+    let request = counted(&built);
     let mut turn = service
         .begin(TurnInfo {
             title_request: &request,

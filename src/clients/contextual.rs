@@ -2,8 +2,11 @@
 //! the user role (AGENTS.md instructions, environment context, hook prompts, …) rather than words
 //! the user typed.
 //!
-//! Owns only the predicate over text parts. Which messages are dropped from the history or
-//! skipped for the title is decided by the callers; image and audio parts never reach this
+//! Context is decided per part, never per message: an agent may send its context block and the
+//! user's words as two parts of one message (Gemini CLI's `<session_context>` then the prompt),
+//! and the words must still reach the model and the title. `user_words` and `is_context_only`
+//! are the one reading of a user message every caller shares (the history, the `<env>` sources,
+//! the title facts, the collaboration block's place). Image and audio parts never reach this
 //! module, so they can never match.
 
 /// Recognisers whose text must "wrap" between two markers: after trimming, it starts with
@@ -43,9 +46,61 @@ const HOOK_PROMPT_OPEN: &str = "<hook_prompt";
 const HOOK_PROMPT_CLOSE: &str = "</hook_prompt>";
 const HOOK_RUN_ID: &str = "hook_run_id";
 
-/// Whether any of the text parts of a user message is contextual.
-pub fn is_contextual<'a>(parts: impl IntoIterator<Item = &'a str>) -> bool {
-    parts.into_iter().any(is_contextual_text)
+/// Whether a user message is context and nothing else: at least one of its text parts is
+/// contextual and every other text part is blank. A message with no text part (an image alone)
+/// is the user's.
+pub fn is_context_only<'a>(parts: impl IntoIterator<Item = &'a str>) -> bool {
+    let mut any_context = false;
+    for part in parts {
+        if is_contextual_text(part) {
+            any_context = true;
+        } else if !part.trim().is_empty() {
+            return false;
+        }
+    }
+    any_context
+}
+
+/// What the user wrote in one user message: its text parts that are not context, concatenated
+/// without separator (as a message's text always is); `None` when the message is context only.
+#[must_use]
+pub fn user_words(parts: &[&str]) -> Option<String> {
+    if is_context_only(parts.iter().copied()) {
+        return None;
+    }
+    Some(
+        parts
+            .iter()
+            .filter(|part| !is_contextual_text(part))
+            .copied()
+            .collect(),
+    )
+}
+
+/// What the user wrote in one user message's content: `None` when it is context only, images and
+/// other parts counted as the user's (a screenshot beside a context block is still sent).
+#[must_use]
+pub fn words_of(content: &crate::conversation::Content) -> Option<String> {
+    use crate::conversation::{Content, Part};
+    match content {
+        Content::Text(text) => (!is_contextual_text(text)).then(|| text.clone()),
+        Content::Parts(parts) => {
+            let texts = content.text_parts();
+            let only_text = parts.iter().all(|part| matches!(part, Part::Text(_)));
+            match user_words(&texts) {
+                None if only_text => None,
+                None => Some(String::new()),
+                words => words,
+            }
+        }
+    }
+}
+
+/// The contextual text parts of one user message (what feeds `<env>`, never the user's words).
+pub fn context_parts<'a>(
+    parts: impl IntoIterator<Item = &'a str>,
+) -> impl Iterator<Item = &'a str> {
+    parts.into_iter().filter(|part| is_contextual_text(part))
 }
 
 /// Whether one text part matches any of the recognisers above: the reference's twelve, plus
@@ -194,7 +249,7 @@ fn is_xml_space(c: char) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{is_contextual, is_contextual_text, wraps};
+    use super::{context_parts, is_context_only, is_contextual_text, user_words, wraps};
 
     fn assert_contextual(text: &str) {
         assert!(is_contextual_text(text), "expected contextual: {text:?}");
@@ -509,13 +564,29 @@ mod tests {
         assert_not_contextual("日本");
     }
 
+    /// Gemini CLI 0.61 sends its `<session_context>` block and the typed prompt as two parts of
+    /// one user message: the block is context, the prompt is the user's.
     #[test]
-    fn a_message_is_contextual_when_any_part_is() {
-        assert!(is_contextual([
-            "hello",
-            "<environment_context>x</environment_context>"
-        ]));
-        assert!(!is_contextual(["hello", "world"]));
-        assert!(!is_contextual(std::iter::empty::<&str>()));
+    fn context_is_decided_per_part_never_per_message() {
+        let gemini = [
+            "<session_context>\nThis is the Gemini CLI. Today's date is Tuesday.\n</session_context>",
+            "list the files here",
+        ];
+        assert!(!is_context_only(gemini));
+        assert_eq!(user_words(&gemini).as_deref(), Some("list the files here"));
+        assert_eq!(context_parts(gemini).count(), 1);
+
+        let reminder_only = ["<system-reminder>x</system-reminder>", "  \n"];
+        assert!(is_context_only(reminder_only));
+        assert_eq!(user_words(&reminder_only), None);
+
+        assert!(!is_context_only(["hello", "world"]));
+        assert_eq!(
+            user_words(&["hello", " world"]).as_deref(),
+            Some("hello world")
+        );
+        // No text at all (an image alone) is the user's, with no words.
+        assert!(!is_context_only(std::iter::empty::<&str>()));
+        assert_eq!(user_words(&[]).as_deref(), Some(""));
     }
 }

@@ -3,7 +3,7 @@
 //! message, and the mode gates `request_user_input` and sets Plan's reasoning effort. Templates
 //! were rendered at start-up.
 
-use crate::clients::contextual::is_contextual;
+use crate::clients::contextual::is_context_only;
 use crate::conversation::{Conversation, Item, Message, Role};
 use crate::harness::HarnessError;
 
@@ -97,7 +97,7 @@ impl Collaboration {
                 .iter()
                 .rposition(|item| {
                     matches!(item, Item::Message(m)
-                        if m.role == Role::User && !is_contextual(m.content.text_parts()))
+                        if m.role == Role::User && !is_context_only(m.content.text_parts()))
                 })
                 .unwrap_or(conversation.items.len());
             conversation

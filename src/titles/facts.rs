@@ -2,7 +2,7 @@
 
 use sha2::{Digest, Sha256};
 
-use crate::clients::contextual::is_contextual;
+use crate::clients::contextual;
 use crate::conversation::view::{MessageView, ViewRole};
 use crate::conversation::{Conversation, Role};
 
@@ -106,7 +106,9 @@ impl ConversationFacts {
             match view.role {
                 ViewRole::System | ViewRole::Developer => {}
                 ViewRole::User => {
-                    if let Some(words) = user_words(&view.parts) {
+                    // What the user typed: the parts that are not context (Claude Code's `<system-reminder>`
+                    // blocks, Gemini CLI's `<session_context>`); none for a message of context only.
+                    if let Some(words) = contextual::user_words(&view.parts) {
                         first_user_text.get_or_insert_with(|| words.clone());
                         last_user_text = Some(words);
                         user_digest = None;
@@ -132,12 +134,6 @@ impl ConversationFacts {
             exchanges,
         }
     }
-}
-
-/// What the user typed in one user message: `None` for a contextual message
-/// (`clients::contextual`, Claude Code's `<system-reminder>` blocks included).
-fn user_words(parts: &[&str]) -> Option<String> {
-    (!is_contextual(parts.iter().copied())).then(|| parts.concat())
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! must come out: the plain Chat Completions body the conversation stands for (`chat`, or only
 //! its `chat_messages`), what the parse reports (`dropped_tools`, `client_profile`, `aside`,
 //! `client_stream`), text that must appear nowhere upstream (`absent_text`), and optionally what
-//! the `opencode` harness sends after its system message (`upstream_messages`). A stream case gives
+//! the `opencode` harness sends after its system message (`upstream_messages`) and text its system
+//! message must hold (`upstream_system_contains`), and the title's input (`first_user_text`). A stream case gives
 //! an upstream chat stream and the Gemini events that must come out (`events`: each a subset of
 //! the event's `GenerateContentResponse`), and the closing `error` of a cut stream. Expected
 //! values are written by hand from the Gemini API's wire format (docs/wire.md §5), never generated.
@@ -21,6 +22,7 @@ use harness_proxy::harness::opencode::tools::HostInfo;
 use harness_proxy::prompts::Prompts;
 use harness_proxy::protocols::gemini::parse_with;
 use harness_proxy::protocols::{ChatAnswerReader, Inbound, Request};
+use harness_proxy::titles::facts::ConversationFacts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use serde_json::{Value, json};
 
@@ -28,7 +30,7 @@ fn golden_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
 }
 
-fn harness() -> Opencode {
+pub(crate) fn harness() -> Opencode {
     let config: OpencodeConfig = serde_json::from_value(json!({"timezone": "UTC",
         "platform": "linux", "identity": "reference", "instructions": "drop"}))
     .expect("config");
@@ -153,6 +155,25 @@ fn run_request_case(case: &Value) -> Vec<String> {
             Some(want),
             &Value::Array(rest),
         );
+        let system = upstream["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default();
+        for text in expect["upstream_system_contains"]
+            .as_array()
+            .into_iter()
+            .flatten()
+        {
+            let text = text.as_str().expect("string");
+            check(
+                "the upstream system message holds",
+                Some(&json!(text)),
+                &json!(system.contains(text).then_some(text)),
+            );
+        }
+    }
+    if let Some(want) = expect.get("first_user_text") {
+        let facts = ConversationFacts::from_conversation(&inbound.conversation);
+        check("first user text", Some(want), &json!(facts.first_user_text));
     }
     for text in expect["absent_text"].as_array().into_iter().flatten() {
         let text = text.as_str().expect("string");

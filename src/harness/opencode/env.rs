@@ -60,12 +60,13 @@ impl Partial {
     /// What the client's own prompt says: Codex `<environment_context><cwd>…</cwd>`, an opencode
     /// `<env>` block, Claude Code's `# Environment` list (` - Primary working directory: …`,
     /// ` - Is a git repository: false`, ` - Platform: linux`), pi's `Current working directory:`
-    /// line, or a bare `Working directory:` line.
+    /// line, Gemini CLI's `<session_context>` (its date sentence, `My operating system is:`, the
+    /// first of its `**Workspace Directories:**`), or a bare `Working directory:` line.
     /// The first text that has a value wins.
     pub fn from_client_texts<'a>(texts: impl IntoIterator<Item = &'a str>) -> Self {
         let mut found = Self::default();
         for text in texts {
-            if !text.contains("<cwd>") && !text.contains(':') {
+            if !text.contains("<cwd>") && !text.contains(':') && !text.contains("date is ") {
                 continue;
             }
             found = found.or(Self::scan(text));
@@ -81,15 +82,22 @@ impl Partial {
                 found.cwd = non_empty(&rest[..end]);
             }
         }
+        // Gemini CLI names its folders in a list under a heading: the first one is its cwd.
+        let mut workspace_list = false;
         for line in text.lines() {
             let line = line.trim();
             // Claude Code lists its environment as a bullet list.
             let line = line.strip_prefix("- ").unwrap_or(line);
             let field = |label: &str| line.strip_prefix(label).and_then(non_empty);
+            if workspace_list && found.cwd.is_none() {
+                found.cwd = non_empty(line);
+            }
+            workspace_list = line == GEMINI_WORKSPACES;
             if found.cwd.is_none() {
                 found.cwd = field("Working directory:")
                     .or_else(|| field("Primary working directory:"))
-                    .or_else(|| field("Current working directory:"));
+                    .or_else(|| field("Current working directory:"))
+                    .or_else(|| field("I'm currently working in the directory:"));
             }
             if found.workspace_root.is_none() {
                 found.workspace_root = field("Workspace root folder:");
@@ -100,10 +108,13 @@ impl Partial {
                     .map(|v| yes_no(&v));
             }
             if found.platform.is_none() {
-                found.platform = field("Platform:");
+                found.platform = field("Platform:").or_else(|| field("My operating system is:"));
             }
             if found.today.is_none() {
-                found.today = field("Today's date:");
+                found.today = field("Today's date:").or_else(|| {
+                    line.strip_prefix("Today's date is ")
+                        .and_then(sentence_date)
+                });
             }
         }
         found
@@ -118,6 +129,26 @@ impl Partial {
             today: config.today.clone(),
         }
     }
+}
+
+/// The heading of Gemini CLI's folder list in its `<session_context>`.
+const GEMINI_WORKSPACES: &str = "**Workspace Directories:**";
+
+/// A client's date sentence, `Today's date is …`: Gemini CLI's `Wednesday, December 2, 2026
+/// (formatted according to the user's locale).` or Claude Code's `2026-11-30.`, in the `<env>`
+/// block's form (`Wed Dec 2 2026`); its own words when it is in neither form (another locale).
+fn sentence_date(sentence: &str) -> Option<String> {
+    let date = sentence
+        .split_once(" (")
+        .map_or(sentence, |(date, _)| date)
+        .trim_end_matches('.');
+    ["%A, %B %-d, %Y", "%Y-%m-%d"]
+        .iter()
+        .find_map(|form| chrono::NaiveDate::parse_from_str(date, form).ok())
+        .map_or_else(
+            || non_empty(date),
+            |day| Some(day.format("%a %b %-d %Y").to_string()),
+        )
 }
 
 fn non_empty(text: &str) -> Option<String> {
@@ -339,6 +370,36 @@ mod tests {
         assert_eq!(env.workspace_root, ".");
         assert_eq!(env.git, "yes");
         assert_eq!(env.platform, "linux", "the harness's default platform");
+    }
+
+    /// As Gemini CLI 0.61.0 sent it (captured from the real client, 2026-12-02): its date, OS
+    /// and first workspace folder, in the first part of its first user message.
+    #[test]
+    fn gemini_cli_session_context_is_a_source() {
+        let gemini = Partial::from_client_texts([concat!(
+            "<session_context>\nThis is the Gemini CLI. We are setting up the context for our chat.\n",
+            "Today's date is Wednesday, December 2, 2026 (formatted according to the user's locale).\n",
+            "My operating system is: linux\n",
+            "The project's temporary directory is: /home/u/.gemini/tmp/work\n",
+            "- **Workspace Directories:**\n  - /home/u/work\n  - /home/u/other\n",
+            "- **Directory Structure:**\n\nShowing up to 200 items (files + folders).\n\n",
+            "/home/u/work/\n\u{2514}\u{2500}\u{2500}\u{2500}README.md\n\n\n</session_context>"
+        )]);
+        assert_eq!(
+            gemini,
+            Partial {
+                cwd: Some("/home/u/work".into()),
+                workspace_root: None,
+                git: None,
+                platform: Some("linux".into()),
+                today: Some("Wed Dec 2 2026".into()),
+            }
+        );
+        let claude_code =
+            Partial::from_client_texts(["# currentDate\nToday's date is 2026-11-30.\n"]);
+        assert_eq!(claude_code.today.as_deref(), Some("Mon Nov 30 2026"));
+        let other_locale = Partial::from_client_texts(["Today's date is 2. Dezember 2026."]);
+        assert_eq!(other_locale.today.as_deref(), Some("2. Dezember 2026"));
     }
 
     #[test]

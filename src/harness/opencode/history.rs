@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use super::body::{OutCall, OutFunction, OutImage, OutMessage, OutPart};
 use crate::clients::args::reserialize_arguments;
-use crate::clients::contextual::is_contextual;
+use crate::clients::contextual::words_of;
 use crate::clients::profiles::Profile;
 use crate::clients::quote::quote_prompt;
 use crate::config::{HistoryMode, ReasoningMode};
@@ -94,15 +94,15 @@ impl Converter<'_> {
         match message.role {
             Role::Assistant => self.assistant_text(message),
             Role::User => {
-                if is_contextual(message.content.text_parts()) {
+                // Only the parts that are context go; the user's words always reach the model.
+                let Some(text) = words_of(&message.content) else {
                     return;
-                }
-                let text = message.content.text();
+                };
                 self.discard();
                 let content = if self.options.quote_user {
                     quote_prompt(&text)
                 } else {
-                    text.into_owned()
+                    text
                 };
                 let images = images(&message.content);
                 if images.is_empty() {

@@ -29,7 +29,7 @@ use self::tools::{Catalog, HostInfo, SelectRules};
 use super::collaboration::{Collaboration, Mode};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, TitleAsk};
 use crate::clients::bridge::{Bridge, Unmatched};
-use crate::clients::contextual::is_contextual;
+use crate::clients::contextual::context_parts;
 use crate::clients::profiles::{Profile, Profiles};
 use crate::config::{ExtraTools, InstructionsMode, OpencodeConfig};
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
@@ -250,14 +250,16 @@ impl Opencode {
     /// runs (system and developer text, and the contextual user messages such as Codex's
     /// `<environment_context>`, never the user's own words), else config, else the defaults.
     fn env(&self, client_items: &[Item], headers: &HeaderMap, now: DateTime<Utc>) -> EnvValues {
-        let prompt_texts: Vec<Cow<'_, str>> = messages(client_items)
-            .filter(|m| match m.role {
-                Role::System | Role::Developer => true,
-                Role::User => is_contextual(m.content.text_parts()),
-                Role::Assistant => false,
-            })
-            .map(|m| m.content.text())
-            .collect();
+        let mut prompt_texts: Vec<Cow<'_, str>> = Vec::new();
+        for message in messages(client_items) {
+            match message.role {
+                Role::System | Role::Developer => prompt_texts.push(message.content.text()),
+                // Per part: Gemini CLI's `<session_context>` shares its message with the prompt.
+                Role::User => prompt_texts
+                    .extend(context_parts(message.content.text_parts()).map(Cow::Borrowed)),
+                Role::Assistant => {}
+            }
+        }
         env::resolve(
             env::Partial::from_headers(headers),
             env::Partial::from_client_texts(prompt_texts.iter().map(AsRef::as_ref)),

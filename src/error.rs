@@ -27,6 +27,10 @@ pub enum ProxyError {
         "the request's images take {size} bytes, over the limit of {limit} bytes (limits.max_image_bytes); send fewer or smaller images"
     )]
     ImagesTooLarge { size: usize, limit: usize },
+    #[error(
+        "the request offers {count} tools, over the limit of {limit} (limits.max_tools); offer fewer tools"
+    )]
+    TooManyTools { count: usize, limit: usize },
     #[error("cannot read the request body: {0}")]
     BodyRead(String),
     #[error("no route for {method} {path}")]
@@ -119,7 +123,7 @@ impl ProxyError {
             | Self::InvalidRequest { .. }
             | Self::UnknownHarness { .. }
             | Self::BodyRead(_) => StatusCode::BAD_REQUEST,
-            Self::BodyTooLarge { .. } | Self::ImagesTooLarge { .. } => {
+            Self::BodyTooLarge { .. } | Self::ImagesTooLarge { .. } | Self::TooManyTools { .. } => {
                 StatusCode::PAYLOAD_TOO_LARGE
             }
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
@@ -145,6 +149,7 @@ impl ProxyError {
             Self::UnknownHarness { .. } => "unknown_harness",
             Self::BodyTooLarge { .. } => "request_too_large",
             Self::ImagesTooLarge { .. } => "images_too_large",
+            Self::TooManyTools { .. } => "too_many_tools",
             Self::BodyRead(_) => "invalid_body",
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
@@ -180,7 +185,9 @@ impl ProxyError {
                 "invalid_request"
             }
             Self::UnknownHarness { .. } => "unknown_harness",
-            Self::BodyTooLarge { .. } | Self::ImagesTooLarge { .. } => "too_large",
+            Self::BodyTooLarge { .. } | Self::ImagesTooLarge { .. } | Self::TooManyTools { .. } => {
+                "too_large"
+            }
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::Unauthorized(_) => "unauthorized",
@@ -229,6 +236,7 @@ impl ProxyError {
             | Self::UnknownHarness { .. }
             | Self::BodyTooLarge { .. }
             | Self::ImagesTooLarge { .. }
+            | Self::TooManyTools { .. }
             | Self::BodyRead(_)
             | Self::NotFound { .. }
             | Self::MethodNotAllowed { .. }

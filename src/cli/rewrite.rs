@@ -114,6 +114,7 @@ fn rewritten(
             seal: crate::state::reasoning_seal(config)?,
             memo: None,
             max_image_bytes: config.limits.max_image_bytes,
+            max_tools: config.limits.max_tools,
         };
         inbound::process_offline(
             harness.as_ref(),

@@ -12,6 +12,7 @@
 //!
 //! Owns: bindings, call delivery. Must not: know a harness's flavours or wire forms, do I/O.
 
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -76,9 +77,16 @@ pub struct ClientTool {
 }
 
 /// One request's bridge; the `CallMapper` of its answer.
+///
+/// Every lookup goes through an index, so a request's cost is linear in the tools it offers
+/// (issue 30: per-tool scans made 40,000 tools cost minutes of CPU).
 pub struct Bridge {
     pub profile: Arc<Profile>,
     pub tools: Vec<ClientTool>,
+    /// The first offered tool of each name.
+    by_name: HashMap<String, usize>,
+    /// The offered tool each harness tool's calls go to (its alias, else its inference).
+    by_harness: HashMap<String, usize>,
 }
 
 impl Bridge {
@@ -88,10 +96,7 @@ impl Bridge {
         harness: &HarnessTools,
         unmatched: Unmatched,
     ) -> Self {
-        let names: Vec<String> = offered
-            .iter()
-            .filter_map(|t| t.name().map(str::to_owned))
-            .collect();
+        let names: HashSet<&str> = offered.iter().filter_map(ToolDefinition::name).collect();
         let mut tools: Vec<ClientTool> = offered
             .iter()
             .filter_map(|def| {
@@ -104,21 +109,30 @@ impl Bridge {
                 })
             })
             .collect();
-        // Inference second, so an alias of an offered tool keeps its harness tool.
-        for i in 0..tools.len() {
-            if tools[i].binding != Binding::Kept || profile.has_alias_for(&tools[i].name) {
+        let mut by_name = HashMap::with_capacity(tools.len());
+        let mut by_harness = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            by_name.entry(tool.name.clone()).or_insert(i);
+            if let Binding::Mapped { harness, .. } = &tool.binding {
+                for h in harness {
+                    by_harness.entry(h.clone()).or_insert(i);
+                }
+            }
+        }
+        // Inference second, so an alias of an offered tool keeps its harness tool (a client
+        // sending one name twice gets both bound).
+        for (i, tool) in tools.iter_mut().enumerate() {
+            if tool.binding != Binding::Kept || profile.has_alias_for(&tool.name) {
                 continue;
             }
-            let name = tools[i].name.clone();
-            // Another tool's alias took it (a client sending one name twice gets both bound).
-            let claimed = tools.iter().any(|t| t.name != name && t.stands_for(&name));
-            if let Some(harness_schema) = harness.get(&name)
+            let claimed = by_harness.get(&tool.name).is_some_and(|&j| j != i);
+            if let Some(harness_schema) = harness.get(&tool.name)
                 && !claimed
-                && tools[i].schema.accepts_calls_of(harness_schema)
+                && tool.schema.accepts_calls_of(harness_schema)
             {
-                let exact = takes_as_is(&tools[i].schema, harness_schema);
-                tools[i].binding = Binding::Mapped {
-                    harness: vec![name],
+                let exact = takes_as_is(&tool.schema, harness_schema);
+                tool.binding = Binding::Mapped {
+                    harness: vec![tool.name.clone()],
                     exact,
                 };
             }
@@ -130,7 +144,26 @@ impl Bridge {
                 tool.binding = Binding::Dropped;
             }
         }
-        Self { profile, tools }
+        let mut bridge = Self {
+            profile,
+            tools,
+            by_name,
+            by_harness: HashMap::new(),
+        };
+        bridge.index_harness();
+        bridge
+    }
+
+    /// Rebuilds `by_harness` from the bindings (after a binding changed).
+    fn index_harness(&mut self) {
+        self.by_harness.clear();
+        for (i, tool) in self.tools.iter().enumerate() {
+            if let Binding::Mapped { harness, .. } = &tool.binding {
+                for h in harness {
+                    self.by_harness.entry(h.clone()).or_insert(i);
+                }
+            }
+        }
     }
 
     /// A bridge for client tools given by name only, every schema open (any object fits): what
@@ -156,25 +189,29 @@ impl Bridge {
     }
 
     pub fn binding(&self, name: &str) -> Option<&Binding> {
-        self.tools
-            .iter()
-            .find(|t| t.name == name)
-            .map(|t| &t.binding)
+        self.by_name.get(name).map(|&i| &self.tools[i].binding)
     }
 
     /// A tool a collaboration mode keeps whatever the operator's `drop` says.
     pub fn keep_tool(&mut self, name: &str) {
-        if let Some(tool) = self.tools.iter_mut().find(|t| t.name == name) {
-            if tool.binding == Binding::Dropped {
-                tool.binding = Binding::Kept;
-            }
+        if let Some(&i) = self.by_name.get(name)
+            && self.tools[i].binding == Binding::Dropped
+        {
+            self.tools[i].binding = Binding::Kept;
         }
     }
 
-    /// A tool the harness did not send after all (its flavour or mode has no place for it).
-    pub fn drop_tool(&mut self, name: &str) {
-        if let Some(tool) = self.tools.iter_mut().find(|t| t.name == name) {
-            tool.binding = Binding::Dropped;
+    /// Tools the harness did not send after all (its flavour or mode has no place for them).
+    pub fn drop_tools<'n>(&mut self, names: impl IntoIterator<Item = &'n str>) {
+        let mut changed = false;
+        for name in names {
+            if let Some(&i) = self.by_name.get(name) {
+                changed |= matches!(self.tools[i].binding, Binding::Mapped { .. });
+                self.tools[i].binding = Binding::Dropped;
+            }
+        }
+        if changed {
+            self.index_harness();
         }
     }
 
@@ -195,26 +232,24 @@ impl Bridge {
             .collect()
     }
 
-    fn offered_names(&self) -> Vec<String> {
-        self.tools.iter().map(|t| t.name.clone()).collect()
-    }
-
     /// The client tool a harness call goes to: the mapped one, else a kept one of that name.
     fn target(&self, name: &str) -> Option<&ClientTool> {
-        self.tools.iter().find(|t| t.stands_for(name)).or_else(|| {
-            self.tools
-                .iter()
-                .find(|t| t.name == name && t.binding == Binding::Kept)
-        })
+        self.by_harness
+            .get(name)
+            .or_else(|| {
+                self.by_name
+                    .get(name)
+                    .filter(|&&i| self.tools[i].binding == Binding::Kept)
+            })
+            .map(|&i| &self.tools[i])
     }
 
     /// The converter's arguments, cut to the client's schema.
     fn translate(&self, tool: &ClientTool, name: &str, arguments: &str) -> Option<Value> {
         let args = match &tool.binding {
             Binding::Mapped { .. } if self.profile.has_alias_for(&tool.name) => {
-                let (_, text) =
-                    self.profile
-                        .call_to_client(name, arguments, &self.offered_names())?;
+                let offered = |client: &str| self.by_name.contains_key(client);
+                let (_, text) = self.profile.call_to_client_if(name, arguments, &offered)?;
                 text
             }
             _ => arguments.to_owned(),
@@ -226,18 +261,12 @@ impl Bridge {
     }
 }
 
-impl ClientTool {
-    fn stands_for(&self, harness_tool: &str) -> bool {
-        matches!(&self.binding, Binding::Mapped { harness, .. } if harness.iter().any(|h| h == harness_tool))
-    }
-}
-
 /// The binding an alias of the profile gives an offered tool: the harness tools its aliases
 /// name that the harness has.
 fn alias_binding(
     profile: &Profile,
     name: &str,
-    offered: &[String],
+    offered: &HashSet<&str>,
     harness: &HarnessTools,
 ) -> Option<Binding> {
     let targets: Vec<String> = profile
@@ -246,7 +275,7 @@ fn alias_binding(
         .filter(|h| harness.get(h).is_some())
         // Two offered tools for one harness tool (Codex's `shell` and `shell_command`): the
         // profile's preferred one takes it.
-        .filter(|h| profile.preferred_client(h, offered) == Some(name))
+        .filter(|h| profile.preferred_client(h, &|client| offered.contains(client)) == Some(name))
         .map(str::to_owned)
         .collect();
     (!targets.is_empty()).then_some(Binding::Mapped {

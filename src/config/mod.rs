@@ -146,6 +146,10 @@ pub struct LimitsConfig {
     /// Decoded bytes of all inline (`data:`) images in one request; beyond it 413
     /// `images_too_large` (images given by URL are not fetched and count nothing).
     pub max_image_bytes: usize,
+    /// Tools one rewritten request may offer; beyond it 413 `too_many_tools` in the client's
+    /// shape. Real agents offer tens (Claude Code with many MCP servers a few hundred); the bound
+    /// caps what one request makes the tool bridge and schema checks spend.
+    pub max_tools: usize,
     /// Requests served at once; beyond it clients get 503 with `Retry-After`. A request takes its
     /// slot once its body has been read, so slow senders cannot hold slots.
     pub max_concurrent_requests: usize,
@@ -180,6 +184,7 @@ impl Default for LimitsConfig {
         Self {
             max_body_bytes: 32 * 1024 * 1024,
             max_image_bytes: 20 * 1024 * 1024,
+            max_tools: 2048,
             max_concurrent_requests: 1024,
             max_sse_event_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
             request_read_timeout: Duration::from_secs(30),

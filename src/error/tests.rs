@@ -61,6 +61,12 @@ fn table() -> Vec<(ProxyError, u16, Level, &'static str)> {
             "too_large",
         ),
         (
+            ProxyError::TooManyTools { count: 2, limit: 1 },
+            413,
+            Level::DEBUG,
+            "too_large",
+        ),
+        (
             ProxyError::NotFound {
                 method: method.clone(),
                 path: path.clone(),

@@ -96,6 +96,7 @@ pub(crate) async fn process(
         seal: state.reasoning_seal.clone(),
         memo: memo.clone(),
         max_image_bytes: state.config.limits.max_image_bytes,
+        max_tools: state.config.limits.max_tools,
     };
     if body.len() < BLOCKING_PREPARE_BYTES {
         let request = call.request(body);
@@ -137,6 +138,7 @@ pub(crate) struct Context {
     /// The memo of answers' reasoning and whose turn this is, when reasoning goes back.
     pub(crate) memo: Option<(std::sync::Arc<ReasoningMemo>, String)>,
     pub(crate) max_image_bytes: usize,
+    pub(crate) max_tools: usize,
 }
 
 /// The client's request in the model, before the harness rebuilds it.
@@ -197,8 +199,16 @@ fn parse_now(front: Front, request: &Request<'_>, context: Context) -> Result<Pa
         seal,
         memo,
         max_image_bytes,
+        max_tools,
     } = context;
     let mut inbound = (front.parse)(request)?;
+    let count = inbound.conversation.tools.len();
+    if count > max_tools {
+        return Err(ProxyError::TooManyTools {
+            count,
+            limit: max_tools,
+        });
+    }
     let size = inbound.conversation.image_bytes();
     if size > max_image_bytes {
         return Err(ProxyError::ImagesTooLarge {

@@ -48,5 +48,7 @@ mod shutdown;
 mod sse_limits;
 mod startup;
 mod titles;
+mod tool_count;
 mod ui;
 mod upstream_url;
+mod user_words;

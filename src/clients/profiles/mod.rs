@@ -242,22 +242,22 @@ impl Profile {
 
     /// The alias for a harness tool: the one whose client tool was offered, when several
     /// client tools stand for it (Codex's `shell` and `shell_command`); else the first.
-    fn by_opencode(&self, opencode_tool: &str, offered: &[String]) -> Option<&Alias> {
+    fn by_opencode(&self, opencode_tool: &str, offered: &dyn Fn(&str) -> bool) -> Option<&Alias> {
         let mut candidates = self.aliases.iter().filter(|a| a.opencode == opencode_tool);
         let first = candidates.clone().next();
-        candidates.find(|a| offered.contains(&a.client)).or(first)
+        candidates.find(|a| offered(&a.client)).or(first)
     }
 
     /// The offered client tool that takes calls to `harness_tool`, by this profile's aliases.
     pub fn preferred_client<'a>(
         &'a self,
         harness_tool: &str,
-        offered: &[String],
+        offered: &dyn Fn(&str) -> bool,
     ) -> Option<&'a str> {
         self.aliases
             .iter()
             .filter(|a| a.opencode == harness_tool)
-            .find(|a| offered.contains(&a.client))
+            .find(|a| offered(&a.client))
             .map(|a| a.client.as_str())
     }
 
@@ -326,6 +326,18 @@ impl Profile {
         opencode_tool: &str,
         arguments: &str,
         offered: &[String],
+    ) -> Option<(String, String)> {
+        self.call_to_client_if(opencode_tool, arguments, &|client| {
+            offered.iter().any(|o| o == client)
+        })
+    }
+
+    /// `call_to_client`, with the offered tools asked of an index (`offered(name)`).
+    pub fn call_to_client_if(
+        &self,
+        opencode_tool: &str,
+        arguments: &str,
+        offered: &dyn Fn(&str) -> bool,
     ) -> Option<(String, String)> {
         let alias = self.by_opencode(opencode_tool, offered)?;
         let args = parse_object(arguments)?;

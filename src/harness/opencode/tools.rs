@@ -212,10 +212,8 @@ impl Catalog {
                 (Some(Binding::Dropped) | None, _, _) => {}
             }
         }
-        for name in now_dropped {
-            bridge.drop_tool(name);
-        }
-        let kept = bridge.kept();
+        bridge.drop_tools(now_dropped);
+        let kept: std::collections::HashSet<String> = bridge.kept().into_iter().collect();
         let mut tools: Vec<Cow<'a, RawValue>> = match policy {
             ToolsPolicy::Client => client_kept,
             ToolsPolicy::Reference | ToolsPolicy::Intersect => self

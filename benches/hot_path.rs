@@ -208,7 +208,7 @@ fn call_piece(head: bool, args: &str) -> String {
 
 fn translate(c: &mut Criterion) {
     use harness_proxy::clients::bridge::Bridge;
-    use harness_proxy::clients::profiles::Profile;
+    use harness_proxy::clients::profiles::Profiles;
     use std::sync::Arc;
     let mut events = vec![Bytes::from(call_piece(true, ""))];
     events.push(Bytes::from(call_piece(false, "{\"command\":\"")));
@@ -219,7 +219,7 @@ fn translate(c: &mut Criterion) {
     ));
     events.push(Bytes::from_static(b"data: [DONE]\n\n"));
     let mapper: Arc<dyn harness_proxy::protocols::chat::CallMapper> = Arc::new(Bridge::open(
-        Arc::new(Profile::codex()),
+        Profiles::built_in("codex"),
         &["shell", "update_plan"],
     ));
     let mut group = c.benchmark_group("translate");

@@ -1,50 +1,103 @@
 //! The tool bridge of one request: how each tool the client offered stands to the harness's tool
-//! set (the pivot: opencode's tools for the `opencode` harness, whatever set another harness
-//! brings), and how the model's calls come back so that the client can run them.
+//! set, how the model's calls come back so that the client can run them, and how the client's
+//! history reads in the harness's tools. Client and harness are both profiles: a client tool and
+//! a harness tool meet through the capability they stand for (`clients::capability`), so any
+//! client meets any harness with no pair written by hand.
 //!
-//! A client tool is *mapped* to harness tools only through an alias of its profile, or by an
-//! inference that checks the schemas (`ToolSchema::accepts_calls_of`), never by its name alone;
-//! else it is *kept* (sent upstream as the client defined it, beside the harness's tools, as
-//! opencode sends MCP tools) or *dropped* (its profile says it means nothing upstream, or the
-//! operator asked for `drop`). Every call the bridge delivers was checked against the client's
-//! own schema: translated and cut to what the schema declares; else as the model made it if
-//! that validates; else reported (`Outcome::Invalid`) — never a silent wrong call.
+//! A client tool is *mapped* to a harness tool through its profile's alias, through an inference
+//! from its name and schema (`clients::infer`), or, for a harness tool no capability describes,
+//! by the same name with a schema that takes its calls (`ToolSchema::accepts_calls_of`); else it
+//! is *kept* (sent upstream as the client defined it, beside the harness's tools, as opencode
+//! sends MCP tools) or *dropped* (its profile says it means nothing upstream, or the operator
+//! asked for `drop`). Every call the bridge delivers was checked against the client's own schema:
+//! converted, cut to what the schema declares with nothing that matters cut away; else as the
+//! model made it if that validates; else reported (`Outcome::Invalid`), never a silent wrong call.
 //!
-//! Owns: bindings, call delivery. Must not: know a harness's flavours or wire forms, do I/O.
+//! Every lookup goes through an index, so a request's cost is linear in the tools it offers.
+//!
+//! Owns: bindings, call delivery, the history's calls and results in the harness's tools. Must
+//! not: know a harness's flavours or wire forms, do I/O.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
-use super::profiles::Profile;
+use super::capability::Capability;
+use super::infer;
+use super::profiles::{Alias, Profile};
 use super::schema::{Check, ToolSchema};
 use crate::conversation::ToolDefinition;
 use crate::conversation::answer::deliverable;
 use crate::conversation::mapping::{CallMapper, CallRoute, Delivered, Outcome};
 
-/// A harness's own tools, by name, with their argument schemas: what client tools map onto.
-#[derive(Debug, Default)]
+/// One tool of a harness's set.
+#[derive(Debug)]
+pub struct HarnessTool {
+    pub name: String,
+    pub schema: ToolSchema,
+    /// What it does, by the harness's profile; `None` for a tool no capability describes (it
+    /// meets only a client tool of its own name).
+    pub capability: Option<Capability>,
+}
+
+/// A harness's own tools, with their argument schemas and the profile that says what each does:
+/// what client tools map onto. Built once, when the harness is.
+#[derive(Debug)]
 pub struct HarnessTools {
-    tools: Vec<(String, ToolSchema)>,
+    profile: Arc<Profile>,
+    tools: Vec<HarnessTool>,
+    by_name: HashMap<String, usize>,
+    /// The first tool of each capability: the one the capability's calls go to.
+    by_capability: HashMap<Capability, usize>,
 }
 
 impl HarnessTools {
-    pub fn new(tools: impl IntoIterator<Item = (String, Option<Value>)>) -> Self {
+    pub fn new(
+        profile: Arc<Profile>,
+        tools: impl IntoIterator<Item = (String, Option<Value>)>,
+    ) -> Self {
+        let tools: Vec<HarnessTool> = tools
+            .into_iter()
+            .map(|(name, schema)| {
+                let capability = profile.capabilities(&name).next();
+                HarnessTool {
+                    capability,
+                    schema: ToolSchema::new(schema),
+                    name,
+                }
+            })
+            .collect();
+        let mut by_name = HashMap::new();
+        let mut by_capability = HashMap::new();
+        for (i, tool) in tools.iter().enumerate() {
+            by_name.entry(tool.name.clone()).or_insert(i);
+            if let Some(capability) = tool.capability {
+                by_capability.entry(capability).or_insert(i);
+            }
+        }
         Self {
-            tools: tools
-                .into_iter()
-                .map(|(name, schema)| (name, ToolSchema::new(schema)))
-                .collect(),
+            profile,
+            tools,
+            by_name,
+            by_capability,
         }
     }
 
-    pub fn get(&self, name: &str) -> Option<&ToolSchema> {
-        self.tools.iter().find(|(n, _)| n == name).map(|(_, s)| s)
+    pub fn get(&self, name: &str) -> Option<&HarnessTool> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    pub fn for_capability(&self, capability: Capability) -> Option<&HarnessTool> {
+        self.by_capability.get(&capability).map(|&i| &self.tools[i])
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.tools.iter().map(|(n, _)| n.as_str())
+        self.tools.iter().map(|t| t.name.as_str())
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.profile
     }
 }
 
@@ -60,7 +113,7 @@ pub enum Unmatched {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Binding {
     /// Stands for these harness tools. `exact`: the client's schema takes every harness call as
-    /// it is (opencode's own tools), so its calls stream through untouched.
+    /// it is (the same tool on both sides), so its calls stream through untouched.
     Mapped {
         harness: Vec<String>,
         exact: bool,
@@ -69,23 +122,33 @@ pub enum Binding {
     Dropped,
 }
 
+/// How a mapped client tool converts.
+#[derive(Debug)]
+enum Via {
+    /// Its profile's aliases.
+    Profile,
+    /// An alias inferred from its name and schema.
+    Inferred(Alias),
+    /// The harness tool of its own name, no capability between.
+    SameName,
+}
+
 #[derive(Debug)]
 pub struct ClientTool {
     pub name: String,
     pub schema: ToolSchema,
     pub binding: Binding,
+    via: Via,
 }
 
 /// One request's bridge; the `CallMapper` of its answer.
-///
-/// Every lookup goes through an index, so a request's cost is linear in the tools it offers
-/// (issue 30: per-tool scans made 40,000 tools cost minutes of CPU).
 pub struct Bridge {
     pub profile: Arc<Profile>,
     pub tools: Vec<ClientTool>,
+    harness: Arc<HarnessTools>,
     /// The first offered tool of each name.
     by_name: HashMap<String, usize>,
-    /// The offered tool each harness tool's calls go to (its alias, else its inference).
+    /// The offered tool each harness tool's calls go to.
     by_harness: HashMap<String, usize>,
 }
 
@@ -93,51 +156,73 @@ impl Bridge {
     pub fn new(
         profile: Arc<Profile>,
         offered: &[ToolDefinition],
-        harness: &HarnessTools,
+        harness: Arc<HarnessTools>,
         unmatched: Unmatched,
     ) -> Self {
         let names: HashSet<&str> = offered.iter().filter_map(ToolDefinition::name).collect();
+        let offered_here = |client: &str| names.contains(client);
+        let mut by_name = HashMap::with_capacity(offered.len());
+        let mut by_harness: HashMap<String, usize> = HashMap::new();
         let mut tools: Vec<ClientTool> = offered
             .iter()
             .filter_map(|def| {
-                let name = def.name()?.to_owned();
-                let binding = alias_binding(&profile, &name, &names, harness);
+                let name = def.name()?;
                 Some(ClientTool {
+                    name: name.to_owned(),
                     schema: ToolSchema::new(parameters(def)),
-                    name,
-                    binding: binding.unwrap_or(Binding::Kept),
+                    binding: Binding::Kept,
+                    via: Via::SameName,
                 })
             })
             .collect();
-        let mut by_name = HashMap::with_capacity(tools.len());
-        let mut by_harness = HashMap::new();
-        for (i, tool) in tools.iter().enumerate() {
-            by_name.entry(tool.name.clone()).or_insert(i);
-            if let Binding::Mapped { harness, .. } = &tool.binding {
-                for h in harness {
-                    by_harness.entry(h.clone()).or_insert(i);
-                }
-            }
-        }
-        // Inference second, so an alias of an offered tool keeps its harness tool (a client
-        // sending one name twice gets both bound).
+        // The profile's aliases first, so a tool it names keeps its harness tool whatever an
+        // inference says of another.
         for (i, tool) in tools.iter_mut().enumerate() {
-            if tool.binding != Binding::Kept || profile.has_alias_for(&tool.name) {
+            by_name.entry(tool.name.clone()).or_insert(i);
+            if !profile.has_alias_for(&tool.name) {
                 continue;
             }
-            let claimed = by_harness.get(&tool.name).is_some_and(|&j| j != i);
-            if let Some(harness_schema) = harness.get(&tool.name)
-                && !claimed
-                && tool.schema.accepts_calls_of(harness_schema)
-            {
-                let exact = takes_as_is(&tool.schema, harness_schema);
-                tool.binding = Binding::Mapped {
-                    harness: vec![tool.name.clone()],
-                    exact,
-                };
+            let targets: Vec<String> = profile
+                .capabilities(&tool.name)
+                .filter(|c| {
+                    // Two offered tools for one capability (Codex's `shell` and `shell_command`):
+                    // the profile's preferred one takes it.
+                    profile
+                        .preferred_client(*c, &offered_here)
+                        .is_some_and(|a| a.client == tool.name)
+                })
+                .filter_map(|c| harness.for_capability(c))
+                .map(|h| h.name.clone())
+                .filter(|h| !by_harness.contains_key(h))
+                .collect();
+            for target in &targets {
+                by_harness.insert(target.clone(), i);
             }
+            tool.binding = mapped(targets, false);
+            tool.via = Via::Profile;
         }
-        for tool in &mut tools {
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        for (i, tool) in tools.iter_mut().enumerate() {
+            if !profile.has_alias_for(&tool.name) {
+                // A harness tool another name took; a client sending one name twice gets both
+                // bound.
+                let taken = |harness_tool: &str| {
+                    by_harness
+                        .get(harness_tool)
+                        .is_some_and(|&j| names[j] != tool.name)
+                };
+                let (binding, via) = bind_unknown(&tool.name, &tool.schema, &harness, &taken);
+                if let Binding::Mapped {
+                    harness: targets, ..
+                } = &binding
+                {
+                    for target in targets {
+                        by_harness.entry(target.clone()).or_insert(i);
+                    }
+                }
+                tool.binding = binding;
+                tool.via = via;
+            }
             if tool.binding == Binding::Kept
                 && (unmatched == Unmatched::Drop || profile.drops(&tool.name))
             {
@@ -147,35 +232,59 @@ impl Bridge {
         let mut bridge = Self {
             profile,
             tools,
+            harness,
             by_name,
-            by_harness: HashMap::new(),
+            by_harness,
         };
-        bridge.index_harness();
+        bridge.mark_exact();
         bridge
     }
 
-    /// Rebuilds `by_harness` from the bindings (after a binding changed).
-    fn index_harness(&mut self) {
-        self.by_harness.clear();
-        for (i, tool) in self.tools.iter().enumerate() {
-            if let Binding::Mapped { harness, .. } = &tool.binding {
-                for h in harness {
-                    self.by_harness.entry(h.clone()).or_insert(i);
-                }
-            }
+    /// Calls stream through untouched where client and harness have the same tool: the same
+    /// name, converted as it is on both sides, and a client schema that takes the harness's
+    /// calls unchanged.
+    fn mark_exact(&mut self) {
+        for tool in &mut self.tools {
+            let Binding::Mapped { harness, exact } = &mut tool.binding else {
+                continue;
+            };
+            let [target] = harness.as_slice() else {
+                continue;
+            };
+            let Some(harness_tool) = self.harness.get(target) else {
+                continue;
+            };
+            let identity_both = |profile: &Profile, name: &str| {
+                profile
+                    .aliases
+                    .iter()
+                    .filter(|a| a.client == name)
+                    .all(|a| matches!(a.conversion, super::profiles::Conversion::Identity))
+            };
+            let same_tool = tool.name == *target
+                && match &tool.via {
+                    Via::SameName => true,
+                    Via::Profile => {
+                        identity_both(&self.profile, &tool.name)
+                            && identity_both(self.harness.profile(), target)
+                    }
+                    Via::Inferred(_) => false,
+                };
+            *exact = same_tool && takes_as_is(&tool.schema, &harness_tool.schema);
         }
     }
 
-    /// A bridge for client tools given by name only, every schema open (any object fits): what
-    /// tests and benchmarks of call streaming need, where schemas are not the point.
+    /// A bridge against opencode's tools for client tools given by name only, every schema open
+    /// (any object fits): what tests and benchmarks of call streaming need, where schemas are
+    /// not the point.
     pub fn open(profile: Arc<Profile>, client_tools: &[&str]) -> Self {
-        let harness = HarnessTools::new(
-            profile
-                .aliases
-                .iter()
-                .map(|a| (a.opencode.clone(), None))
-                .collect::<Vec<_>>(),
-        );
+        let opencode = super::profiles::Profiles::built_in("opencode");
+        let names: Vec<(String, Option<Value>)> = opencode
+            .aliases
+            .iter()
+            .map(|a| (a.client.clone(), None))
+            .collect();
+        let harness = Arc::new(HarnessTools::new(opencode, names));
         let offered: Vec<ToolDefinition> = client_tools
             .iter()
             .map(|name| {
@@ -185,7 +294,7 @@ impl Bridge {
                 })
             })
             .collect();
-        Self::new(profile, &offered, &harness, Unmatched::Keep)
+        Self::new(profile, &offered, harness, Unmatched::Keep)
     }
 
     pub fn binding(&self, name: &str) -> Option<&Binding> {
@@ -211,7 +320,14 @@ impl Bridge {
             }
         }
         if changed {
-            self.index_harness();
+            self.by_harness.clear();
+            for (i, tool) in self.tools.iter().enumerate() {
+                if let Binding::Mapped { harness, .. } = &tool.binding {
+                    for h in harness {
+                        self.by_harness.entry(h.clone()).or_insert(i);
+                    }
+                }
+            }
         }
     }
 
@@ -244,44 +360,160 @@ impl Bridge {
             .map(|&i| &self.tools[i])
     }
 
-    /// The converter's arguments, cut to the client's schema.
-    fn translate(&self, tool: &ClientTool, name: &str, arguments: &str) -> Option<Value> {
-        let args = match &tool.binding {
-            Binding::Mapped { .. } if self.profile.has_alias_for(&tool.name) => {
-                let offered = |client: &str| self.by_name.contains_key(client);
-                let (_, text) = self.profile.call_to_client_if(name, arguments, &offered)?;
-                text
-            }
-            _ => arguments.to_owned(),
+    /// A harness call's arguments in neutral terms: its capability's one call; `None` when the
+    /// tool has no capability or the call is several (a pi `edit` of two replacements).
+    fn harness_to_neutral(&self, name: &str, arguments: &str) -> Option<(Capability, Value)> {
+        let capability = self.harness.get(name)?.capability?;
+        let Some(alias) = self.harness.profile().alias(name, capability) else {
+            return parse_object(arguments).map(|args| (capability, Value::Object(args)));
         };
-        match serde_json::from_str(&args) {
-            Ok(Value::Object(args)) => Some(Value::Object(tool.schema.fit(args))),
+        match alias.to_neutral(parse_object(arguments)?)?.as_slice() {
+            [(capability, args)] => Some((*capability, args.clone())),
             _ => None,
+        }
+    }
+
+    /// A neutral call as a client tool's arguments, by how that tool is bound.
+    fn neutral_to_client(
+        &self,
+        tool: &ClientTool,
+        capability: Capability,
+        args: Value,
+    ) -> Option<Value> {
+        let Value::Object(args) = args else {
+            return None;
+        };
+        match &tool.via {
+            Via::Profile => self
+                .profile
+                .alias(&tool.name, capability)?
+                .from_neutral(args),
+            Via::Inferred(alias) if alias.capability == capability => alias.from_neutral(args),
+            Via::Inferred(_) | Via::SameName => None,
+        }
+    }
+
+    /// The call's arguments in the client's terms, cut to what its schema declares; `None` when
+    /// they do not convert or the cut would take away something that matters.
+    fn translate(&self, tool: &ClientTool, name: &str, arguments: &str) -> Option<Value> {
+        let converted = match &tool.via {
+            Via::SameName => Value::Object(parse_object(arguments)?),
+            Via::Profile | Via::Inferred(_) if matches!(tool.binding, Binding::Kept) => {
+                Value::Object(parse_object(arguments)?)
+            }
+            Via::Profile | Via::Inferred(_) => {
+                let (capability, neutral) = self.harness_to_neutral(name, arguments)?;
+                self.neutral_to_client(tool, capability, neutral)?
+            }
+        };
+        let Value::Object(args) = converted else {
+            return None;
+        };
+        let capability = self.harness.get(name).and_then(|h| h.capability);
+        let cut: Vec<(String, Value)> = args
+            .iter()
+            .filter(|(key, _)| !tool.schema.declares(key) && !tool.schema.is_open())
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let harmless = cut.iter().all(|(key, value)| {
+            matches!(value, Value::Null | Value::Bool(false))
+                || capability.is_some_and(|c| c.informational(key))
+                // What the harness's own schema would not take either was never the call's.
+                || self
+                    .harness
+                    .get(name)
+                    .is_none_or(|h| h.schema.declared().is_some_and(|d| !d.contains(&key.as_str())))
+        });
+        harmless.then(|| Value::Object(tool.schema.fit(args)))
+    }
+
+    /// A call from the client's history as the harness's tools take it: one call, or several
+    /// when the client's tool does several things at once (pi's `edits[]`), as (name, arguments
+    /// text); the client's call as it is when it does not convert.
+    pub fn history_calls(&self, client_tool: &str, arguments: &str) -> Vec<(String, String)> {
+        let keep = || vec![(client_tool.to_owned(), arguments.to_owned())];
+        let neutral = match self.by_name.get(client_tool).map(|&i| &self.tools[i].via) {
+            Some(Via::Inferred(alias)) => parse_object(arguments)
+                .and_then(|args| alias.to_neutral(args))
+                .map(|calls| {
+                    calls
+                        .into_iter()
+                        .map(|(c, v)| (c, v.to_string()))
+                        .collect::<Vec<_>>()
+                }),
+            Some(Via::SameName) => None,
+            Some(Via::Profile) | None => self.profile.calls_to_neutral(client_tool, arguments),
+        };
+        let Some(neutral) = neutral else {
+            // Arguments that do not convert keep their text; the call still goes under the
+            // harness's tool for what the client's tool does (docs/wire.md §1, invalid JSON →
+            // verbatim).
+            let harness_tool = self
+                .profile
+                .capabilities(client_tool)
+                .next()
+                .and_then(|c| self.harness.for_capability(c));
+            return match harness_tool {
+                Some(tool) => vec![(tool.name.clone(), arguments.to_owned())],
+                None => keep(),
+            };
+        };
+        let harness_has = |tool: &str| self.harness.get(tool).is_some();
+        let converted: Option<Vec<(String, String)>> = neutral
+            .iter()
+            .map(|(capability, args)| {
+                self.harness
+                    .profile()
+                    .call_from_neutral(*capability, args, &harness_has)
+            })
+            .collect();
+        converted.unwrap_or_else(keep)
+    }
+
+    /// A result from the client's history in the neutral words (the harness's tools answer in
+    /// them, or reword them).
+    pub fn history_output(&self, client_tool: &str, text: &str) -> String {
+        self.profile.output_to_neutral(client_tool, text)
+    }
+}
+
+fn mapped(targets: Vec<String>, exact: bool) -> Binding {
+    if targets.is_empty() {
+        Binding::Kept
+    } else {
+        Binding::Mapped {
+            harness: targets,
+            exact,
         }
     }
 }
 
-/// The binding an alias of the profile gives an offered tool: the harness tools its aliases
-/// name that the harness has.
-fn alias_binding(
-    profile: &Profile,
+/// A client tool no profile alias describes: the harness tool of its own name when that one has
+/// no capability and its calls fit; else what its name and schema say it does, when the harness
+/// has a tool for that and no earlier client tool took it; else kept.
+fn bind_unknown(
     name: &str,
-    offered: &HashSet<&str>,
+    schema: &ToolSchema,
     harness: &HarnessTools,
-) -> Option<Binding> {
-    let targets: Vec<String> = profile
-        .harness_names(name)
-        .into_iter()
-        .filter(|h| harness.get(h).is_some())
-        // Two offered tools for one harness tool (Codex's `shell` and `shell_command`): the
-        // profile's preferred one takes it.
-        .filter(|h| profile.preferred_client(h, &|client| offered.contains(client)) == Some(name))
-        .map(str::to_owned)
-        .collect();
-    (!targets.is_empty()).then_some(Binding::Mapped {
-        harness: targets,
-        exact: false,
-    })
+    taken: &dyn Fn(&str) -> bool,
+) -> (Binding, Via) {
+    if let Some(same) = harness.get(name)
+        && !taken(name)
+        && schema.accepts_calls_of(&same.schema)
+        && (same.capability.is_none() || infer::infer(name, schema).is_none())
+    {
+        return (mapped(vec![same.name.clone()], false), Via::SameName);
+    }
+    if let Some(alias) = infer::infer(name, schema)
+        && let Some(target) = harness.for_capability(alias.capability)
+        && !taken(&target.name)
+    {
+        return (
+            mapped(vec![target.name.clone()], false),
+            Via::Inferred(alias),
+        );
+    }
+    (Binding::Kept, Via::SameName)
 }
 
 /// The client's schema takes any harness call unchanged, so its calls need no check: it is open,
@@ -319,6 +551,13 @@ fn parameters(def: &ToolDefinition) -> Option<Value> {
     }
 }
 
+fn parse_object(text: &str) -> Option<Map<String, Value>> {
+    match serde_json::from_str(text) {
+        Ok(Value::Object(map)) => Some(map),
+        _ => None,
+    }
+}
+
 impl CallMapper for Bridge {
     fn route(&self, name: &str) -> CallRoute {
         match self.target(name).map(|t| &t.binding) {
@@ -346,8 +585,12 @@ impl CallMapper for Bridge {
                 outcome,
             };
         }
-        let raw_fits = serde_json::from_str::<Value>(arguments)
-            .is_ok_and(|raw| raw.is_object() && tool.schema.check(&raw) != Check::Invalid);
+        // As made only when the client declares every argument the model gave (or declares none
+        // at all): a call never reaches a client with fields it did not declare.
+        let raw_fits = parse_object(arguments).is_some_and(|raw| {
+            (tool.schema.is_open() || raw.keys().all(|key| tool.schema.declares(key)))
+                && tool.schema.check(&Value::Object(raw)) != Check::Invalid
+        });
         let outcome = if raw_fits {
             Outcome::AsMade
         } else {

@@ -8,6 +8,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::capability::Capability;
+use super::converters::one;
+
 fn strings(value: &Value) -> Option<Vec<&str>> {
     value.as_array()?.iter().map(Value::as_str).collect()
 }
@@ -55,7 +58,14 @@ pub(crate) fn read_to_files(args: &Map<String, Value>) -> Option<Value> {
 
 /// `editor {path, old_text?, new_text, insert_line?}` → `edit` (with `old_text`) or `write`
 /// (without); an insertion at a line has no opencode counterpart.
-pub(crate) fn editor_to_opencode(args: &Map<String, Value>) -> Option<(&'static str, Value)> {
+pub(crate) fn editor_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    editor_call(args).map(|call| vec![call])
+}
+
+fn editor_call(args: &Map<String, Value>) -> Option<(Capability, Value)> {
     if args.get("insert_line").is_some_and(|l| !l.is_null()) {
         return None;
     }
@@ -63,22 +73,28 @@ pub(crate) fn editor_to_opencode(args: &Map<String, Value>) -> Option<(&'static 
     let new_text = args.get("new_text")?.clone();
     Some(match args.get("old_text").filter(|o| !o.is_null()) {
         Some(old) => (
-            "edit",
+            Capability::Edit,
             json!({"filePath": path, "oldString": old, "newString": new_text}),
         ),
-        None => ("write", json!({"filePath": path, "content": new_text})),
+        None => (
+            Capability::Write,
+            json!({"filePath": path, "content": new_text}),
+        ),
     })
 }
 
-/// opencode's `edit` or `write` → `editor`.
-pub(crate) fn opencode_to_editor(tool: &str, args: &Map<String, Value>) -> Option<Value> {
+/// A neutral edit or write → `editor`.
+pub(crate) fn neutral_to_editor(
+    capability: Capability,
+    args: &Map<String, Value>,
+) -> Option<Value> {
     let path = args.get("filePath")?.clone();
-    match tool {
-        "edit" => Some(
+    match capability {
+        Capability::Edit => Some(
             json!({"path": path, "old_text": args.get("oldString")?.clone(),
             "new_text": args.get("newString")?.clone()}),
         ),
-        "write" => Some(json!({"path": path, "new_text": args.get("content")?.clone()})),
+        Capability::Write => Some(json!({"path": path, "new_text": args.get("content")?.clone()})),
         _ => None,
     }
 }
@@ -106,4 +122,51 @@ pub(crate) fn requests_to_webfetch(args: &Map<String, Value>) -> Option<Value> {
 pub(crate) fn webfetch_to_requests(args: &Map<String, Value>) -> Option<Value> {
     Some(json!({"requests": [{"url": args.get("url")?.clone(),
         "prompt": "Return the full content of the page as markdown."}]}))
+}
+/// `run_commands` → the neutral shell.
+pub(crate) fn commands_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Shell, commands_to_bash(args))
+}
+
+pub(crate) fn neutral_to_commands(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    bash_to_commands(args)
+}
+
+/// `read_files` → the neutral read.
+pub(crate) fn files_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Read, files_to_read(args))
+}
+
+pub(crate) fn neutral_to_files(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    read_to_files(args)
+}
+
+/// `search_codebase` → the neutral grep.
+pub(crate) fn queries_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Grep, queries_to_grep(args))
+}
+
+pub(crate) fn neutral_to_queries(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    grep_to_queries(args)
+}
+
+/// `fetch_web_content` → the neutral fetch.
+pub(crate) fn requests_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Fetch, requests_to_webfetch(args))
+}
+
+pub(crate) fn neutral_to_requests(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    webfetch_to_requests(args)
 }

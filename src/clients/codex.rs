@@ -1,8 +1,11 @@
 //! The `codex` profile's converters (Codex CLI up to 0.94, on Chat Completions): `shell` (argv) and
-//! `shell_command` (a string) ↔ opencode `bash`, `update_plan` ↔ `todowrite`, and Codex's text form
-//! of a command result. Pure.
+//! `shell_command` (a string) ↔ the neutral shell, `update_plan` ↔ the neutral todo list, and
+//! Codex's text form of a command result. Pure.
 
 use serde_json::{Map, Value, json};
+
+use super::capability::Capability;
+use super::converters::one;
 
 /// Codex's text form of a command result (`shell_command`): header lines such as
 /// `Exit code: 0` and `Wall time: 0.3 seconds`, then `Output:` and the output itself.
@@ -113,33 +116,62 @@ pub(crate) fn todos_to_plan(args: &Map<String, Value>) -> Option<Value> {
     Some(json!({ "plan": plan }))
 }
 
+/// `shell` / `shell_command` → the neutral shell.
+pub(crate) fn shell_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Shell, shell_to_bash(args))
+}
+
+pub(crate) fn neutral_to_shell(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    bash_to_shell(args)
+}
+
+pub(crate) fn neutral_to_shell_command(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    bash_to_shell_command(args)
+}
+
+/// `update_plan` → the neutral todo list.
+pub(crate) fn plan_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Todo, plan_to_todos(args))
+}
+
+pub(crate) fn neutral_to_plan(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    todos_to_plan(args)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::super::profiles::Profile;
+    use std::sync::Arc;
 
-    fn codex() -> Profile {
-        Profile::codex()
+    use super::super::profiles::{Profile, Profiles};
+
+    fn codex() -> Arc<Profile> {
+        Profiles::built_in("codex")
     }
 
     #[test]
     fn shell_argv_becomes_a_bash_command_and_back() {
-        let (name, args) = codex().call_to_opencode(
+        let (name, args) = codex().neutral(
             "shell",
             r#"{"command":["bash","-lc","ls -la | head"],"workdir":"/w","timeout_ms":5000}"#,
         );
-        assert_eq!(name, "bash");
+        assert_eq!(name, "shell");
         assert_eq!(
             args,
             r#"{"command":"ls -la | head","workdir":"/w","timeout":5000}"#
         );
-        let (name, args) =
-            codex().call_to_opencode("shell", r#"{"command":["rg","-n","two words","src"]}"#);
+        let (name, args) = codex().neutral("shell", r#"{"command":["rg","-n","two words","src"]}"#);
         assert_eq!(
             (name.as_str(), args.as_str()),
-            ("bash", r#"{"command":"rg -n 'two words' src"}"#)
+            ("shell", r#"{"command":"rg -n 'two words' src"}"#)
         );
 
-        let back = codex().call_to_client(
+        let back = codex().client(
             "bash",
             r#"{"command":"cargo test","description":"Run tests","workdir":"/w","timeout":60000}"#,
             &["shell".to_owned()],
@@ -156,21 +188,21 @@ mod tests {
 
     #[test]
     fn shell_command_is_bash_with_a_string_command() {
-        let (name, args) = codex().call_to_opencode(
+        let (name, args) = codex().neutral(
             "shell_command",
             r#"{"command":"git status","workdir":"/w","timeout_ms":1000,"login":true}"#,
         );
         assert_eq!(
             (name.as_str(), args.as_str()),
             (
-                "bash",
+                "shell",
                 r#"{"command":"git status","workdir":"/w","timeout":1000}"#
             )
         );
         let bash = r#"{"command":"ls","description":"List","timeout":5}"#;
         let offered = ["shell_command".to_owned(), "update_plan".to_owned()];
         assert_eq!(
-            codex().call_to_client("bash", bash, &offered),
+            codex().client("bash", bash, &offered),
             Some((
                 "shell_command".into(),
                 r#"{"command":"ls","timeout_ms":5}"#.into()
@@ -179,28 +211,28 @@ mod tests {
         // A client that offered `shell` (or nothing to choose by) gets `shell`.
         assert_eq!(
             codex()
-                .call_to_client("bash", bash, &["shell".to_owned()])
+                .client("bash", bash, &["shell".to_owned()])
                 .map(|c| c.0),
             Some("shell".into())
         );
         assert_eq!(
-            codex().call_to_client("bash", bash, &[]).map(|c| c.0),
+            codex().client("bash", bash, &[]).map(|c| c.0),
             Some("shell".into())
         );
     }
 
     #[test]
     fn update_plan_and_todowrite_translate_both_ways() {
-        let (name, args) = codex().call_to_opencode(
+        let (name, args) = codex().neutral(
             "update_plan",
             r#"{"explanation":"why","plan":[{"step":"Read code","status":"completed"},{"step":"Fix","status":"in_progress"}]}"#,
         );
-        assert_eq!(name, "todowrite");
+        assert_eq!(name, "todo");
         assert_eq!(
             args,
             r#"{"todos":[{"content":"Read code","status":"completed","priority":"medium"},{"content":"Fix","status":"in_progress","priority":"medium"}]}"#
         );
-        let back = codex().call_to_client(
+        let back = codex().client(
             "todowrite",
             r#"{"todos":[{"content":"A","status":"cancelled","priority":"high"},{"content":"B","status":"pending","priority":"low"}]}"#,
             &[],
@@ -218,12 +250,12 @@ mod tests {
     #[test]
     fn codex_outputs_are_unwrapped() {
         let text = r#"{"output":"total 0\n","metadata":{"exit_code":0,"duration_seconds":0.1}}"#;
-        assert_eq!(codex().output_to_opencode("shell", text), "total 0\n");
-        assert_eq!(codex().output_to_opencode("shell", "plain"), "plain");
+        assert_eq!(codex().output_to_neutral("shell", text), "total 0\n");
+        assert_eq!(codex().output_to_neutral("shell", "plain"), "plain");
         assert_eq!(
-            codex().output_to_opencode("shell", r#"{"output":"","metadata":{"exit_code":0}}"#),
+            codex().output_to_neutral("shell", r#"{"output":"","metadata":{"exit_code":0}}"#),
             "(no output)"
         );
-        assert_eq!(Profile::identity().output_to_opencode("bash", text), text);
+        assert_eq!(Profile::none().output_to_neutral("bash", text), text);
     }
 }

@@ -1,4 +1,4 @@
-//! Codex's Responses-era tools in opencode's terms (the `codex-responses` alias profile):
+//! Codex's Responses-era tools in neutral terms (the `codex-responses` profile):
 //! `exec_command {cmd, workdir, yield_time_ms, …}` ↔ `bash {command, workdir, timeout}`, and the
 //! freeform `apply_patch` (a V4A patch, carried as `{"input": patch}` on the chat side) ↔ `edit` /
 //! `write`, plus their outputs reduced to what opencode's tools answer.
@@ -9,6 +9,9 @@
 //! `oldString` that starts or ends mid-line does not apply (Codex says so and the model retries).
 
 use serde_json::{Map, Value, json};
+
+use super::capability::Capability;
+use super::converters::one;
 
 /// Codex caps `yield_time_ms` at 30 s (the reference maps opencode's timeout the same way).
 const MAX_YIELD_MS: u64 = 30_000;
@@ -44,13 +47,13 @@ pub fn bash_to_exec(args: &Map<String, Value>) -> Option<Value> {
     Some(Value::Object(out))
 }
 
-/// An upstream `edit` or `write` call → the `apply_patch` arguments `{"input": patch}`.
-pub fn opencode_to_patch(opencode_tool: &str, args: &Map<String, Value>) -> Option<Value> {
+/// A neutral `edit` or `write` call → the `apply_patch` arguments `{"input": patch}`.
+pub fn to_patch(capability: Capability, args: &Map<String, Value>) -> Option<Value> {
     let path = args.get("filePath")?.as_str()?;
     let text = |key: &str| args.get(key).and_then(Value::as_str);
-    let patch = match opencode_tool {
-        "write" => add_file(path, text("content")?),
-        "edit" => {
+    let patch = match capability {
+        Capability::Write => add_file(path, text("content")?),
+        Capability::Edit => {
             let old = text("oldString")?;
             let new = text("newString")?;
             if old.is_empty() {
@@ -87,8 +90,9 @@ fn add_file(path: &str, content: &str) -> String {
     patch
 }
 
-/// An `apply_patch` call from the history → (opencode tool, arguments).
-pub fn patch_to_opencode(arguments: &str) -> (String, String) {
+/// An `apply_patch` call from the history → (capability, neutral arguments): one added file a
+/// write, one plain replacement an edit, anything else a shell running `apply_patch` on it.
+pub fn patch_calls(arguments: &str) -> (Capability, Value) {
     let input = match serde_json::from_str::<Value>(arguments) {
         Ok(Value::Object(mut args)) => match args.remove("input") {
             Some(Value::String(input)) => input,
@@ -96,18 +100,18 @@ pub fn patch_to_opencode(arguments: &str) -> (String, String) {
         },
         _ => arguments.to_owned(),
     };
-    if let Some((tool, args)) = simple_patch(&input) {
-        return (tool.to_owned(), args.to_string());
+    if let Some(call) = simple_patch(&input) {
+        return call;
     }
     let command = format!("apply_patch <<'EOF_PATCH'\n{}\nEOF_PATCH", input.trim_end());
     (
-        "bash".to_owned(),
-        json!({"command": command, "description": "Apply a patch"}).to_string(),
+        Capability::Shell,
+        json!({"command": command, "description": "Apply a patch"}),
     )
 }
 
 /// One added file → `write`; one updated file with one chunk that replaces something → `edit`.
-fn simple_patch(patch: &str) -> Option<(&'static str, Value)> {
+fn simple_patch(patch: &str) -> Option<(Capability, Value)> {
     let lines: Vec<&str> = patch.trim().lines().collect();
     let (first, rest) = lines.split_first()?;
     let (last, body) = rest.split_last()?;
@@ -122,7 +126,7 @@ fn simple_patch(patch: &str) -> Option<(&'static str, Value)> {
             content.push('\n');
         }
         return Some((
-            "write",
+            Capability::Write,
             json!({"filePath": path.trim(), "content": content}),
         ));
     }
@@ -149,7 +153,7 @@ fn simple_patch(patch: &str) -> Option<(&'static str, Value)> {
         return None;
     }
     Some((
-        "edit",
+        Capability::Edit,
         json!({"filePath": path.trim(), "oldString": old.join("\n"), "newString": new.join("\n")}),
     ))
 }
@@ -210,6 +214,31 @@ pub fn patch_output(text: &str) -> Option<String> {
     }
 }
 
+/// `exec_command` → the neutral shell.
+pub(crate) fn exec_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Shell, exec_to_bash(args))
+}
+
+pub(crate) fn neutral_to_exec(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    bash_to_exec(args)
+}
+
+/// `apply_patch` (`{"input": patch}`) → one neutral call, as `patch_calls` reads the patch.
+pub(crate) fn patch_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    let arguments = Value::Object(args.clone()).to_string();
+    Some(vec![patch_calls(&arguments)])
+}
+
+pub(crate) fn neutral_to_patch(capability: Capability, args: &Map<String, Value>) -> Option<Value> {
+    to_patch(capability, args)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -244,8 +273,8 @@ mod tests {
 
     #[test]
     fn edit_and_write_become_v4a_patches() {
-        let edit = opencode_to_patch(
-            "edit",
+        let edit = to_patch(
+            Capability::Edit,
             &object(
                 r#"{"filePath":"src/a.rs","oldString":"let a = 1;\nlet b = 2;","newString":"let a = 3;"}"#,
             ),
@@ -256,8 +285,8 @@ mod tests {
                 json!({"input": "*** Begin Patch\n*** Update File: src/a.rs\n@@\n-let a = 1;\n-let b = 2;\n+let a = 3;\n*** End Patch"})
             )
         );
-        let write = opencode_to_patch(
-            "write",
+        let write = to_patch(
+            Capability::Write,
             &object(r#"{"filePath":"notes.txt","content":"one\ntwo\n"}"#),
         );
         assert_eq!(
@@ -272,18 +301,18 @@ mod tests {
     fn simple_patches_in_history_become_write_or_edit() {
         let add = json!({"input": "*** Begin Patch\n*** Add File: hello.txt\n+hello\n+world\n*** End Patch\n"});
         assert_eq!(
-            patch_to_opencode(&add.to_string()),
+            patch_calls(&add.to_string()),
             (
-                "write".into(),
-                r#"{"filePath":"hello.txt","content":"hello\nworld\n"}"#.into()
+                Capability::Write,
+                json!({"filePath": "hello.txt", "content": "hello\nworld\n"})
             )
         );
         let update = json!({"input": "*** Begin Patch\n*** Update File: src/main.rs\n@@ fn main() {\n     let x = 1;\n-    println!(\"{x}\");\n+    println!(\"x = {x}\");\n*** End Patch"});
         assert_eq!(
-            patch_to_opencode(&update.to_string()),
+            patch_calls(&update.to_string()),
             (
-                "edit".into(),
-                json!({"filePath": "src/main.rs", "oldString": "    let x = 1;\n    println!(\"{x}\");", "newString": "    let x = 1;\n    println!(\"x = {x}\");"}).to_string()
+                Capability::Edit,
+                json!({"filePath": "src/main.rs", "oldString": "    let x = 1;\n    println!(\"{x}\");", "newString": "    let x = 1;\n    println!(\"x = {x}\");"})
             )
         );
     }
@@ -291,13 +320,11 @@ mod tests {
     #[test]
     fn other_patches_run_through_bash() {
         let two_files = "*** Begin Patch\n*** Add File: a\n+a\n*** Delete File: b\n*** End Patch";
-        let (tool, args) = patch_to_opencode(&json!({ "input": two_files }).to_string());
-        assert_eq!(tool, "bash");
+        let (capability, args) = patch_calls(&json!({ "input": two_files }).to_string());
+        assert_eq!(capability, Capability::Shell);
         assert_eq!(
-            serde_json::from_str::<Value>(&args).ok(),
-            Some(
-                json!({"command": format!("apply_patch <<'EOF_PATCH'\n{two_files}\nEOF_PATCH"), "description": "Apply a patch"})
-            )
+            args,
+            json!({"command": format!("apply_patch <<'EOF_PATCH'\n{two_files}\nEOF_PATCH"), "description": "Apply a patch"})
         );
     }
 

@@ -1,11 +1,14 @@
 //! The `gemini-cli` profile's structural converters (Gemini CLI 0.61, `profiles/gemini-cli.toml`
 //! holds its renames; Qwen Code, a fork, shares the shell result block in `profiles::results`):
-//! `read_file`'s line range ↔ opencode's offset and limit, `write_todos` ↔ `todowrite`, and
+//! `read_file`'s line range ↔ the neutral offset and limit, `write_todos` ↔ the neutral todos, and
 //! `web_fetch`, which takes one prompt with the URL inside it. Pure.
 //!
 //! Owns: Gemini CLI's shapes. Must not: rename anything a data file can.
 
 use serde_json::{Map, Value, json};
+
+use super::capability::Capability;
+use super::converters::one;
 
 /// `read_file {file_path, start_line?, end_line?}` (1-based, inclusive) → `read {filePath,
 /// offset?, limit?}` (offset 1-based).
@@ -43,7 +46,7 @@ pub(crate) fn read_to_lines(args: &Map<String, Value>) -> Option<Value> {
 
 /// `write_todos {todos: [{description, status}]}` → `todowrite {todos: [{content, status,
 /// priority}]}`: `blocked`, which opencode lacks, reads as `pending`.
-pub(crate) fn todos_to_opencode(args: &Map<String, Value>) -> Option<Value> {
+pub(crate) fn todos_in(args: &Map<String, Value>) -> Option<Value> {
     let todos: Vec<Value> = args
         .get("todos")?
         .as_array()?
@@ -100,7 +103,7 @@ pub(crate) fn todos_to_client(args: &Map<String, Value>) -> Option<Value> {
 
 /// Qwen Code's `todo_write {todos: [{content, status, id}]}` → `todowrite` (Qwen Code, a fork
 /// of Gemini CLI, keeps its todos as Claude Code does).
-pub(crate) fn qwen_todos_to_opencode(args: &Map<String, Value>) -> Option<Value> {
+pub(crate) fn qwen_todos_in(args: &Map<String, Value>) -> Option<Value> {
     let todos: Vec<Value> = args
         .get("todos")?
         .as_array()?
@@ -143,4 +146,51 @@ pub(crate) fn prompt_to_webfetch(args: &Map<String, Value>) -> Option<Value> {
 pub(crate) fn webfetch_to_prompt(args: &Map<String, Value>) -> Option<Value> {
     let url = args.get("url")?.as_str()?;
     Some(json!({"prompt": format!("Return the full content of {url} as markdown.")}))
+}
+/// `read_file`'s line range → the neutral read.
+pub(crate) fn lines_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Read, lines_to_read(args))
+}
+
+pub(crate) fn neutral_to_lines(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    read_to_lines(args)
+}
+
+/// `write_todos` → the neutral todo list.
+pub(crate) fn todos_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Todo, todos_in(args))
+}
+
+pub(crate) fn neutral_to_todos(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    todos_to_client(args)
+}
+
+/// `web_fetch {prompt}` → the neutral fetch.
+pub(crate) fn prompt_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Fetch, prompt_to_webfetch(args))
+}
+
+pub(crate) fn neutral_to_prompt(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    webfetch_to_prompt(args)
+}
+
+/// Qwen Code's `todo_write` → the neutral todo list.
+pub(crate) fn qwen_todos_to_neutral(
+    _: Capability,
+    args: &Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
+    one(Capability::Todo, qwen_todos_in(args))
+}
+
+pub(crate) fn neutral_to_qwen_todos(_: Capability, args: &Map<String, Value>) -> Option<Value> {
+    todos_to_qwen(args)
 }

@@ -1,20 +1,25 @@
-//! Client dialects: how each agent names its tools and shapes their arguments and results
-//! (`profiles`: built in or data files, one per agent), how one request's tools stand to the
-//! harness's tool set and how the model's calls come back checked against the client's own
-//! schemas (`bridge`, `schema`), the structural converters one file per dialect (`codex`,
-//! `codex_responses`, `claude_code`, `pi`, `gemini_cli`, `cline`), which of its user messages
-//! are context rather than the user's words (`contextual`), how opencode quotes user text
-//! (`quote`), and how opencode's tool arguments are reserialised (`args`). Every client protocol
-//! and harness uses these rules. Pure and synchronous: no I/O, no axum.
+//! The dialect layer: each agent's tools described once against neutral capabilities
+//! (`capability`; `profiles`: one data file per agent, named structural converters in
+//! `converters` and one module per agent: `codex`, `codex_responses`, `claude_code`, `pi`,
+//! `gemini_cli`, `cline`, `kimi`), serving the agent both as a client and as a harness's tool set;
+//! tools no profile names read by their name and schema (`infer`); how one request's client tools
+//! stand to the harness's and how the model's calls come back checked against the client's own
+//! schemas (`bridge`, `schema`); which parts of a user message are context rather than the
+//! user's words (`contextual`); how opencode quotes user text (`quote`) and reserialises its tool
+//! arguments (`args`). Pure and synchronous: no I/O, no axum.
 
 pub mod args;
 pub mod bridge;
+pub mod capability;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
 pub mod codex_responses;
 pub mod contextual;
+pub mod converters;
 pub mod gemini_cli;
+pub mod infer;
+pub mod kimi;
 pub mod pi;
 pub mod profiles;
 pub mod quote;

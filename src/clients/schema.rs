@@ -81,7 +81,7 @@ impl ToolSchema {
     }
 
     /// The JSON types a parameter may take; empty when the schema does not say.
-    fn types(&self, name: &str) -> Vec<&str> {
+    pub fn types(&self, name: &str) -> Vec<&str> {
         let Some(property) = self.properties().and_then(|p| p.get(name)) else {
             return Vec::new();
         };

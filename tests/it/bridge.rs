@@ -488,7 +488,8 @@ const OPENCODE_BASH: &str =
     r#"{"command":"echo hi > made.txt","description":"Writes a file","workdir":"/w"}"#;
 
 /// llm 0.36's function `bash(command)` (captured): opencode's `bash` upstream, and the call
-/// back without the `description` and `workdir` the Python function cannot take.
+/// back without the label `description` the Python function cannot take, and with the
+/// `workdir` it cannot take either folded into the command (issue 29: never dropped).
 #[tokio::test]
 async fn an_llm_style_bash_function_gets_a_call_with_only_its_own_parameter() {
     let upstream = calling_upstream("bash", serde_json::from_str(OPENCODE_BASH).unwrap()).await;
@@ -511,7 +512,7 @@ async fn an_llm_style_bash_function_gets_a_call_with_only_its_own_parameter() {
     let (name, arguments) = streamed_call(&read_all(response).await);
     assert_eq!(
         (name.as_str(), arguments),
-        ("bash", json!({"command": "echo hi > made.txt"}))
+        ("bash", json!({"command": "cd /w && echo hi > made.txt"}))
     );
     assert_eq!(
         upstream_tool_names(&upstream),
@@ -549,7 +550,7 @@ async fn a_strict_sdk_tool_gets_no_parameter_its_schema_forbids() {
     let call = &body["choices"][0]["message"]["tool_calls"][0]["function"];
     assert_eq!(call["name"], "bash");
     let arguments: Value = serde_json::from_str(call["arguments"].as_str().unwrap()).unwrap();
-    assert_eq!(arguments, json!({"command": "echo hi > made.txt"}));
+    assert_eq!(arguments, json!({"command": "cd /w && echo hi > made.txt"}));
 }
 
 fn pi_tools() -> Value {

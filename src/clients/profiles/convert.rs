@@ -1,67 +1,42 @@
-//! One alias's argument conversion, both ways: the named converter, then the data tables
-//! (`fields`, `scale`, `shift`, `defaults`). Pure.
+//! One alias's argument conversion, both ways: the rename tables or the named converter, then
+//! the data tables (`scale`, `shift`, `defaults`). Toward the client, a neutral argument the tool
+//! has no slot for is folded where its meaning survives (a shell's `workdir` into its command as
+//! `cd DIR && …`), dropped only when it changes nothing (`Capability::informational`, or a value
+//! that means "not set": `null`, `false`), and otherwise the call cannot be expressed for the tool
+//! (`None`): never dropped silently. Pure.
 //!
-//! Owns: dispatching to the dialect files. Must not: pick the alias (`Profile` does).
+//! Owns: one alias's conversion. Must not: pick the alias (`Profile` does).
 
 use serde_json::{Map, Value};
 
-use super::super::{claude_code, cline, codex, codex_responses, gemini_cli, pi};
-use super::{Alias, Converter};
+use super::{Alias, Conversion};
+use crate::clients::capability::{Capability, NO_OUTPUT};
 
-/// One client call's arguments → the harness tool's, by the alias's converter and tables.
-pub(super) fn convert_to_harness(alias: &Alias, args: Map<String, Value>) -> Option<Value> {
+/// One client call's arguments → neutral calls, by the alias's conversion and tables.
+pub(super) fn to_neutral(
+    alias: &Alias,
+    args: Map<String, Value>,
+) -> Option<Vec<(Capability, Value)>> {
     let args = units(args, alias, true);
-    match alias.converter {
-        Converter::Identity => Some(Value::Object(args)),
-        Converter::Fields => Some(rename_fields(args, &alias.renames(true))),
-        Converter::Only => Some(keep_fields(&args, &alias.renames(true))),
-        Converter::CodexShell | Converter::CodexShellCommand => codex::shell_to_bash(&args),
-        Converter::CodexUpdatePlan => codex::plan_to_todos(&args),
-        Converter::CodexExecCommand => codex_responses::exec_to_bash(&args),
-        Converter::ClaudeBash => claude_code::bash_to_opencode(&args),
-        Converter::ClaudeTodoWrite => claude_code::todos_to_opencode(&args),
-        Converter::ClaudeWebFetch => claude_code::webfetch_to_opencode(&args),
-        Converter::LineRange => gemini_cli::lines_to_read(&args),
-        Converter::GeminiTodos => gemini_cli::todos_to_opencode(&args),
-        Converter::PromptFetch => gemini_cli::prompt_to_webfetch(&args),
-        Converter::ClineCommands => cline::commands_to_bash(&args),
-        Converter::ClineReadFiles => cline::files_to_read(&args),
-        Converter::ClineSearch => cline::queries_to_grep(&args),
-        Converter::ClineFetch => cline::requests_to_webfetch(&args),
-        Converter::QwenTodos => gemini_cli::qwen_todos_to_opencode(&args),
-        // Handled whole by `calls_to_opencode`.
-        Converter::CodexApplyPatch | Converter::PiEdit | Converter::ClineEditor => None,
+    let capability = alias.capability;
+    match alias.conversion {
+        Conversion::Identity => Some(vec![(capability, Value::Object(args))]),
+        Conversion::Fields => Some(vec![(
+            capability,
+            rename_fields(args, &alias.renames(true)),
+        )]),
+        Conversion::Only => Some(vec![(capability, keep_fields(&args, &alias.renames(true)))]),
+        Conversion::Named(named) => (named.to_neutral)(capability, &args),
     }
 }
 
-/// A harness call's arguments → the client tool's, by the alias's converter and tables.
-pub(super) fn convert_to_client(
-    alias: &Alias,
-    harness_tool: &str,
-    args: Map<String, Value>,
-) -> Option<Value> {
-    let converted = match alias.converter {
-        Converter::Identity => Value::Object(args),
-        Converter::Fields => rename_fields(args, &alias.renames(false)),
-        Converter::Only => keep_fields(&args, &alias.renames(false)),
-        Converter::CodexShell => codex::bash_to_shell(&args)?,
-        Converter::CodexShellCommand => codex::bash_to_shell_command(&args)?,
-        Converter::CodexUpdatePlan => codex::todos_to_plan(&args)?,
-        Converter::CodexExecCommand => codex_responses::bash_to_exec(&args)?,
-        Converter::CodexApplyPatch => codex_responses::opencode_to_patch(harness_tool, &args)?,
-        Converter::ClaudeBash => claude_code::bash_to_client(&args)?,
-        Converter::ClaudeTodoWrite => claude_code::todos_to_client(&args)?,
-        Converter::ClaudeWebFetch => claude_code::webfetch_to_client(&args)?,
-        Converter::PiEdit => pi::edit_to_client(&args)?,
-        Converter::LineRange => gemini_cli::read_to_lines(&args)?,
-        Converter::GeminiTodos => gemini_cli::todos_to_client(&args)?,
-        Converter::PromptFetch => gemini_cli::webfetch_to_prompt(&args)?,
-        Converter::ClineCommands => cline::bash_to_commands(&args)?,
-        Converter::ClineReadFiles => cline::read_to_files(&args)?,
-        Converter::ClineEditor => cline::opencode_to_editor(harness_tool, &args)?,
-        Converter::ClineSearch => cline::grep_to_queries(&args)?,
-        Converter::ClineFetch => cline::webfetch_to_requests(&args)?,
-        Converter::QwenTodos => gemini_cli::todos_to_qwen(&args)?,
+/// A neutral call's arguments → the client tool's, by the alias's conversion and tables.
+pub(super) fn from_neutral(alias: &Alias, args: Map<String, Value>) -> Option<Value> {
+    let converted = match alias.conversion {
+        Conversion::Identity => Value::Object(args),
+        Conversion::Fields => rename_fields(args, &alias.renames(false)),
+        Conversion::Only => Value::Object(only_expressible(alias, args)?),
+        Conversion::Named(named) => (named.from_neutral)(alias.capability, &args)?,
     };
     let Value::Object(mut out) = converted else {
         return Some(converted);
@@ -72,18 +47,66 @@ pub(super) fn convert_to_client(
     Some(Value::Object(units(out, alias, false)))
 }
 
-/// Numbers of the `scale` and `shift` fields (client names) put in the harness's units, or
-/// back; a whole result stays an integer.
-fn units(mut args: Map<String, Value>, alias: &Alias, to_harness: bool) -> Map<String, Value> {
+/// The neutral arguments an `only` alias has fields for, renamed; a shell's `workdir` with no
+/// field folded into the command; `None` when an argument that matters has no slot.
+fn only_expressible(alias: &Alias, mut args: Map<String, Value>) -> Option<Map<String, Value>> {
+    let has_slot = |neutral: &str| alias.fields.values().any(|n| n == neutral);
+    if alias.capability == Capability::Shell && !has_slot("workdir") {
+        fold_workdir(&mut args)?;
+    }
+    let mut out = Map::new();
+    for (key, value) in args {
+        match alias.fields.iter().find(|(_, neutral)| **neutral == key) {
+            Some((client, _)) => {
+                out.insert(client.clone(), value);
+            }
+            None if droppable(alias.capability, &key, &value) => {}
+            None => return None,
+        }
+    }
+    Some(out)
+}
+
+/// A neutral argument a tool may go without: it changes nothing the tool does, or it says "not
+/// set".
+fn droppable(capability: Capability, key: &str, value: &Value) -> bool {
+    capability.informational(key) || matches!(value, Value::Null | Value::Bool(false))
+}
+
+/// A shell call's `workdir` as `cd DIR && command`, for a shell with no working directory of its
+/// own; `None` when the directory cannot be quoted for the shell.
+pub(crate) fn fold_workdir(args: &mut Map<String, Value>) -> Option<()> {
+    let Some(workdir) = args.remove("workdir") else {
+        return Some(());
+    };
+    let dir = match &workdir {
+        Value::String(dir) if !dir.is_empty() => dir,
+        Value::String(_) | Value::Null => return Some(()),
+        _ => return None,
+    };
+    let command = args.get("command")?.as_str()?;
+    let folded = format!("cd {} && {command}", shlex::try_quote(dir).ok()?);
+    args.insert("command".into(), Value::String(folded));
+    Some(())
+}
+
+/// Numbers of the `scale` and `shift` fields (client names) put in the neutral units, or back; a
+/// whole result stays an integer.
+fn units(mut args: Map<String, Value>, alias: &Alias, to_neutral: bool) -> Map<String, Value> {
+    if alias.scale.is_empty() && alias.shift.is_empty() {
+        return args;
+    }
     let fields = alias.scale.keys().chain(alias.shift.keys());
     let fields: std::collections::BTreeSet<&String> = fields.collect();
     for field in fields {
+        // Toward the neutral form the client's name is still there; back, the field was renamed
+        // to it already.
         let Some(number) = args.get(field.as_str()).and_then(Value::as_f64) else {
             continue;
         };
         let factor = alias.scale.get(field).copied().unwrap_or(1.0);
         let shift = alias.shift.get(field).copied().unwrap_or(0.0);
-        let converted = if to_harness {
+        let converted = if to_neutral {
             number * factor + shift
         } else {
             (number - shift) / factor
@@ -99,10 +122,10 @@ fn units(mut args: Map<String, Value>, alias: &Alias, to_harness: bool) -> Map<S
     args
 }
 
-/// What opencode's bash answers for a command that printed nothing.
-pub(super) fn plain_output(output: String) -> String {
+/// What a shell answers for a command that printed nothing, in the neutral words.
+pub fn plain_output(output: String) -> String {
     if output.is_empty() {
-        "(no output)".to_owned()
+        NO_OUTPUT.to_owned()
     } else {
         output
     }
@@ -128,7 +151,8 @@ fn rename_fields(args: Map<String, Value>, renames: &[(&str, &str)]) -> Value {
     Value::Object(out)
 }
 
-/// The fields named in `renames` (from → to), renamed, in the order they came; others dropped.
+/// The fields named in `renames` (from → to), renamed, in the order they came; others dropped
+/// (toward the neutral form: a client's extras have no neutral meaning).
 fn keep_fields(args: &Map<String, Value>, renames: &[(&str, &str)]) -> Value {
     let mut out = Map::new();
     for (key, value) in args {

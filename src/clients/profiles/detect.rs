@@ -1,18 +1,27 @@
-//! The profiles this process knows (built in, compiled-in data files, the operator's files) and
-//! how a request picks one: by client, never by protocol alone.
+//! The profiles this process knows (the compiled-in data files and the operator's) and how a
+//! request picks one: by client, never by protocol alone.
 //!
-//! Owns: the table and detection. Must not: read files (start-up hands the texts in), know a
-//! protocol.
+//! Owns: the table, reading a profile file's text, and detection. Must not: read files (start-up
+//! hands the texts in), know a protocol.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use http::{HeaderMap, header};
+use serde::Deserialize;
+use serde_json::Value;
 
-use super::{Converter, Profile};
+use super::{Alias, Conversion, Profile, ResultRule};
+use crate::clients::capability::Capability;
+use crate::clients::converters;
 use crate::conversation::ToolDefinition;
 
-/// The data files of the built-in profiles whose converters are renames or named converters.
-const BUILT_IN_FILES: [(&str, &str); 8] = [
+/// The built-in profiles, one data file each: adding an agent is one file and one line here.
+const BUILT_IN_FILES: [(&str, &str); 15] = [
+    ("opencode.toml", include_str!("opencode.toml")),
+    ("codex-responses.toml", include_str!("codex-responses.toml")),
+    ("codex.toml", include_str!("codex.toml")),
+    ("claude-code.toml", include_str!("claude-code.toml")),
     ("pi.toml", include_str!("pi.toml")),
     ("qwen-code.toml", include_str!("qwen-code.toml")),
     ("gemini-cli.toml", include_str!("gemini-cli.toml")),
@@ -20,8 +29,54 @@ const BUILT_IN_FILES: [(&str, &str); 8] = [
     ("kilo.toml", include_str!("kilo.toml")),
     ("crush.toml", include_str!("crush.toml")),
     ("goose.toml", include_str!("goose.toml")),
+    ("kimi-cli.toml", include_str!("kimi-cli.toml")),
     ("kimi-code.toml", include_str!("kimi-code.toml")),
+    ("deepseek-tui.toml", include_str!("deepseek-tui.toml")),
+    ("little-coder.toml", include_str!("little-coder.toml")),
 ];
+
+/// A profile file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: String,
+    #[serde(default)]
+    user_agents: Vec<String>,
+    #[serde(default)]
+    unwrap_output_json: bool,
+    #[serde(default, rename = "alias")]
+    aliases: Vec<AliasFile>,
+    #[serde(default)]
+    apps: Vec<String>,
+    #[serde(default)]
+    fingerprint: Vec<String>,
+    #[serde(default)]
+    drop: Vec<String>,
+    #[serde(default, rename = "result")]
+    results: Vec<ResultRule>,
+}
+
+/// One alias as written: `capability` names a neutral capability (`harness` and `opencode`, the
+/// names of files written before the dialect layer, name opencode's tool for it).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AliasFile {
+    client: String,
+    #[serde(alias = "harness", alias = "opencode")]
+    capability: Capability,
+    #[serde(default)]
+    converter: Option<String>,
+    #[serde(default)]
+    fields: BTreeMap<String, String>,
+    #[serde(default)]
+    scale: BTreeMap<String, f64>,
+    #[serde(default)]
+    shift: BTreeMap<String, f64>,
+    #[serde(default)]
+    defaults: BTreeMap<String, Value>,
+    #[serde(default)]
+    output: Option<String>,
+}
 
 /// `x-harness-client` named no known profile.
 #[derive(Debug, thiserror::Error)]
@@ -46,12 +101,7 @@ impl Profiles {
     /// The built-in profiles plus one per profile file, given as (path shown in errors, text); a
     /// file may replace a built-in of the same name. Reading the files is the caller's (start-up).
     pub fn load(files: &[(String, String)]) -> Result<Self, ProfileError> {
-        let mut profiles = vec![
-            Arc::new(Profile::identity()),
-            Arc::new(Profile::codex_responses()),
-            Arc::new(Profile::codex()),
-            Arc::new(Profile::claude_code()),
-        ];
+        let mut profiles: Vec<Arc<Profile>> = Vec::new();
         let built_in = BUILT_IN_FILES
             .iter()
             .map(|(path, text)| (format!("built-in {path}"), (*text).to_owned()));
@@ -61,6 +111,20 @@ impl Profiles {
             profiles.push(Arc::new(profile));
         }
         Ok(Self { profiles })
+    }
+
+    /// The `opencode` profile: the opencode harness's tool set.
+    pub fn opencode(&self) -> Arc<Profile> {
+        self.named("opencode")
+            .unwrap_or_else(|_| Arc::new(Profile::none()))
+    }
+
+    /// One built-in profile by name (tests, benches).
+    pub fn built_in(name: &str) -> Arc<Profile> {
+        Self::load(&[])
+            .ok()
+            .and_then(|p| p.named(name).ok())
+            .unwrap_or_else(|| Arc::new(Profile::none()))
     }
 
     pub fn names(&self) -> String {
@@ -85,7 +149,7 @@ impl Profiles {
 
     /// Header `x-harness-client`; else what the client's own headers told its front
     /// (`implied`: Codex's on the Responses front); else the User-Agent, then `x-app`, then the
-    /// offered tool set's fingerprint; else the identity profile. Where several profiles share a
+    /// offered tool set's fingerprint; else `none` (its tools read by inference). Where several profiles share a
     /// User-Agent (Codex on Chat and on Responses), the one whose fingerprint the tools match wins,
     /// then the one with none.
     pub fn detect(
@@ -116,10 +180,7 @@ impl Profiles {
                     .iter()
                     .find(|p| !p.fingerprint.is_empty() && fits(p))
             });
-        Ok(found
-            .or_else(|| self.profiles.first())
-            .cloned()
-            .unwrap_or_else(|| Arc::new(Profile::identity())))
+        Ok(found.cloned().unwrap_or_else(|| Arc::new(Profile::none())))
     }
 }
 
@@ -128,18 +189,59 @@ fn parse(shown: &str, text: &str) -> Result<Profile, ProfileError> {
         path: shown.to_owned(),
         message,
     };
-    let profile: Profile = toml::from_str(text).map_err(|e| error(e.to_string()))?;
-    if let Some(alias) = profile
+    let file: ProfileFile = toml::from_str(text).map_err(|e| error(e.to_string()))?;
+    let aliases = file
         .aliases
-        .iter()
-        .find(|a| matches!(a.converter, Converter::Fields | Converter::Only) && a.fields.is_empty())
-    {
-        return Err(error(format!(
-            "alias `{}`: converter `fields` needs a `fields` table",
-            alias.client
-        )));
+        .into_iter()
+        .map(|alias| {
+            let client = alias.client.clone();
+            resolve(alias).map_err(|message| error(format!("alias `{client}`: {message}")))
+        })
+        .collect::<Result<_, _>>()?;
+    Ok(Profile {
+        name: file.name,
+        user_agents: file.user_agents,
+        unwrap_output_json: file.unwrap_output_json,
+        aliases,
+        apps: file.apps,
+        fingerprint: file.fingerprint,
+        drop: file.drop,
+        results: file.results,
+    })
+}
+
+/// An alias as written → its conversion resolved by name.
+fn resolve(file: AliasFile) -> Result<Alias, String> {
+    let conversion = match file.converter.as_deref() {
+        None | Some("identity") => Conversion::Identity,
+        Some("fields") => Conversion::Fields,
+        Some("only") => Conversion::Only,
+        Some(name) => Conversion::Named(converters::lookup(name).ok_or_else(|| {
+            format!("unknown converter `{name}`; known: {}", converters::names())
+        })?),
+    };
+    if matches!(conversion, Conversion::Fields | Conversion::Only) && file.fields.is_empty() {
+        return Err("converter `fields` or `only` needs a `fields` table".to_owned());
     }
-    Ok(profile)
+    let output = match file.output.as_deref() {
+        None => None,
+        Some(name) => Some(converters::reader(name).ok_or_else(|| {
+            format!(
+                "unknown output reader `{name}`; known: {}",
+                converters::reader_names()
+            )
+        })?),
+    };
+    Ok(Alias {
+        client: file.client,
+        capability: file.capability,
+        conversion,
+        fields: file.fields,
+        scale: file.scale,
+        shift: file.shift,
+        defaults: file.defaults,
+        output,
+    })
 }
 
 /// Every fingerprint entry, `tool` or `tool.parameter`, is offered.

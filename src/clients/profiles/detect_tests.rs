@@ -4,33 +4,26 @@ use super::super::Profile;
 use super::*;
 use crate::conversation::ToolDefinition;
 
-fn codex() -> Profile {
-    Profile::codex()
+fn codex() -> std::sync::Arc<Profile> {
+    Profiles::built_in("codex")
 }
 
 #[test]
 fn untranslatable_arguments_are_left_alone() {
     assert_eq!(
-        codex().call_to_opencode("shell", "not json"),
-        ("bash".into(), "not json".into())
+        codex().neutral("shell", "not json"),
+        ("shell".into(), "not json".into())
     );
+    assert_eq!(codex().client("bash", "{\"command\": 3}", &[]), None);
+    assert_eq!(codex().client("read", "{}", &[]), None, "no alias for read");
     assert_eq!(
-        codex().call_to_client("bash", "{\"command\": 3}", &[]),
-        None
-    );
-    assert_eq!(
-        codex().call_to_client("read", "{}", &[]),
-        None,
-        "no alias for read"
-    );
-    assert_eq!(
-        Profile::identity().call_to_opencode("bash", "{\"a\":1}"),
+        Profile::none().neutral("bash", "{\"a\":1}"),
         ("bash".into(), "{\"a\":1}".into())
     );
 }
 
 #[test]
-fn detection_by_header_then_user_agent_then_identity() {
+fn detection_by_header_then_user_agent_then_none() {
     let profiles = Profiles::load(&[]).expect("built-ins");
     let detect = |pairs: &[(&str, &str)]| {
         let mut headers = HeaderMap::new();
@@ -69,7 +62,8 @@ fn detection_by_header_then_user_agent_then_identity() {
     );
     assert_eq!(
         detect(&[("user-agent", "curl/8")]).ok().as_deref(),
-        Some("opencode")
+        Some("none"),
+        "an agent no profile describes: its tools are read by inference"
     );
     let err = detect(&[("x-harness-client", "vim")]).expect_err("unknown profile");
     assert!(
@@ -90,11 +84,11 @@ fn profiles_load_from_files() {
     headers.insert(header::USER_AGENT, "mine/2".parse().expect("ua"));
     let mine = profiles.detect(&headers, None, &[]).expect("detected");
     assert_eq!(
-        mine.call_to_opencode("run", r#"{"cmd":"ls","cwd":"/"}"#),
-        ("bash".into(), r#"{"command":"ls","workdir":"/"}"#.into())
+        mine.neutral("run", r#"{"cmd":"ls","cwd":"/"}"#),
+        ("shell".into(), r#"{"command":"ls","workdir":"/"}"#.into())
     );
     assert_eq!(
-        mine.call_to_client("bash", r#"{"command":"ls","description":"d"}"#, &[]),
+        mine.client("bash", r#"{"command":"ls","description":"d"}"#, &[]),
         Some(("run".into(), r#"{"cmd":"ls","description":"d"}"#.into()))
     );
 
@@ -160,7 +154,7 @@ fn headers_come_before_the_tool_set_and_the_tool_set_before_nothing() {
     );
     assert_eq!(
         detect(&[("user-agent", "Anthropic/JS 0.91.1")], &[]).as_deref(),
-        Some("opencode")
+        Some("none")
     );
     // Codex's User-Agent on both fronts: its tools say which dialect.
     let codex = [("user-agent", "codex_exec/0.171.0")];
@@ -171,5 +165,43 @@ fn headers_come_before_the_tool_set_and_the_tool_set_before_nothing() {
     assert_eq!(
         detect(&codex, &[function("shell", &["command"])]).as_deref(),
         Some("codex")
+    );
+}
+
+/// The Codex User-Agent list is one list: the profile files say what
+/// `conversation::CODEX_USER_AGENTS` says.
+#[test]
+fn codex_profiles_know_codex_by_the_one_user_agent_list() {
+    for name in ["codex", "codex-responses"] {
+        assert_eq!(
+            Profiles::built_in(name).user_agents,
+            crate::conversation::CODEX_USER_AGENTS.to_vec(),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_capability_or_converter_names_the_file_and_the_known_ones() {
+    let file = |text: &str| vec![("odd.toml".to_owned(), text.to_owned())];
+    let err = Profiles::load(&file(
+        "name = \"odd\"\n[[alias]]\nclient = \"x\"\ncapability = \"teleport\"\n",
+    ))
+    .err()
+    .expect("unknown capability")
+    .to_string();
+    assert!(
+        err.contains("odd.toml") && err.contains("known: shell, read"),
+        "{err}"
+    );
+    let err = Profiles::load(&file(
+        "name = \"odd\"\n[[alias]]\nclient = \"x\"\ncapability = \"shell\"\noutput = \"tea_leaves\"\n",
+    ))
+    .err()
+    .expect("unknown reader")
+    .to_string();
+    assert!(
+        err.contains("tea_leaves") && err.contains("shell_block"),
+        "{err}"
     );
 }

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use super::body::{OutCall, OutFunction, OutImage, OutMessage, OutPart};
 use crate::clients::args::reserialize_arguments;
+use crate::clients::bridge::Bridge;
 use crate::clients::contextual::words_of;
-use crate::clients::profiles::Profile;
 use crate::clients::quote::quote_prompt;
 use crate::config::{HistoryMode, ReasoningMode};
 use crate::conversation::{Content, Item, Message, Part, Role, ToolCall, ToolResult};
@@ -26,7 +26,8 @@ pub struct HistoryOptions<'a> {
     pub mode: HistoryMode,
     /// JSON-quote user text (main flavour only).
     pub quote_user: bool,
-    pub profile: &'a Profile,
+    /// The request's tool bridge: the client's calls and results in opencode's tools.
+    pub bridge: &'a Bridge,
     pub reasoning: ReasoningMode,
 }
 
@@ -154,7 +155,7 @@ impl Converter<'_> {
     fn call(&mut self, call: &ToolCall) {
         let client_name = call.name.as_str();
         let args = call.input.as_arguments();
-        let calls = self.options.profile.calls_to_opencode(client_name, &args);
+        let calls = self.options.bridge.history_calls(client_name, &args);
         if let Some(reasoning) = self.reasoning.take() {
             append(&mut self.calls_reasoning, &reasoning);
         }
@@ -197,7 +198,7 @@ impl Converter<'_> {
         let text = result.text();
         let text = text.strip_prefix(NO_TRUNCATE_MARKER).unwrap_or(&text);
         let client_tool = self.call_tools.get(id).map_or("", String::as_str);
-        let content = self.options.profile.output_to_opencode(client_tool, text);
+        let content = self.options.bridge.history_output(client_tool, text);
         let mut answered = false;
         for id in ids {
             let Some(pos) = self.awaiting.iter().position(|a| *a == id) else {

@@ -113,7 +113,7 @@ impl Opencode {
             title_prompt: prompts.title.clone(),
             titles: TitleRecogniser::new(&prompts.title),
             skills: system::bind_skills(&prompts.skills).map_err(SetupError::Skills)?,
-            catalog: Catalog::new(&prompts.tools, &platform, host)?,
+            catalog: Catalog::new(&prompts.tools, profiles.opencode(), &platform, host)?,
             platform,
             profiles,
             collaboration,
@@ -168,7 +168,7 @@ impl Opencode {
         let env = self.env(&client_items, headers, now);
         let system =
             self.system_message(&client_items, &conversation.model, flavour, &env, &profile);
-        let messages = self.messages(system, &client_items, flavour, &profile);
+        let messages = self.messages(system, &client_items, flavour, &bridge);
         drop(client_items);
         // In a collaboration mode `request_user_input` follows the mode, not `extra_tools`.
         let rules = SelectRules {
@@ -204,7 +204,7 @@ impl Opencode {
         system: Box<RawValue>,
         client_items: &[Item],
         flavour: Flavour,
-        profile: &Profile,
+        bridge: &Bridge,
     ) -> Vec<OutMessage> {
         let mut messages = Vec::with_capacity(client_items.len() + 1);
         messages.push(OutMessage::Raw {
@@ -216,7 +216,7 @@ impl Opencode {
             &HistoryOptions {
                 mode: self.config.history,
                 quote_user: flavour.quotes_user_text(),
-                profile,
+                bridge,
                 reasoning: self.config.reasoning,
             },
         ));
@@ -232,7 +232,7 @@ impl Opencode {
         Bridge::new(
             profile,
             client_tools,
-            self.catalog.harness_tools(),
+            self.catalog.harness_tools().clone(),
             unmatched,
         )
     }
@@ -299,7 +299,7 @@ impl Opencode {
             instructions::collect(
                 messages(client_items),
                 &[&self.search_prompt, flavour::TASK_AGENT_MARKER],
-                profile.is_identity(),
+                !profile.is_known_agent(),
             )
             .render()
         } else {

@@ -6,11 +6,13 @@
 
 use std::borrow::Cow;
 use std::path::Path;
+use std::sync::Arc;
 
 use serde_json::value::RawValue;
 
 use super::flavour::Flavour;
 use crate::clients::bridge::{Binding, Bridge, HarnessTools};
+use crate::clients::profiles::Profile;
 use crate::config::ToolsPolicy;
 use crate::conversation::ToolDefinition;
 use crate::harness::collaboration::REQUEST_USER_INPUT;
@@ -58,7 +60,7 @@ const TEMP_DIR: &str = "temp_dir";
 pub struct Catalog {
     tools: Vec<Canonical>,
     /// The tools' names and argument schemas, for the bridge.
-    harness_tools: HarnessTools,
+    harness_tools: Arc<HarnessTools>,
     default_platform: String,
     host: HostInfo,
 }
@@ -96,8 +98,10 @@ pub enum ToolTextError {
 }
 
 impl Catalog {
+    /// `dialect`: the profile that says what each of these tools does (opencode's).
     pub fn new(
         texts: &[ToolText],
+        dialect: Arc<Profile>,
         default_platform: &str,
         host: HostInfo,
     ) -> Result<Self, CatalogError> {
@@ -138,7 +142,7 @@ impl Catalog {
         }
         Ok(Self {
             tools,
-            harness_tools: HarnessTools::new(schemas),
+            harness_tools: Arc::new(HarnessTools::new(dialect, schemas)),
             default_platform: default_platform.to_owned(),
             host,
         })
@@ -158,7 +162,7 @@ impl Catalog {
         }
     }
 
-    pub fn harness_tools(&self) -> &HarnessTools {
+    pub fn harness_tools(&self) -> &Arc<HarnessTools> {
         &self.harness_tools
     }
 
@@ -284,6 +288,7 @@ fn fill(pattern: &Pattern, platform: &str, host: &HostInfo) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clients::profiles::Profiles;
 
     fn catalog(description: &str) -> Result<Catalog, CatalogError> {
         let tool = serde_json::json!({"type": "function", "function": {"name": "bash",
@@ -297,7 +302,7 @@ mod tests {
             temp_dir: "/t".into(),
             utc_offset: chrono::FixedOffset::east_opt(0).expect("UTC"),
         };
-        Catalog::new(&texts, "linux", host)
+        Catalog::new(&texts, Profiles::built_in("opencode"), "linux", host)
     }
 
     #[test]

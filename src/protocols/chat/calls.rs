@@ -341,11 +341,11 @@ fn delta_is_empty(delta: &crate::api::stream::Delta) -> bool {
 mod tests {
     use super::*;
     use crate::clients::bridge::Bridge;
-    use crate::clients::profiles::Profile;
+    use crate::clients::profiles::Profiles;
     use crate::protocols::chat::Shaper;
 
     fn codex(client_tools: &[&str]) -> Arc<dyn CallMapper> {
-        Arc::new(Bridge::open(Arc::new(Profile::codex()), client_tools))
+        Arc::new(Bridge::open(Profiles::built_in("codex"), client_tools))
     }
 
     fn run(shaper: Shaper, events: &[String]) -> Vec<String> {

@@ -9,9 +9,21 @@ use crate::template::{Template, TemplateError, format_mode_names};
 /// Display names of the collaboration modes a client can select, in the reference's order.
 pub const KNOWN_MODE_NAMES: [&str; 2] = ["Default", "Plan"];
 
-struct Builtin {
-    path: &'static str,
-    text: &'static str,
+/// A prompt file compiled in, by its path under the prompts directory.
+pub struct Builtin {
+    pub path: &'static str,
+    pub text: &'static str,
+}
+
+/// A prompt file of a harness, compiled in from `prompts/<path>`: `prompt_file!("pi/system.md")`.
+#[macro_export]
+macro_rules! prompt_file {
+    ($path:literal) => {
+        $crate::prompts::Builtin {
+            path: $path,
+            text: include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/prompts/", $path)),
+        }
+    };
 }
 
 const SYSTEM: Builtin = Builtin {
@@ -54,6 +66,12 @@ pub enum PromptError {
     Tools { path: String, source: ToolsError },
     #[error("prompt file {path}: {source}")]
     Template { path: String, source: TemplateError },
+    #[error("prompt file {path}: {source}; this file may use {known}")]
+    Placeholders {
+        path: String,
+        source: TemplateError,
+        known: String,
+    },
 }
 
 /// One opencode tool definition as shipped: its name and its JSON text.
@@ -66,6 +84,9 @@ pub struct ToolText {
 /// Every prompt, loaded and checked.
 #[derive(Debug, Clone)]
 pub struct Prompts {
+    /// The operator's prompts directory: a harness's own files are read from it (else built in)
+    /// when the harness is built, at start-up.
+    pub dir: Option<PathBuf>,
     /// Main system prefix (file text; trimmed where used).
     pub system: String,
     pub search_agent: String,
@@ -84,20 +105,7 @@ pub struct Prompts {
 impl Prompts {
     /// The built-in prompts, with files under `dir` taking precedence.
     pub fn load(dir: Option<&Path>) -> Result<Self, PromptError> {
-        let read = |builtin: &Builtin| -> Result<(String, String), PromptError> {
-            if let Some(dir) = dir {
-                let path = dir.join(builtin.path);
-                match std::fs::read_to_string(&path) {
-                    Ok(text) => return Ok((text, path.display().to_string())),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(source) => return Err(PromptError::Read { path, source }),
-                }
-            }
-            Ok((
-                builtin.text.to_owned(),
-                format!("<built-in>/{}", builtin.path),
-            ))
-        };
+        let read = |builtin: &Builtin| read_file(dir, builtin);
         let (system, _) = read(&SYSTEM)?;
         let (search_agent, _) = read(&SEARCH_AGENT)?;
         let (title, _) = read(&TITLE)?;
@@ -121,6 +129,7 @@ impl Prompts {
                 source,
             })?;
         Ok(Self {
+            dir: dir.map(Path::to_path_buf),
             system,
             search_agent,
             title,
@@ -130,6 +139,71 @@ impl Prompts {
             collaboration_plan,
         })
     }
+}
+
+impl Prompts {
+    /// A harness's prompt file: the operator's copy under the prompts directory, else the one
+    /// compiled in; its text and the path errors name.
+    pub fn read(&self, builtin: &Builtin) -> Result<PromptText, PromptError> {
+        let (text, path) = read_file(self.dir.as_deref(), builtin)?;
+        Ok(PromptText { text, path })
+    }
+}
+
+/// One prompt file's text, and where it came from (for errors).
+#[derive(Debug, Clone)]
+pub struct PromptText {
+    pub text: String,
+    pub path: String,
+}
+
+impl PromptText {
+    /// The text, bound as a template whose placeholders are among `holes` (filled per request,
+    /// `Pattern::fill`); a placeholder outside them fails naming the file and the known ones.
+    /// The file's final newline is not part of the text.
+    pub fn pattern(&self, holes: &[&str]) -> Result<crate::template::Pattern, PromptError> {
+        let text = self.text.strip_suffix('\n').unwrap_or(&self.text);
+        Template::parse(text)
+            .and_then(|t| t.bind(&[], holes))
+            .map_err(|source| PromptError::Placeholders {
+                path: self.path.clone(),
+                source,
+                known: if holes.is_empty() {
+                    "no placeholder".to_owned()
+                } else {
+                    holes.join(", ")
+                },
+            })
+    }
+
+    /// The text as it is, its final newline left out (a file with no placeholders; `{{` still
+    /// has to be written `{{{{`).
+    pub fn plain(&self) -> Result<String, PromptError> {
+        Ok(self.pattern(&[])?.fill(&[]))
+    }
+
+    /// A tools file: a JSON array of `{"type":"function","function":{"name":…,"parameters":…}}`.
+    pub fn tools(&self) -> Result<Vec<ToolText>, PromptError> {
+        parse_tools(&self.text).map_err(|source| PromptError::Tools {
+            path: self.path.clone(),
+            source,
+        })
+    }
+}
+
+fn read_file(dir: Option<&Path>, builtin: &Builtin) -> Result<(String, String), PromptError> {
+    if let Some(dir) = dir {
+        let path = dir.join(builtin.path);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => return Ok((text, path.display().to_string())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(source) => return Err(PromptError::Read { path, source }),
+        }
+    }
+    Ok((
+        builtin.text.to_owned(),
+        format!("<built-in>/{}", builtin.path),
+    ))
 }
 
 fn render(text: &str, values: &[(&str, &str)]) -> Result<String, TemplateError> {

@@ -432,6 +432,13 @@ impl Bridge {
     /// text); the client's call as it is when it does not convert.
     pub fn history_calls(&self, client_tool: &str, arguments: &str) -> Vec<(String, String)> {
         let keep = || vec![(client_tool.to_owned(), arguments.to_owned())];
+        // The harness's own agent as the client: its calls are the harness's already.
+        if self.profile.is_known_agent()
+            && self.profile.name == self.harness.profile().name
+            && self.harness.get(client_tool).is_some()
+        {
+            return keep();
+        }
         let neutral = match self.by_name.get(client_tool).map(|&i| &self.tools[i].via) {
             Some(Via::Inferred(alias)) => parse_object(arguments)
                 .and_then(|args| alias.to_neutral(args))

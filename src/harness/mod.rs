@@ -6,10 +6,18 @@
 
 pub mod cache_key;
 pub mod collaboration;
+pub mod deepseek_tui;
+pub mod family;
+pub mod kimi_cli;
+pub mod kimi_code;
+pub mod little_coder;
+pub mod minimal;
 pub mod opencode;
 pub mod passthrough;
+pub mod pi;
 pub mod plain;
 pub mod plain_chat;
+pub mod qwen_code;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -149,6 +157,9 @@ pub struct Setup<'a> {
 pub enum SetupError {
     #[error(transparent)]
     Opencode(#[from] opencode::SetupError),
+    /// A harness's prompt or tools file is missing, malformed, or uses an unknown placeholder.
+    #[error(transparent)]
+    Prompt(#[from] crate::prompts::PromptError),
 }
 
 impl Registry {
@@ -161,6 +172,13 @@ impl Registry {
         )));
         registry.add(Arc::new(plain_chat::PlainChat::new(setup.prompts)));
         registry.add(opencode);
+        registry.add(Arc::new(pi::Pi::from_setup(setup)?));
+        registry.add(Arc::new(qwen_code::QwenCode::from_setup(setup)?));
+        registry.add(Arc::new(kimi_code::KimiCode::from_setup(setup)?));
+        registry.add(Arc::new(kimi_cli::KimiCli::from_setup(setup)?));
+        registry.add(Arc::new(deepseek_tui::DeepseekTui::from_setup(setup)?));
+        registry.add(Arc::new(minimal::Minimal::from_setup(setup)?));
+        registry.add(Arc::new(little_coder::LittleCoder::from_setup(setup)?));
         Ok(registry)
     }
 

@@ -63,25 +63,31 @@ impl Harness for PlainChat {
     }
 
     fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut HeaderMap) -> Bytes {
-        let body = TitleBody {
-            model: ask.model,
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-            messages: [
-                TitleMessage {
-                    role: "system",
-                    content: &self.title_prompt,
-                },
-                TitleMessage {
-                    role: "user",
-                    content: ask.first_user_text,
-                },
-            ],
-        };
-        Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+        title_body(&self.title_prompt, ask)
     }
+}
+
+/// A plain title request: the title prompt as the system message, the words as the user's; no
+/// headers of another client's. The title request of every harness whose agent asks for none.
+pub fn title_body(title_prompt: &str, ask: &TitleAsk<'_>) -> Bytes {
+    let body = TitleBody {
+        model: ask.model,
+        stream: true,
+        stream_options: StreamOptions {
+            include_usage: true,
+        },
+        messages: [
+            TitleMessage {
+                role: "system",
+                content: title_prompt,
+            },
+            TitleMessage {
+                role: "user",
+                content: ask.first_user_text,
+            },
+        ],
+    };
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
 #[derive(Serialize)]

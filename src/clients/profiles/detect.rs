@@ -119,6 +119,13 @@ impl Profiles {
             .unwrap_or_else(|_| Arc::new(Profile::none()))
     }
 
+    /// The profile of a harness's agent (its tool set's dialect); `none` if there is no such file,
+    /// which leaves every tool of the harness meeting only a client tool of its own name.
+    pub fn dialect(&self, name: &str) -> Arc<Profile> {
+        self.named(name)
+            .unwrap_or_else(|_| Arc::new(Profile::none()))
+    }
+
     /// One built-in profile by name (tests, benches).
     pub fn built_in(name: &str) -> Arc<Profile> {
         Self::load(&[])

@@ -74,6 +74,7 @@ pub fn add_thread_headers(headers: &mut HeaderMap, conversation: &str) {
 const TITLE_PROMPT_OPENING: &str = "You are a title generator.";
 
 /// Tells a client's own title request from a turn.
+#[derive(Debug, Clone)]
 pub struct TitleRecogniser {
     /// First line of the configured title prompt.
     title_opening: String,

@@ -1,0 +1,153 @@
+//! `kimi-cli` (harnesses.md §6): Kimi CLI's system template (OS, shell, the session's time,
+//! working directory, its listing, the project's AGENTS.md as the client carries it, the skills),
+//! builder K-cli (user text with trailing newlines trimmed, failed outputs as errors, blank ones
+//! said so, unanswered calls dropped), Kimi CLI's own tools, and its body (`max_tokens: 32000`,
+//! `prompt_cache_key` the thread, the client's reasoning effort as `reasoning_effort` with
+//! `thinking` enabled).
+//!
+//! Not emulated (documented): the developer-text section the reference appends (a client's
+//! developer texts are its own persona, PRODUCT §3a), the compaction request (the proxy does not
+//! know Kimi CLI's compaction prompt), and the thinking toggle of models that have one.
+
+use bytes::Bytes;
+use serde_json::{Value, json};
+
+use super::family::builder_k::{self, KIMI_BLANK};
+use super::family::context::Context;
+use super::family::{Common, ToolSet, prepared, translate};
+use super::kimi_code::KIMI_SHELL;
+use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
+use crate::conversation::Conversation;
+use crate::prompt_file;
+use crate::prompts::Builtin;
+use crate::template::Pattern;
+
+const SYSTEM: Builtin = prompt_file!("kimi-cli/system.md");
+const SKILLS: Builtin = prompt_file!("kimi-cli/skills.md");
+const TOOLS: Builtin = prompt_file!("kimi-cli/tools.json");
+
+const HOLES: [&str; 9] = [
+    "ROLE_ADDITIONAL",
+    "KIMI_OS",
+    "KIMI_SHELL",
+    "KIMI_NOW",
+    "KIMI_WORK_DIR",
+    "KIMI_WORK_DIR_LS",
+    "KIMI_AGENTS_MD",
+    "KIMI_SKILLS",
+    "KIMI_ADDITIONAL_DIRS_INFO",
+];
+
+pub struct KimiCli {
+    common: Common,
+    system: Pattern,
+    skills: String,
+    tools: ToolSet,
+}
+
+impl KimiCli {
+    pub fn from_setup(setup: &super::Setup<'_>) -> Result<Self, SetupError> {
+        let common = Common::from_setup(setup);
+        Ok(Self {
+            system: setup.prompts.read(&SYSTEM)?.pattern(&HOLES)?,
+            skills: setup.prompts.read(&SKILLS)?.plain()?,
+            tools: ToolSet::load(setup.prompts, &TOOLS, common.profiles.dialect("kimi-cli"))?,
+            common,
+        })
+    }
+
+    fn system(&self, context: &Context) -> String {
+        // The session's time in Kimi CLI's form: microseconds and a numeric offset.
+        let now = format!("{}T00:00:00.000000+00:00", context.date.format("%Y-%m-%d"));
+        let agents_md = context.instructions.join("\n\n");
+        let text = self.system.fill(&[
+            "",
+            context.kimi_os(),
+            KIMI_SHELL,
+            &now,
+            &context.cwd,
+            "",
+            &agents_md,
+            &self.skills,
+            "",
+        ]);
+        text.trim_end_matches('\n').to_owned()
+    }
+}
+
+const K_CLI: builder_k::Options = builder_k::Options {
+    empty_reasoning: None,
+    compact_arguments: false,
+    merge_text: false,
+    reasoning_always: false,
+    blank_output: KIMI_BLANK,
+    trim_user_newlines: true,
+    underscore_ids: false,
+    keep: false,
+};
+
+/// The client's reasoning effort as Kimi CLI sends it (§6.3): `none` nothing, `minimal`/`low`
+/// low, `medium` medium, `high` and above high, another value as it is; each with `thinking`.
+fn effort(body: &mut Value, effort: Option<&str>) {
+    let level = match effort {
+        None | Some("none") => return,
+        Some("minimal" | "low") => "low",
+        Some("medium") => "medium",
+        Some("high" | "xhigh" | "max" | "ultra") => "high",
+        Some(other) => other,
+    };
+    body["reasoning_effort"] = json!(level);
+    body["thinking"] = json!({"type": "enabled"});
+}
+
+impl Harness for KimiCli {
+    fn name(&self) -> &'static str {
+        "kimi-cli"
+    }
+
+    fn is_client_title_request(&self, conversation: &Conversation) -> bool {
+        self.common.is_title_request(conversation)
+    }
+
+    fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
+        if self.common.is_title_request(&request.conversation) {
+            return Ok(Prepared::unchanged(&request));
+        }
+        let conversation = request.conversation;
+        let bridge = self
+            .common
+            .bridge(&conversation, request.headers, &self.tools)?;
+        let items = translate(&conversation.items, &bridge);
+        let context = Context::of(&items, request.headers, request.now, &self.common.context);
+        let options = builder_k::Options {
+            keep: self.common.keeps(),
+            ..K_CLI
+        };
+        let mut messages = vec![json!({"role": "system", "content": self.system(&context)})];
+        messages.extend(builder_k::build(&items, options));
+        let tools = self
+            .tools
+            .offered(&conversation.tools, &bridge, self.common.config.tools);
+        let thread = super::cache_key::for_request(
+            self.common.config.prompt_cache_key,
+            &conversation,
+            request.headers,
+        );
+        let mut body = json!({"model": conversation.model, "messages": messages,
+            "max_tokens": 32_000});
+        if let Some(thread) = thread {
+            body["prompt_cache_key"] = json!(thread);
+        }
+        body["stream"] = json!(true);
+        body["stream_options"] = json!({"include_usage": true});
+        if !tools.is_empty() {
+            body["tools"] = Value::Array(tools);
+        }
+        effort(&mut body, conversation.options.reasoning_effort.as_deref());
+        Ok(prepared(&body, bridge, &conversation))
+    }
+
+    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+        self.common.title_request(ask)
+    }
+}

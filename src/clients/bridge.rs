@@ -507,9 +507,21 @@ fn bind_unknown(
     if let Some(same) = harness.get(name)
         && !taken(name)
         && schema.accepts_calls_of(&same.schema)
-        && (same.capability.is_none() || infer::infer(name, schema).is_none())
     {
-        return (mapped(vec![same.name.clone()], false), Via::SameName);
+        let binding = mapped(vec![same.name.clone()], false);
+        match (same.capability, infer::infer(name, schema)) {
+            (Some(_), Some(_)) => {}
+            (Some(capability), None) if !takes_as_is(schema, &same.schema) => {
+                // The harness's tool under its own name, with a schema of its own: its calls are
+                // converted by the parameters the two share, so what has no slot is folded or
+                // reported, never cut away.
+                if let Some(alias) = shared_names(name, capability, schema) {
+                    return (binding, Via::Inferred(alias));
+                }
+                return (binding, Via::SameName);
+            }
+            (None, _) | (Some(_), None) => return (binding, Via::SameName),
+        }
     }
     if let Some(alias) = infer::infer(name, schema)
         && let Some(target) = harness.for_capability(alias.capability)
@@ -521,6 +533,23 @@ fn bind_unknown(
         );
     }
     (Binding::Kept, Via::SameName)
+}
+
+/// An alias taking the neutral parameters a client tool declares under their own names.
+fn shared_names(name: &str, capability: Capability, schema: &ToolSchema) -> Option<Alias> {
+    let declared = schema.declared()?;
+    let fields: std::collections::BTreeMap<String, String> = capability
+        .parameters()
+        .iter()
+        .filter(|p| declared.contains(&p.name))
+        .map(|p| (p.name.to_owned(), p.name.to_owned()))
+        .collect();
+    if fields.is_empty() {
+        return None;
+    }
+    let mut alias = Alias::new(name, capability, super::profiles::Conversion::Only);
+    alias.fields = fields;
+    Some(alias)
 }
 
 /// The client's schema takes any harness call unchanged, so its calls need no check: it is open,

@@ -1,11 +1,11 @@
-//! `deepseek-tui` (harnesses.md §7, CodeWhale 0.8.44): the layered system prompt (base with the
+//! `deepseek-tui` (docs/harnesses.md, CodeWhale 0.8.44): the layered system prompt (base with the
 //! model, personality, mode, approvals, the project's instructions as the client carries them,
 //! the environment block, context management, compaction, authority recap; joined by a blank
 //! line), builder K-ds (assistant text merged into the calls that follow, `(reasoning omitted)`
 //! where a tool-call turn has no reasoning), `<turn_meta>` before each user turn, the 84 tools,
 //! and its body (`max_tokens: 64000`, `tool_choice: "auto"`).
 //!
-//! Choices (PRODUCT §3a; wire.md §6): the reference puts `<turn_meta>` on the newest user turn
+//! Choices (docs/harnesses.md): the reference puts `<turn_meta>` on the newest user turn
 //! only, which rewrites the previous turn's message on every request; here every user turn
 //! carries it (with the conversation's day), so turn N+1's body extends turn N's byte for byte,
 //! and `history = "reference"` gives the newest-only form. The project context pack, the working

@@ -1,4 +1,4 @@
-//! `kimi-cli` (harnesses.md §6): Kimi CLI's system template (OS, shell, the session's time,
+//! `kimi-cli` (docs/harnesses.md): Kimi CLI's system template (OS, shell, the session's time,
 //! working directory, its listing, the project's AGENTS.md as the client carries it, the skills),
 //! builder K-cli (user text with trailing newlines trimmed, failed outputs as errors, blank ones
 //! said so, unanswered calls dropped), Kimi CLI's own tools, and its body (`max_tokens: 32000`,
@@ -6,7 +6,7 @@
 //! `thinking` enabled).
 //!
 //! Not emulated (documented): the developer-text section the reference appends (a client's
-//! developer texts are its own persona, PRODUCT §3a), the compaction request (the proxy does not
+//! developer texts are its own persona, docs/harnesses.md), the compaction request (the proxy does not
 //! know Kimi CLI's compaction prompt), and the thinking toggle of models that have one.
 
 use bytes::Bytes;
@@ -86,7 +86,7 @@ const K_CLI: builder_k::Options = builder_k::Options {
     keep: false,
 };
 
-/// The client's reasoning effort as Kimi CLI sends it (§6.3): `none` nothing, `minimal`/`low`
+/// The client's reasoning effort as Kimi CLI sends it: `none` nothing, `minimal`/`low`
 /// low, `medium` medium, `high` and above high, another value as it is; each with `thinking`.
 fn effort(body: &mut Value, effort: Option<&str>) {
     let level = match effort {

@@ -1,4 +1,4 @@
-//! `kimi-code` (harnesses.md §5): Kimi Code's system template (OS, shell, the session's time,
+//! `kimi-code` (docs/harnesses.md): Kimi Code's system template (OS, shell, the session's time,
 //! working directory, its listing, the built-in skills), builder K-code (raw user text,
 //! compacted arguments, `:` → `_` in call ids, `reasoning_content` on every assistant message),
 //! the auto-permission reminder as a user turn after every user turn, Kimi Code's 25 tools, and

@@ -1,11 +1,11 @@
-//! `little-coder` (harnesses.md §9): its system prompt, then `Current date:` and `Current working
+//! `little-coder` (docs/harnesses.md): its system prompt, then `Current date:` and `Current working
 //! directory:`, then one of its two tool-guidance blocks; builder P (as pi); its 20 tools; its
 //! body (`store: false`, `max_completion_tokens: 384000`, `thinking`, `reasoning_effort: "high"`,
 //! `temperature: 0.3`).
 //!
 //! The guidance block is chosen once per conversation, from the conversation's first user
 //! message (the reference reads every user message and may switch between turns, which would
-//! break the prefix a cache keeps: PRODUCT §3a).
+//! break the prefix a cache keeps: docs/harnesses.md).
 
 use bytes::Bytes;
 use serde_json::{Value, json};

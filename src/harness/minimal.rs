@@ -1,8 +1,8 @@
-//! `minimal` (harnesses.md §8): two fixed lines as the system prompt, builder M (developer
+//! `minimal` (docs/harnesses.md): two fixed lines as the system prompt, builder M (developer
 //! messages as user messages, images kept with their `detail`), and the client's own tools as
 //! they came (no tool set of its own: every call goes back under the client's name, checked
 //! against its schema). The body is the plain streamed one; the reference's `thinking` toggle for
-//! models that have one is not sent (the proxy cannot tell such models; wire.md §6).
+//! models that have one is not sent (the proxy cannot tell such models; docs/harnesses.md, "Not emulated").
 
 use bytes::Bytes;
 use serde_json::{Value, json};

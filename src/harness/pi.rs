@@ -1,4 +1,4 @@
-//! `pi` (harnesses.md §3): pi's system prompt (its four tools, guidelines, `Current date:` and
+//! `pi` (docs/harnesses.md): pi's system prompt (its four tools, guidelines, `Current date:` and
 //! `Current working directory:` last, no trailing newline), builder P (raw user text as a
 //! one-part array, `reasoning_content` on every assistant message), pi's four tools with
 //! `strict: false`, and its body: `store: false`, `thinking` enabled, `reasoning_effort: "high"`,

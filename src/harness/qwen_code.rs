@@ -1,4 +1,4 @@
-//! `qwen-code` (harnesses.md §4): Qwen Code's system prompt, its synthetic setup turn (date, OS,
+//! `qwen-code` (docs/harnesses.md): Qwen Code's system prompt, its synthetic setup turn (date, OS,
 //! working directory, folder listing) and the assistant's one-line reply, then builder K-cli with
 //! Qwen Code's normalisation (tool messages as text parts, reasoning without its trailing
 //! newline, arguments re-serialised with its key orders), Qwen Code's own tools, and its body
@@ -7,7 +7,7 @@
 //! The reference appends the runtime's developer texts and its own system prompt to Qwen Code's;
 //! the proxy appends, under `# Session Instructions`, only the project instructions the client
 //! carries (AGENTS.md / CLAUDE.md contents), since a client's developer and system texts are its
-//! own persona (PRODUCT §3a). The folder listing is the working directory's line alone: the
+//! own persona (docs/harnesses.md). The folder listing is the working directory's line alone: the
 //! proxy cannot list the client's disk.
 
 use bytes::Bytes;
@@ -83,7 +83,7 @@ const K_CLI: builder_k::Options = builder_k::Options {
     keep: false,
 };
 
-/// Qwen Code's normalisation of builder K's messages (§4.2).
+/// Qwen Code's normalisation of builder K's messages.
 fn normalise(message: &mut Value) {
     let Some(object) = message.as_object_mut() else {
         return;

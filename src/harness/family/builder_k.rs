@@ -1,5 +1,5 @@
 //! Builder K (`kimi-cli`, `qwen-code`: K-cli; `kimi-code`: K-code; `deepseek-tui`: K-ds;
-//! harnesses.md §2.4): one pass with pending calls, awaited ids, held assistant text `A` and
+//! docs/harnesses.md): one pass with pending calls, awaited ids, held assistant text `A` and
 //! pending reasoning `R`, its variants chosen by `Options`. Content keeps its parts (a single text
 //! part collapses to a string); developer messages are not emitted (the harness puts developer
 //! text in its system prompt); calls still unanswered at a user turn or at the end are dropped.
@@ -230,7 +230,7 @@ fn content(parts: &[Part], trim: bool) -> Option<Value> {
     }
 }
 
-/// A tool message's content (harnesses.md §2.4, K): a failure wrapped as an error, a blank output
+/// A tool message's content (docs/harnesses.md, K): a failure wrapped as an error, a blank output
 /// said so, an output with NUL bytes said to be no text.
 fn tool_content(result: &ToolResult, blank: &str) -> String {
     let text = output_text(result);
@@ -302,7 +302,7 @@ mod tests {
         }
     }
 
-    /// harnesses.md §6.4, the derived skeleton: user `fix bug\n`, reasoning `r`, call `Shell`
+    /// docs/harnesses.md, the derived skeleton: user `fix bug\n`, reasoning `r`, call `Shell`
     /// `c1` with `{"command": "ls"}`, output `ok`.
     #[test]
     fn the_kimi_cli_skeleton() {

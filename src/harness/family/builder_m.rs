@@ -1,4 +1,4 @@
-//! Builder M (`minimal`; harnesses.md §2.4): assistant text goes as it is (joined into the
+//! Builder M (`minimal`; docs/harnesses.md): assistant text goes as it is (joined into the
 //! content of the calls that follow it), user and developer messages go as user messages, every
 //! output is sent (no awaited-id check), unanswered calls are sent at the end, and reasoning goes
 //! back as `reasoning_content` on the next assistant message when there is any.
@@ -126,7 +126,7 @@ mod tests {
     use super::*;
     use crate::conversation::Message;
 
-    /// harnesses.md §8: developer messages are preserved as user messages.
+    /// docs/harnesses.md: developer messages are preserved as user messages.
     #[test]
     fn developer_messages_go_as_user_messages() {
         let items = vec![

@@ -1,4 +1,4 @@
-//! Builder P (`pi`, `little-coder`; harnesses.md §2.4): one left-to-right pass over the client's
+//! Builder P (`pi`, `little-coder`; docs/harnesses.md): one left-to-right pass over the client's
 //! items (already in the harness's tools, `family::translate`) with pending calls, awaited ids,
 //! pending assistant text `A` and pending reasoning `R`. User text goes raw as a one-part array;
 //! developer messages are ignored; every assistant message carries `reasoning_content` (`""` when
@@ -188,7 +188,7 @@ mod tests {
     use super::*;
     use crate::conversation::{CallInput, Content, Message, ToolCall, ToolResult};
 
-    /// harnesses.md §3.5, the derived test vector.
+    /// docs/harnesses.md, the derived test vector.
     #[test]
     fn the_pi_vector() {
         let items = vec![

@@ -1,7 +1,7 @@
 //! Where the client runs, as its request says it: the proxy is not on the client's machine, so the
 //! working directory, OS, date and project instructions a reference harness reads from disk come
 //! from the client's own context (its env and context blocks, its instructions), the
-//! `x-harness-*` headers or config, else the documented empty form (PRODUCT §3a). The sources and
+//! `x-harness-*` headers or config, else the documented empty form (docs/harnesses.md). The sources and
 //! their order are opencode's `<env>` (`opencode::env`), so every harness reads a client alike.
 //!
 //! Times are the conversation's day, not the request's second: a harness whose agent renders a

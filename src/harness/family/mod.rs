@@ -1,5 +1,5 @@
 //! What the reference's chat harnesses share (`pi`, `qwen-code`, `kimi-code`, `kimi-cli`,
-//! `deepseek-tui`, `minimal`, `little-coder`; harnesses.md §2): a tool set (the harness's own
+//! `deepseek-tui`, `minimal`, `little-coder`; docs/harnesses.md): a tool set (the harness's own
 //! definitions, `prompts/<harness>/tools.json`, and the profile that says what each tool does),
 //! the request's bridge against it, the client's history with its calls and results in the
 //! harness's tools (`translate`), what the client's request says of where it runs (`Context`),

@@ -117,6 +117,14 @@ fn describe_metrics() {
         "Client tools not sent upstream (no opencode counterpart, or no Chat Completions form), by name"
     );
     describe_counter!(
+        "harness_proxy_reasoning_memo_store_total",
+        "The reasoning memo's reads and writes of the shared store, by operation and outcome"
+    );
+    describe_counter!(
+        "harness_proxy_reasoning_memo_evicted_total",
+        "Answers the reasoning memo dropped at a write to stay within a bound, by memo (local, store) and bound (caller, total)"
+    );
+    describe_counter!(
         "harness_proxy_upstream_retries_total",
         "Upstream requests retried, by reason"
     );

@@ -6,6 +6,8 @@
 //! most other clients (pi, Qwen Code, Cline, aider, SDK scripts) drop it. The proxy saw the
 //! answer, so it remembers the reasoning once per answer, its call ids as references to it, per
 //! caller, and the next turn that echoes those calls without reasoning gets it back (`recover`).
+//! Only a caller with a credential has a scope of its own: callers without one would share
+//! theirs, so the route gives them no memo at all (their own seal is all they can prove).
 //!
 //! Two levels: the process-local map (`local`; a hit costs no round trip), and, beside it, the
 //! title store's backend (`shared`: tables in the SQLite file, keys with a TTL in Redis; nothing

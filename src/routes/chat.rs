@@ -146,7 +146,8 @@ async fn serve(
     } else {
         std::borrow::Cow::Borrowed(call)
     };
-    let processed = inbound::process(state, harness, front, &scoped, &body, &caller.owner).await?;
+    let memo_scope = caller.memo_scope();
+    let processed = inbound::process(state, harness, front, &scoped, &body, memo_scope).await?;
     let (turn, started) = identified(state, harness, (call, front), &caller.owner, &processed)?;
     exchange.conversation_id = Some(turn.conversation.clone());
     let mut title = turn.begin_title(processed.facts.as_ref(), started).await;
@@ -170,7 +171,7 @@ async fn serve(
         }
     };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
-    title.watch_answer(&mut upstream, turn.memo(prepared.rewritten));
+    title.watch_answer(&mut upstream, turn.memo(prepared.rewritten, memo_scope));
     let render = renderer.map(|renderer| (renderer, client_stream));
     let bounds = crate::routes::answer::Bounds {
         max_event: state.config.limits.max_sse_event_bytes,

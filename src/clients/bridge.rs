@@ -17,6 +17,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::labels::ToolLabels;
 use super::profiles::Profile;
 use super::schema::{Check, ToolSchema};
 use crate::conversation::ToolDefinition;
@@ -87,6 +88,9 @@ pub struct Bridge {
     by_name: HashMap<String, usize>,
     /// The offered tool each harness tool's calls go to (its alias, else its inference).
     by_harness: HashMap<String, usize>,
+    /// The tool names its calls are counted under (`with_labels`); without them, every call's
+    /// tool is `other`.
+    labels: Option<Arc<ToolLabels>>,
 }
 
 impl Bridge {
@@ -149,9 +153,17 @@ impl Bridge {
             tools,
             by_name,
             by_harness: HashMap::new(),
+            labels: None,
         };
         bridge.index_harness();
         bridge
+    }
+
+    /// Counts its calls' tools under `labels`' names.
+    #[must_use]
+    pub fn with_labels(mut self, labels: Arc<ToolLabels>) -> Self {
+        self.labels = Some(labels);
+        self
     }
 
     /// Rebuilds `by_harness` from the bindings (after a binding changed).
@@ -358,6 +370,17 @@ impl CallMapper for Bridge {
 
     fn profile(&self) -> &str {
         &self.profile.name
+    }
+
+    fn profile_label(&self) -> String {
+        super::labels::clip(&self.profile.name)
+    }
+
+    fn tool_label(&self, name: &str) -> String {
+        self.labels.as_ref().map_or_else(
+            || super::labels::OTHER.to_owned(),
+            |labels| labels.label(name),
+        )
     }
 }
 

@@ -4,8 +4,9 @@
 //! schemas (`bridge`, `schema`), the structural converters one file per dialect (`codex`,
 //! `codex_responses`, `claude_code`, `pi`, `gemini_cli`, `cline`), which of its user messages
 //! are context rather than the user's words (`contextual`), how opencode quotes user text
-//! (`quote`), and how opencode's tool arguments are reserialised (`args`). Every client protocol
-//! and harness uses these rules. Pure and synchronous: no I/O, no axum.
+//! (`quote`), how opencode's tool arguments are reserialised (`args`), and which tool names may
+//! be metric labels (`labels`). Every client protocol and harness uses these rules. Pure and
+//! synchronous: no I/O, no axum.
 
 pub mod args;
 pub mod bridge;
@@ -15,6 +16,7 @@ pub mod codex;
 pub mod codex_responses;
 pub mod contextual;
 pub mod gemini_cli;
+pub mod labels;
 pub mod pi;
 pub mod profiles;
 pub mod quote;

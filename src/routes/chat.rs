@@ -181,8 +181,9 @@ async fn serve(
     let (mut dropped_tools, passthrough_tools) = tools;
     dropped_tools.append(&mut dropped);
     let out = response.headers_mut();
-    dropped_tools::report(harness.name(), &dropped_tools, out);
-    dropped_tools::report_passthrough(harness.name(), &passthrough_tools, out);
+    let labels = state.harnesses.tool_labels();
+    dropped_tools::report(harness.name(), labels, &dropped_tools, out);
+    dropped_tools::report_passthrough(harness.name(), labels, &passthrough_tools, out);
     if let Some(url) = title.url().and_then(|u| HeaderValue::from_str(u).ok()) {
         out.insert("x-title-url", url);
     }

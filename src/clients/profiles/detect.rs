@@ -63,6 +63,24 @@ impl Profiles {
         Ok(Self { profiles })
     }
 
+    /// Every tool name a profile names: its aliases' client and harness tools, the tools it
+    /// drops, its fingerprint's tools (`clients::labels`).
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.profiles.iter().flat_map(|p| {
+            let aliases = p
+                .aliases
+                .iter()
+                .flat_map(|a| [a.client.as_str(), a.opencode.as_str()]);
+            let fingerprint = p
+                .fingerprint
+                .iter()
+                .map(|f| f.split_once('.').map_or(f.as_str(), |(tool, _)| tool));
+            aliases
+                .chain(p.drop.iter().map(String::as_str))
+                .chain(fingerprint)
+        })
+    }
+
     pub fn names(&self) -> String {
         self.profiles
             .iter()

@@ -20,8 +20,9 @@
 //!   `ProxyError`, rendered once in a protocol's error shape (OpenAI's by default).
 //! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
 //! - `titles`: title sanitizing (and, with the title service, first-turn titles).
-//! - `reasoning_memo`: the reasoning of answers with tool calls, for clients that echo none: in
-//!   this process and in the title store's backend (shared by replicas).
+//! - `reasoning_memo`: the reasoning of answers with tool calls, for clients that echo none: once
+//!   per answer, bounded at every write, in this process and in the title store's backend
+//!   (shared by replicas).
 //! - `state`: `AppState`, everything handlers share.
 //! - `calibrate`: the `calibrate opencode` capture endpoint and the prompt files it writes.
 //! - `inspect`: the console's in-memory ring of recent requests (client and upstream bodies).

@@ -110,11 +110,23 @@ fn describe_metrics() {
     );
     describe_counter!(
         "harness_proxy_unmapped_tool_calls_total",
-        "Upstream tool calls the client has no mapping for, passed through unchanged"
+        "Upstream tool calls the client has no mapping for, passed through unchanged, by profile and known tool name or other"
     );
     describe_counter!(
         "harness_proxy_dropped_tools_total",
-        "Client tools not sent upstream (no opencode counterpart, or no Chat Completions form), by name"
+        "Client tools not sent upstream (no opencode counterpart, or no Chat Completions form), by known name or other"
+    );
+    describe_counter!(
+        "harness_proxy_passthrough_tools_total",
+        "Client tools with no opencode counterpart sent upstream as the client defined them, by known name or other"
+    );
+    describe_counter!(
+        "harness_proxy_reasoning_memo_store_total",
+        "The reasoning memo's reads and writes of the shared store, by operation and outcome"
+    );
+    describe_counter!(
+        "harness_proxy_reasoning_memo_evicted_total",
+        "Answers the reasoning memo dropped at a write to stay within a bound, by memo (local, store) and bound (caller, total)"
     );
     describe_counter!(
         "harness_proxy_upstream_retries_total",

@@ -25,6 +25,7 @@ use serde_json::{Map, Value};
 
 use super::capability::Capability;
 use super::infer;
+use super::labels::ToolLabels;
 use super::profiles::{Alias, Profile};
 use super::schema::{Check, ToolSchema};
 use crate::conversation::ToolDefinition;
@@ -150,6 +151,9 @@ pub struct Bridge {
     by_name: HashMap<String, usize>,
     /// The offered tool each harness tool's calls go to.
     by_harness: HashMap<String, usize>,
+    /// The tool names its calls are counted under (`with_labels`); without them, every call's
+    /// tool is `other`.
+    labels: Option<Arc<ToolLabels>>,
 }
 
 impl Bridge {
@@ -235,9 +239,17 @@ impl Bridge {
             harness,
             by_name,
             by_harness,
+            labels: None,
         };
         bridge.mark_exact();
         bridge
+    }
+
+    /// Counts its calls' tools under `labels`' names.
+    #[must_use]
+    pub fn with_labels(mut self, labels: Arc<ToolLabels>) -> Self {
+        self.labels = Some(labels);
+        self
     }
 
     /// Calls stream through untouched where client and harness have the same tool: the same
@@ -637,6 +649,17 @@ impl CallMapper for Bridge {
 
     fn profile(&self) -> &str {
         &self.profile.name
+    }
+
+    fn profile_label(&self) -> String {
+        super::labels::clip(&self.profile.name)
+    }
+
+    fn tool_label(&self, name: &str) -> String {
+        self.labels.as_ref().map_or_else(
+            || super::labels::OTHER.to_owned(),
+            |labels| labels.label(name),
+        )
     }
 }
 

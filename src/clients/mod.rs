@@ -6,7 +6,8 @@
 //! stand to the harness's and how the model's calls come back checked against the client's own
 //! schemas (`bridge`, `schema`); which parts of a user message are context rather than the
 //! user's words (`contextual`); how opencode quotes user text (`quote`) and reserialises its tool
-//! arguments (`args`). Pure and synchronous: no I/O, no axum.
+//! arguments (`args`); which tool names may be metric labels (`labels`). Pure and synchronous: no
+//! I/O, no axum.
 
 pub mod args;
 pub mod bridge;
@@ -20,6 +21,7 @@ pub mod converters;
 pub mod gemini_cli;
 pub mod infer;
 pub mod kimi;
+pub mod labels;
 pub mod pi;
 pub mod profiles;
 pub mod quote;

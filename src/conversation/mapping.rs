@@ -48,8 +48,13 @@ pub trait CallMapper: Send + Sync {
     fn route(&self, name: &str) -> CallRoute;
     /// The client's call for a complete `Translate` call.
     fn to_client(&self, name: &str, arguments: &str) -> Delivered;
-    /// Profile name, for metrics.
+    /// Profile name, for logs.
     fn profile(&self) -> &str;
+    /// The profile as a metric label (clipped).
+    fn profile_label(&self) -> String;
+    /// A call's tool name as a metric label: one of a bounded set fixed at start-up (names the
+    /// proxy knows, else `other`), never a name a client or a model chose.
+    fn tool_label(&self, name: &str) -> String;
 }
 
 /// How the route must treat a successful upstream response.

@@ -26,6 +26,7 @@ use bytes::Bytes;
 use chrono::{DateTime, Utc};
 use http::HeaderMap;
 
+use crate::clients::labels::ToolLabels;
 use crate::clients::profiles::Profiles;
 use crate::config::Config;
 use crate::conversation::Conversation;
@@ -142,6 +143,9 @@ pub struct TitleAsk<'a> {
 #[derive(Default)]
 pub struct Registry {
     harnesses: BTreeMap<&'static str, Arc<dyn Harness>>,
+    /// The tool names that are metric labels (opencode's and the profiles'; every other name is
+    /// `other`), for the routes' counts of dropped and kept tools.
+    tool_labels: Arc<ToolLabels>,
 }
 
 /// What the harnesses are built from at start-up.
@@ -165,8 +169,12 @@ pub enum SetupError {
 impl Registry {
     /// Every harness, one line each.
     pub fn build(setup: &Setup<'_>) -> Result<Self, SetupError> {
-        let mut registry = Self::default();
-        let opencode: Arc<dyn Harness> = Arc::new(opencode::Opencode::from_setup(setup)?);
+        let opencode = opencode::Opencode::from_setup(setup)?;
+        let mut registry = Self {
+            tool_labels: opencode.tool_labels().clone(),
+            ..Self::default()
+        };
+        let opencode: Arc<dyn Harness> = Arc::new(opencode);
         registry.add(Arc::new(passthrough::Passthrough::titled_as(
             opencode.clone(),
         )));
@@ -191,6 +199,11 @@ impl Registry {
     }
 
     /// Known names, comma-separated, for error messages.
+    /// The tool names that are metric labels as they are (`clients::labels`).
+    pub fn tool_labels(&self) -> &ToolLabels {
+        &self.tool_labels
+    }
+
     pub fn names(&self) -> String {
         self.harnesses
             .keys()

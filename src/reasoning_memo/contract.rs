@@ -1,11 +1,28 @@
 //! What the memo must do over every backend (memory, SQLite, Redis): two memos over one
 //! backend are two replicas. Over a shared store the second finds what the first remembered,
-//! per caller; over `memory` it finds nothing and asks nothing.
+//! per caller; over `memory` it finds nothing and asks nothing. Both levels keep their bounds as
+//! they write, per caller and in total, oldest first; an answer's reasoning is kept once however
+//! many calls refer to it.
 
 use std::sync::Arc;
 
-use super::{MAX_ENTRY_BYTES, ReasoningMemo, SHARED_TTL, SharedMemo};
+use futures_util::future::BoxFuture;
+
+use super::{
+    Bounds, Entry, Evicted, MAX_ENTRY_BYTES, ReasoningMemo, SHARED_TTL, STORE_BOUNDS, SharedMemo,
+    Usage, key,
+};
 use crate::conversation::{CallInput, Item, Message, Role, ToolCall};
+
+/// What a backend holds, in bytes, as it counts its own size: the SQLite file's used pages,
+/// Redis's `MEMORY USAGE` of the memo's keys. The memory backend has none (its local map counts).
+pub type Footprint = Box<dyn Fn() -> BoxFuture<'static, u64> + Send + Sync>;
+
+/// What the contract writes last and leaves in the store, for a backend's own test to read
+/// back: (owner, key, text).
+pub fn last_written() -> (&'static str, String, &'static str) {
+    ("erin", key("erin", "r3_0"), "answer 3")
+}
 
 fn turn(call_id: &str) -> Vec<Item> {
     vec![
@@ -34,9 +51,69 @@ async fn recovered(memo: &ReasoningMemo, owner: &str, call_id: &str) -> (bool, O
     (asked, reasoning(&items))
 }
 
-pub async fn run(backend: impl Fn() -> Option<Arc<dyn SharedMemo>>) {
-    let shared = backend().is_some();
-    let (one, two) = (ReasoningMemo::new(backend()), ReasoningMemo::new(backend()));
+/// `backend(bounds)`: a handle on the one backend under test, keeping `bounds` (`None` for
+/// `memory`); each call is another replica.
+pub async fn run(
+    backend: impl Fn(Bounds) -> Option<Arc<dyn SharedMemo>>,
+    footprint: Option<Footprint>,
+) {
+    one_answer_of_many_calls_costs_about_one_answer(&backend, footprint.as_ref()).await;
+    replicas_and_callers(&backend).await;
+    bounds_hold_at_write_time(&backend).await;
+    rows_count_against_the_bounds_too(&backend).await;
+}
+
+/// The probe's answer (issue 30): 250 KB of reasoning and 2,000 tool calls. Its reasoning is
+/// stored once, its call ids as references to it: about one answer's bytes in the process and in
+/// the store (it was 2,000 answers' bytes, 500 MB in Redis and SQLite), and every id still finds
+/// it, here and on another replica.
+async fn one_answer_of_many_calls_costs_about_one_answer(
+    backend: &impl Fn(Bounds) -> Option<Arc<dyn SharedMemo>>,
+    footprint: Option<&Footprint>,
+) {
+    const REASONING: usize = 250_000;
+    let text = "r".repeat(REASONING);
+    let ids: Vec<String> = (0..2_000).map(|i| format!("call_{i:04}")).collect();
+    let (one, two) = (
+        ReasoningMemo::new(backend(STORE_BOUNDS)),
+        ReasoningMemo::new(backend(STORE_BOUNDS)),
+    );
+    let before = match footprint {
+        Some(measure) => measure().await,
+        None => 0,
+    };
+    one.remember("carol", &ids, &text);
+    one.settled().await;
+    let local = one.local_usage().bytes;
+    let stored = match footprint {
+        Some(measure) => measure().await.saturating_sub(before),
+        None => 0,
+    };
+    eprintln!("one answer of {REASONING} B with 2,000 calls: local {local} B, store {stored} B");
+    for id in [&ids[0], &ids[999], &ids[1_999]] {
+        assert_eq!(
+            recovered(&one, "carol", id).await.1.map(|t| t.len()),
+            Some(REASONING),
+            "{id} here"
+        );
+    }
+    if footprint.is_some() {
+        assert_eq!(
+            recovered(&two, "carol", &ids[1_500]).await,
+            (true, Some(text)),
+            "on the other replica"
+        );
+    }
+    assert!(local < 2 * REASONING as u64, "local map: {local} B");
+    assert!(stored < 2 * REASONING as u64, "store: {stored} B");
+}
+
+async fn replicas_and_callers(backend: &impl Fn(Bounds) -> Option<Arc<dyn SharedMemo>>) {
+    let shared = backend(STORE_BOUNDS).is_some();
+    let (one, two) = (
+        ReasoningMemo::new(backend(STORE_BOUNDS)),
+        ReasoningMemo::new(backend(STORE_BOUNDS)),
+    );
     one.remember(
         "alice",
         &["call_1".into(), "call_2".into()],
@@ -81,21 +158,182 @@ pub async fn run(backend: impl Fn() -> Option<Arc<dyn SharedMemo>>) {
         "too large"
     );
 
-    let Some(store) = backend() else {
+    let Some(store) = backend(STORE_BOUNDS) else {
         return;
     };
-    let keys = ["k-shared".to_owned(), "k-none".to_owned()];
-    store
-        .put(&keys[..1], "first", SHARED_TTL)
-        .await
-        .expect("put");
-    store
-        .put(&keys[..1], "shared", SHARED_TTL)
-        .await
-        .expect("put replaces");
+    let keys = [key("dave", "call_shared"), key("dave", "call_none")];
+    let put = |text| {
+        let entry = Entry {
+            owner: "dave",
+            calls: &keys[..1],
+            text,
+        };
+        store.put(entry, SHARED_TTL)
+    };
+    put("first").await.expect("put");
+    put("shared").await.expect("a newer answer takes the key");
     assert_eq!(
-        store.get(&keys).await.expect("get"),
+        store.get("dave", &keys).await.expect("get"),
         [Some("shared".to_owned()), None]
     );
     store.prune().await.expect("prune");
+}
+
+/// Each write keeps the bounds: a caller past its own loses its oldest answers, everyone else's
+/// stay; past the total, the oldest of anyone's go. In the process and in the store, counted.
+async fn bounds_hold_at_write_time(backend: &impl Fn(Bounds) -> Option<Arc<dyn SharedMemo>>) {
+    const TEXT: usize = 1_000;
+    let answer = Usage::of_answer(TEXT, 1);
+    let room = |answers: u64| Usage {
+        bytes: answers * answer.bytes,
+        rows: 1_000,
+    };
+    let bounds = Bounds {
+        caller: room(3),
+        total: room(5),
+    };
+    let (one, two) = (
+        ReasoningMemo::with_bounds(bounds, backend(bounds)),
+        ReasoningMemo::with_bounds(bounds, backend(bounds)),
+    );
+    let shared = backend(bounds).is_some();
+    let text = |name: &str| format!("{name:-<TEXT$}");
+    let write = |owner: &str, name: &str| one.remember(owner, &[name.to_owned()], &text(name));
+    // What the writing replica has in its own map (no store asked), and what another replica
+    // finds in the store.
+    let here = |owner: &str, name: &str| {
+        let mut items = turn(name);
+        one.recover(owner, &mut items);
+        reasoning(&items)
+    };
+    let there = async |owner: &str, name: &str| {
+        let memo = ReasoningMemo::with_bounds(bounds, backend(bounds));
+        recovered(&memo, owner, name).await.1
+    };
+
+    for name in ["a1", "a2", "a3", "a4"] {
+        write("alice", name);
+        one.settled().await;
+    }
+    write("bob", "b1");
+    one.settled().await;
+    assert_eq!(
+        here("alice", "a1"),
+        None,
+        "alice's oldest, past her own bound"
+    );
+    for (owner, name) in [("alice", "a2"), ("alice", "a4"), ("bob", "b1")] {
+        assert_eq!(here(owner, name), Some(text(name)), "{name}");
+    }
+    assert!(one.local_usage().within(bounds.total));
+    if shared {
+        assert_eq!(there("alice", "a1").await, None, "in the store too");
+        assert_eq!(there("alice", "a2").await, Some(text("a2")));
+        assert_eq!(there("bob", "b1").await, Some(text("b1")));
+    }
+
+    // Alice 3 and Bob 1 answers: Bob's next two fill the total, which then drops the oldest of
+    // anyone's, Alice's a2 (Bob's own stay).
+    write("bob", "b2");
+    one.settled().await;
+    write("bob", "b3");
+    one.settled().await;
+    assert_eq!(here("alice", "a2"), None, "the oldest, past the total");
+    for (owner, name) in [("alice", "a3"), ("bob", "b1"), ("bob", "b3")] {
+        assert_eq!(here(owner, name), Some(text(name)), "{name}");
+    }
+    assert_eq!(
+        one.local_usage(),
+        Usage {
+            bytes: 5 * answer.bytes,
+            rows: 10
+        }
+    );
+    if shared {
+        assert_eq!(there("alice", "a2").await, None, "in the store too");
+        assert_eq!(there("alice", "a3").await, Some(text("a3")));
+        assert_eq!(there("bob", "b1").await, Some(text("b1")));
+    }
+    drop(two);
+
+    // The store says what each write pushed out.
+    let Some(store) = backend(bounds) else {
+        return;
+    };
+    let calls = [key("carol", "c1")];
+    let entry = Entry {
+        owner: "carol",
+        calls: &calls,
+        text: &text("c1"),
+    };
+    assert_eq!(
+        store.put(entry, SHARED_TTL).await.expect("put"),
+        Evicted {
+            caller: 0,
+            total: 1
+        },
+        "a full store drops its oldest for a new caller's answer"
+    );
+    let too_large = "x".repeat(4 * TEXT);
+    let refused = Entry {
+        text: &too_large,
+        ..entry
+    };
+    store.put(refused, SHARED_TTL).await.expect("put");
+    assert_eq!(
+        store.get("carol", &calls).await.expect("get"),
+        [Some(text("c1"))],
+        "an answer larger than a caller's bound is not stored, and pushes nothing out"
+    );
+}
+
+/// An answer counts a row, and each of its call ids one more: many calls fill a caller's rows
+/// before its bytes.
+async fn rows_count_against_the_bounds_too(
+    backend: &impl Fn(Bounds) -> Option<Arc<dyn SharedMemo>>,
+) {
+    let bounds = Bounds {
+        caller: Usage {
+            bytes: 1 << 20,
+            rows: 30,
+        },
+        total: Usage {
+            bytes: 1 << 20,
+            rows: 100,
+        },
+    };
+    let memo = ReasoningMemo::with_bounds(bounds, backend(bounds));
+    let ids = |answer: usize| -> Vec<String> { (0..9).map(|i| format!("r{answer}_{i}")).collect() };
+    for answer in 0..4 {
+        memo.remember("erin", &ids(answer), &format!("answer {answer}"));
+    }
+    memo.settled().await;
+    assert_eq!(
+        memo.local_usage(),
+        Usage {
+            bytes: 3 * Usage::of_answer(8, 9).bytes,
+            rows: 30
+        },
+        "three answers of ten rows"
+    );
+    assert_eq!(recovered(&memo, "erin", "r0_4").await.1, None);
+    assert_eq!(
+        recovered(&memo, "erin", "r3_8").await.1.as_deref(),
+        Some("answer 3")
+    );
+    if let Some(store) = backend(bounds) {
+        let keys: Vec<String> = ["r0_0", "r1_0", "r3_0"]
+            .iter()
+            .map(|id| key("erin", id))
+            .collect();
+        let found = store.get("erin", &keys).await.expect("get");
+        assert_eq!(
+            found,
+            [
+                None,
+                Some("answer 1".to_owned()),
+                Some("answer 3".to_owned())
+            ]
+        );
+    }
 }

@@ -4,21 +4,26 @@
 //! message with `tool_calls` that lacks its `reasoning_content`. Claude Code and Codex carry the
 //! reasoning back in the proxy's seal (`conversation::seal`), opencode in `reasoning_content`;
 //! most other clients (pi, Qwen Code, Cline, aider, SDK scripts) drop it. The proxy saw the
-//! answer, so it remembers the reasoning under the answer's call ids, per caller, and the next
-//! turn that echoes those calls without reasoning gets it back (`recover`).
+//! answer, so it remembers the reasoning once per answer, its call ids as references to it, per
+//! caller, and the next turn that echoes those calls without reasoning gets it back (`recover`).
+//! Only a caller with a credential has a scope of its own: callers without one would share
+//! theirs, so the route gives them no memo at all (their own seal is all they can prove).
 //!
-//! Two levels: the process-local map (`local`, bounded by count of bytes, oldest out; a hit
-//! costs no round trip), and, beside it, the title store's backend (`shared`: a table in the
-//! SQLite file, keys with a TTL in Redis; nothing for `memory`), so a turn answered by one
-//! replica and continued on another finds it too. Writes to the store go on a tracked task,
-//! never awaited by the answer; a turn reads the store only for the turns the local map does not
-//! know (`recover` names them, `recover_shared` looks them up, within `READ_TIMEOUT`), and a
-//! failure or a timeout there means "nothing found".
+//! Two levels: the process-local map (`local`; a hit costs no round trip), and, beside it, the
+//! title store's backend (`shared`: tables in the SQLite file, keys with a TTL in Redis; nothing
+//! for `memory`), so a turn answered by one replica and continued on another finds it too.
+//! Writes to the store go on a tracked task, never awaited by the answer; a turn reads the store
+//! only for the turns the local map does not know (`recover` names them, `recover_shared` looks
+//! them up, within `READ_TIMEOUT`), and a failure or a timeout there means "nothing found".
 //!
-//! Owns: what is remembered, where, and its bounds (one answer at most `MAX_ENTRY_BYTES`; the
-//! local map `MAX_BYTES`; the store `SHARED_TTL`, and `sqlite::MAX_ROWS` / `MAX_BYTES`). Must
-//! not: override reasoning a client did echo, fail or hold up a request, or keep an entry past
-//! its bounds.
+//! Both levels enforce their bounds as they write (`Bounds`: bytes and rows, per caller and in
+//! total; an answer counts its reasoning once and `REF_BYTES` per call id): past one, the oldest
+//! entries go, counted in `harness_proxy_reasoning_memo_evicted_total`.
+//!
+//! Owns: what is remembered, where, and its bounds (one answer at most `MAX_ENTRY_BYTES` and
+//! `MAX_CALLS_PER_ANSWER` calls; the local map `LOCAL_BOUNDS`; the store `SHARED_TTL` and
+//! `STORE_BOUNDS`). Must not: override reasoning a client did echo, fail or hold up a request,
+//! or keep an entry past its bounds.
 
 #[cfg(test)]
 mod contract;
@@ -35,13 +40,106 @@ use crate::config::TitlesConfig;
 use crate::conversation::{Item, Reasoning, Role};
 use crate::titles::store::StoreError;
 use local::{Known, Local};
-pub use shared::{READ_TIMEOUT, SHARED_TTL, SharedMemo};
+pub use shared::{Entry, READ_TIMEOUT, SHARED_TTL, SharedMemo};
 use shared::{Shared, key};
 
-/// Total reasoning bytes kept in this process.
-pub const MAX_BYTES: usize = 32 * 1024 * 1024;
 /// One answer's reasoning longer than this is not kept (it would push out hundreds of others).
 pub const MAX_ENTRY_BYTES: usize = 256 * 1024;
+/// Call ids of one answer remembered at most (the first ones): an agent's answer makes a few;
+/// the probe of issue 30 made 2,000.
+pub const MAX_CALLS_PER_ANSWER: usize = 4_096;
+/// What one call id's reference counts against a byte bound, in the map and in the store (its
+/// key, and the reference's bookkeeping).
+pub const REF_BYTES: u64 = 64;
+/// The process-local map: 32 MiB, a caller a quarter of it.
+pub const LOCAL_BOUNDS: Bounds = Bounds::with_caller_share(Usage {
+    bytes: 32 * 1024 * 1024,
+    rows: 200_000,
+});
+/// The shared store (SQLite tables, Redis keys): 128 MiB and 100,000 rows (an answer is one
+/// row, each of its call ids one more), a caller a quarter of it.
+pub const STORE_BOUNDS: Bounds = Bounds::with_caller_share(Usage {
+    bytes: 128 * 1024 * 1024,
+    rows: 100_000,
+});
+
+/// What entries count against a bound: their bytes (reasoning, `REF_BYTES` a call id) and rows
+/// (one an answer, one a call id).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Usage {
+    pub bytes: u64,
+    pub rows: u64,
+}
+
+impl Usage {
+    /// One answer's usage: its reasoning once, and each of its `calls`.
+    pub fn of_answer(text_bytes: usize, calls: usize) -> Self {
+        Self {
+            bytes: text_bytes as u64 + calls as u64 * REF_BYTES,
+            rows: 1 + calls as u64,
+        }
+    }
+
+    pub fn within(self, bound: Usage) -> bool {
+        self.bytes <= bound.bytes && self.rows <= bound.rows
+    }
+
+    fn plus(self, other: Usage) -> Usage {
+        Usage {
+            bytes: self.bytes + other.bytes,
+            rows: self.rows + other.rows,
+        }
+    }
+
+    fn minus(self, other: Usage) -> Usage {
+        Usage {
+            bytes: self.bytes.saturating_sub(other.bytes),
+            rows: self.rows.saturating_sub(other.rows),
+        }
+    }
+}
+
+/// A memo's bounds, enforced at every write: one caller's entries, and everyone's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    pub caller: Usage,
+    pub total: Usage,
+}
+
+impl Bounds {
+    /// `total`, a caller a quarter of it: one client filling the memo pushes out its own oldest
+    /// answers, not everyone's.
+    pub const fn with_caller_share(total: Usage) -> Self {
+        Self {
+            caller: Usage {
+                bytes: total.bytes / 4,
+                rows: total.rows / 4,
+            },
+            total,
+        }
+    }
+}
+
+/// How many entries a write pushed out, by the bound that was full.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Evicted {
+    /// Past the caller's own bound: its oldest.
+    pub caller: u64,
+    /// Past the total: everyone's oldest.
+    pub total: u64,
+}
+
+impl Evicted {
+    /// Counts them in `harness_proxy_reasoning_memo_evicted_total{memo}`.
+    fn count(self, memo: &'static str) {
+        for (bound, n) in [("caller", self.caller), ("total", self.total)] {
+            if n > 0 {
+                metrics::counter!("harness_proxy_reasoning_memo_evicted_total", "memo" => memo, "bound" => bound)
+                    .increment(n);
+            }
+        }
+    }
+}
 
 pub struct ReasoningMemo {
     local: Local,
@@ -62,52 +160,53 @@ impl Misses {
 
 impl Default for ReasoningMemo {
     fn default() -> Self {
-        Self::with_max_bytes(MAX_BYTES)
+        Self::with_bounds(LOCAL_BOUNDS, None)
     }
 }
 
 impl ReasoningMemo {
-    /// A memo of this process alone.
-    pub fn with_max_bytes(max_bytes: usize) -> Self {
+    /// A memo whose local map has `bounds`, and whose entries also go to `shared` (when given).
+    pub fn with_bounds(bounds: Bounds, shared: Option<Arc<dyn SharedMemo>>) -> Self {
         Self {
-            local: Local::with_max_bytes(max_bytes),
-            shared: None,
+            local: Local::new(bounds),
+            shared: shared.map(Shared::new),
         }
     }
 
     /// A memo whose entries also go to `shared` (when given).
     pub fn new(shared: Option<Arc<dyn SharedMemo>>) -> Self {
-        Self {
-            shared: shared.map(Shared::new),
-            ..Self::default()
-        }
+        Self::with_bounds(LOCAL_BOUNDS, shared)
     }
 
     /// The memo over the backend `titles.store` names.
     pub fn open(config: &TitlesConfig) -> Result<Self, StoreError> {
-        Ok(Self::new(shared::open(config)?))
+        Ok(Self::new(shared::open(config, STORE_BOUNDS)?))
     }
 
-    /// Remembers `reasoning` as that of the answer whose calls have `call_ids` (an empty one as
-    /// "nothing to find", here only); the store's copy is written off the caller's path.
+    /// Remembers `reasoning` once as that of the answer whose calls have `call_ids` (the first
+    /// `MAX_CALLS_PER_ANSWER`; an empty reasoning as "nothing to find", here only); the store's
+    /// copy is written off the caller's path.
     pub fn remember(&self, owner: &str, call_ids: &[String], reasoning: &str) {
         let ids: Vec<&str> = call_ids
             .iter()
             .map(String::as_str)
             .filter(|id| !id.is_empty())
+            .take(MAX_CALLS_PER_ANSWER)
             .collect();
         if ids.is_empty() || reasoning.len() > MAX_ENTRY_BYTES {
             return;
         }
         if reasoning.is_empty() {
-            self.local.insert(owner, ids, &Known::Nothing);
+            self.local.insert(owner, ids, Known::Nothing).count("local");
             return;
         }
         let text: Arc<str> = Arc::from(reasoning);
         self.local
-            .insert(owner, ids.iter().copied(), &Known::Reasoning(text.clone()));
+            .insert(owner, ids.iter().copied(), Known::Reasoning(text.clone()))
+            .count("local");
         if let Some(shared) = &self.shared {
-            shared.write(ids.iter().map(|id| key(owner, id)).collect(), text);
+            let keys = ids.iter().map(|id| key(owner, id)).collect();
+            shared.write(owner.to_owned(), keys, text);
         }
     }
 
@@ -140,7 +239,7 @@ impl ReasoningMemo {
             return;
         }
         let keys: Vec<String> = ids.iter().map(|id| key(owner, id)).collect();
-        let Some(found) = shared.read(&keys).await else {
+        let Some(found) = shared.read(owner, &keys).await else {
             return;
         };
         let newest = ids.len() - 1;
@@ -150,10 +249,14 @@ impl ReasoningMemo {
                 Some(text) => {
                     let text: Arc<str> = Arc::from(text);
                     self.local
-                        .insert(owner, [id.as_str()], &Known::Reasoning(text.clone()));
+                        .insert(owner, [id.as_str()], Known::Reasoning(text.clone()))
+                        .count("local");
                     texts.insert(id, text);
                 }
-                None if i < newest => self.local.insert(owner, [id.as_str()], &Known::Nothing),
+                None if i < newest => self
+                    .local
+                    .insert(owner, [id.as_str()], Known::Nothing)
+                    .count("local"),
                 None => {}
             }
         }
@@ -166,6 +269,11 @@ impl ReasoningMemo {
             Some(shared) => shared.store.prune().await,
             None => Ok(0),
         }
+    }
+
+    /// What the local map counts against its bounds.
+    pub fn local_usage(&self) -> Usage {
+        self.local.usage()
     }
 
     /// Waits until the store writes started so far have ended (tests, a deliberate hand-over).
@@ -250,7 +358,7 @@ mod tests {
 
     #[tokio::test]
     async fn satisfies_the_memo_contract_in_memory() {
-        super::contract::run(|| None).await;
+        super::contract::run(|_| None, None).await;
     }
 
     #[test]
@@ -289,7 +397,12 @@ mod tests {
 
     #[test]
     fn the_oldest_reasoning_goes_first_past_the_byte_bound() {
-        let memo = ReasoningMemo::with_max_bytes(10);
+        let room = Usage::of_answer(10, 1);
+        let bounds = Bounds {
+            caller: room,
+            total: room,
+        };
+        let memo = ReasoningMemo::with_bounds(bounds, None);
         memo.remember("a", &["one".into()], "123456");
         memo.remember("a", &["two".into()], "abcdef");
         let mut items = vec![call("one"), Item::ToolResult(result("one")), call("two")];
@@ -297,15 +410,45 @@ mod tests {
         assert_eq!(reasoning_of(&items), [(2, "abcdef".to_owned())]);
     }
 
+    /// A full memo drops its oldest and says so, by the bound that was full. (A recorder of
+    /// this test's own, on this thread.)
+    #[test]
+    fn what_a_full_memo_drops_is_counted() {
+        let answer = Usage::of_answer(2, 1);
+        let bounds = Bounds {
+            caller: answer,
+            total: Usage {
+                bytes: 2 * answer.bytes,
+                rows: 2 * answer.rows,
+            },
+        };
+        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        metrics::with_local_recorder(&recorder, || {
+            let memo = ReasoningMemo::with_bounds(bounds, None);
+            memo.remember("alice", &["a1".into()], "a1");
+            memo.remember("alice", &["a2".into()], "a2");
+            memo.remember("bob", &["b1".into()], "b1");
+            memo.remember("carol", &["c1".into()], "c1");
+        });
+        let text = handle.render();
+        for (bound, count) in [("caller", 1), ("total", 1)] {
+            let series = format!(
+                "harness_proxy_reasoning_memo_evicted_total{{memo=\"local\",bound=\"{bound}\"}} {count}"
+            );
+            assert!(text.contains(&series), "{series}\n{text}");
+        }
+    }
+
     /// A store that fails every write and never answers a read.
     struct Broken;
 
     #[async_trait::async_trait]
     impl SharedMemo for Broken {
-        async fn put(&self, _: &[String], _: &str, _: Duration) -> Result<(), StoreError> {
+        async fn put(&self, _: Entry<'_>, _: Duration) -> Result<Evicted, StoreError> {
             Err(StoreError::Unavailable("down".into()))
         }
-        async fn get(&self, _: &[String]) -> Result<Vec<Option<String>>, StoreError> {
+        async fn get(&self, _: &str, _: &[String]) -> Result<Vec<Option<String>>, StoreError> {
             std::future::pending().await
         }
         async fn prune(&self) -> Result<u64, StoreError> {

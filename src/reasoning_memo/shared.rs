@@ -5,11 +5,14 @@
 //! writes on a tracked task off the request path, at most `MAX_PENDING_WRITES` at once; reads
 //! bounded by `READ_TIMEOUT`. Any failure is counted and logged and means "nothing found".
 //!
-//! Keys are the same on every replica and scoped per caller: hex SHA-256 over the owner (already
-//! a caller-identity hash), a separator and the call id.
+//! An answer is one entry: its reasoning once, its owner (for the per-caller bound) and its
+//! calls' keys, each a reference to it; a backend keeps `STORE_BOUNDS` as it writes, dropping
+//! its oldest entries (the caller's, then everyone's) and saying how many (`Evicted`). Keys are
+//! the same on every replica and scoped per caller: hex SHA-256 over the owner (already a
+//! caller-identity hash), a separator and the call id.
 //!
 //! Owns: the trait, the keys, the write tasks and their bound. Must not: be awaited by an
-//! answer, fail a request, or keep an entry past `SHARED_TTL`.
+//! answer, fail a request, or keep an entry past `SHARED_TTL` or its backend's bounds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -19,6 +22,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
+use super::{Bounds, Evicted};
 use crate::config::{StoreUrl, TitlesConfig};
 use crate::titles::store::StoreError;
 
@@ -32,13 +36,27 @@ const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Writes in flight at once; beyond it a write is dropped (and counted), never queued.
 const MAX_PENDING_WRITES: usize = 256;
 
-/// The memo's side of a store backend: texts under keys, expiring.
+/// One answer as a backend stores it.
+#[derive(Debug, Clone, Copy)]
+pub struct Entry<'a> {
+    /// The caller whose answer it is (its bound).
+    pub owner: &'a str,
+    /// The keys (`key`) of its calls, each to refer to `text`.
+    pub calls: &'a [String],
+    pub text: &'a str,
+}
+
+/// The memo's side of a store backend: answers' texts under their calls' keys, expiring, within
+/// its bounds.
 #[async_trait]
 pub trait SharedMemo: Send + Sync {
-    /// Stores `text` under every key, each for `ttl` from now (replacing what was there).
-    async fn put(&self, keys: &[String], text: &str, ttl: Duration) -> Result<(), StoreError>;
-    /// The unexpired text under each key, in the keys' order.
-    async fn get(&self, keys: &[String]) -> Result<Vec<Option<String>>, StoreError>;
+    /// Stores the entry's text once, for `ttl` from now, and each of its calls' keys as a
+    /// reference to it (a key already there now refers to this one); then drops expired
+    /// entries, and the oldest past the caller's and the total bounds. An entry larger than
+    /// a caller's bound is not stored.
+    async fn put(&self, entry: Entry<'_>, ttl: Duration) -> Result<Evicted, StoreError>;
+    /// The unexpired text each of `owner`'s keys refers to, in the keys' order.
+    async fn get(&self, owner: &str, keys: &[String]) -> Result<Vec<Option<String>>, StoreError>;
     /// Drops expired entries and the oldest past the backend's bounds; how many went.
     async fn prune(&self) -> Result<u64, StoreError>;
 }
@@ -52,14 +70,19 @@ pub fn key(owner: &str, call_id: &str) -> String {
     hex::encode(hash.finalize())
 }
 
-/// Opens the memo's side of the store `titles.store` names; `None` for `memory`.
-pub fn open(config: &TitlesConfig) -> Result<Option<Arc<dyn SharedMemo>>, StoreError> {
+/// Opens the memo's side of the store `titles.store` names, within `bounds`; `None` for
+/// `memory`.
+pub fn open(
+    config: &TitlesConfig,
+    bounds: Bounds,
+) -> Result<Option<Arc<dyn SharedMemo>>, StoreError> {
     Ok(match &config.store {
         StoreUrl::Memory => None,
-        StoreUrl::Sqlite(path) => Some(Arc::new(super::sqlite::SqliteMemo::open(path)?)),
+        StoreUrl::Sqlite(path) => Some(Arc::new(super::sqlite::SqliteMemo::open(path, bounds)?)),
         StoreUrl::Redis(url) => Some(Arc::new(super::redis::RedisMemo::open(
             url,
             &config.redis_prefix,
+            bounds,
         )?)),
     })
 }
@@ -82,8 +105,8 @@ impl Shared {
         }
     }
 
-    /// Starts writing `text` under `keys`; returns at once.
-    pub(super) fn write(&self, keys: Vec<String>, text: Arc<str>) {
+    /// Starts writing `text` once, `keys` referring to it; returns at once.
+    pub(super) fn write(&self, owner: String, keys: Vec<String>, text: Arc<str>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return; // an answer dropped outside the runtime: nothing to write with
         };
@@ -96,9 +119,16 @@ impl Shared {
         self.tracker.spawn_on(
             async move {
                 let _permit = permit;
-                let put = store.put(&keys, &text, SHARED_TTL);
-                match tokio::time::timeout(WRITE_TIMEOUT, put).await {
-                    Ok(Ok(())) => counted("write", "stored"),
+                let entry = Entry {
+                    owner: &owner,
+                    calls: &keys,
+                    text: &text,
+                };
+                match tokio::time::timeout(WRITE_TIMEOUT, store.put(entry, SHARED_TTL)).await {
+                    Ok(Ok(evicted)) => {
+                        counted("write", "stored");
+                        evicted.count("store");
+                    }
                     Ok(Err(err)) => {
                         counted("write", "error");
                         tracing::warn!(error = %err, "reasoning memo: cannot write to the store");
@@ -114,8 +144,8 @@ impl Shared {
     }
 
     /// The texts under `keys`, or `None` when the store failed or was too slow.
-    pub(super) async fn read(&self, keys: &[String]) -> Option<Vec<Option<String>>> {
-        match tokio::time::timeout(READ_TIMEOUT, self.store.get(keys)).await {
+    pub(super) async fn read(&self, owner: &str, keys: &[String]) -> Option<Vec<Option<String>>> {
+        match tokio::time::timeout(READ_TIMEOUT, self.store.get(owner, keys)).await {
             Ok(Ok(found)) => {
                 let hits = found.iter().filter(|f| f.is_some()).count();
                 metrics::counter!("harness_proxy_reasoning_memo_store_total", "operation" => "read", "outcome" => "found")

@@ -146,7 +146,8 @@ async fn serve(
     } else {
         std::borrow::Cow::Borrowed(call)
     };
-    let processed = inbound::process(state, harness, front, &scoped, &body, &caller.owner).await?;
+    let memo_scope = caller.memo_scope();
+    let processed = inbound::process(state, harness, front, &scoped, &body, memo_scope).await?;
     let (turn, started) = identified(state, harness, (call, front), &caller.owner, &processed)?;
     exchange.conversation_id = Some(turn.conversation.clone());
     let mut title = turn.begin_title(processed.facts.as_ref(), started).await;
@@ -170,7 +171,7 @@ async fn serve(
         }
     };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
-    title.watch_answer(&mut upstream, turn.memo(prepared.rewritten));
+    title.watch_answer(&mut upstream, turn.memo(prepared.rewritten, memo_scope));
     let render = renderer.map(|renderer| (renderer, client_stream));
     let bounds = crate::routes::answer::Bounds {
         max_event: state.config.limits.max_sse_event_bytes,
@@ -180,8 +181,9 @@ async fn serve(
     let (mut dropped_tools, passthrough_tools) = tools;
     dropped_tools.append(&mut dropped);
     let out = response.headers_mut();
-    dropped_tools::report(harness.name(), &dropped_tools, out);
-    dropped_tools::report_passthrough(harness.name(), &passthrough_tools, out);
+    let labels = state.harnesses.tool_labels();
+    dropped_tools::report(harness.name(), labels, &dropped_tools, out);
+    dropped_tools::report_passthrough(harness.name(), labels, &passthrough_tools, out);
     if let Some(url) = title.url().and_then(|u| HeaderValue::from_str(u).ok()) {
         out.insert("x-title-url", url);
     }

@@ -4,9 +4,12 @@
 //! sent upstream as the client defined them (no harness counterpart), and
 //! `harness_proxy_passthrough_tools_total`. Hundreds of dropped MCP tools made a header Node's fetch
 //! (Claude Code's client) refuses (`UND_ERR_HEADERS_OVERFLOW`), and 50,000 a header line over
-//! 64 KiB.
+//! 64 KiB. A name counts under its label (`clients::labels`: the names the proxy knows, else
+//! `other`), never as a series of its own.
 
 use http::{HeaderMap, HeaderValue};
+
+use crate::clients::labels::ToolLabels;
 
 pub const HEADER: &str = "x-harness-dropped-tools";
 pub const PASSTHROUGH_HEADER: &str = "x-harness-passthrough-tools";
@@ -16,20 +19,23 @@ pub const MAX_NAMES_BYTES: usize = 2048;
 
 const SEPARATOR: &str = ", ";
 
-/// Names `dropped` (the harness's, then the protocol's) in `headers`, counts each one, and logs
-/// the whole list at debug.
-pub fn report(harness: &'static str, dropped: &[String], headers: &mut HeaderMap) {
+/// Names `dropped` (the harness's, then the protocol's) in `headers`, counts each one under its
+/// label, and logs the whole list at debug.
+pub fn report(
+    harness: &'static str,
+    labels: &ToolLabels,
+    dropped: &[String],
+    headers: &mut HeaderMap,
+) {
     if dropped.is_empty() {
         return;
     }
-    for name in dropped {
-        metrics::counter!(
-            "harness_proxy_dropped_tools_total",
-            "harness" => harness,
-            "tool" => crate::routes::meter::tool_label(name)
-        )
-        .increment(1);
-    }
+    count(
+        "harness_proxy_dropped_tools_total",
+        harness,
+        labels,
+        dropped,
+    );
     tracing::debug!(
         harness,
         count = dropped.len(),
@@ -41,22 +47,38 @@ pub fn report(harness: &'static str, dropped: &[String], headers: &mut HeaderMap
     }
 }
 
-/// Names the kept-as-is tools in `headers` (bounded like the dropped ones), counts each one.
-pub fn report_passthrough(harness: &'static str, kept: &[String], headers: &mut HeaderMap) {
+/// Names the kept-as-is tools in `headers` (bounded like the dropped ones), counts each one
+/// under its label.
+pub fn report_passthrough(
+    harness: &'static str,
+    labels: &ToolLabels,
+    kept: &[String],
+    headers: &mut HeaderMap,
+) {
     if kept.is_empty() {
         return;
     }
-    for name in kept {
-        metrics::counter!(
-            "harness_proxy_passthrough_tools_total",
-            "harness" => harness,
-            "tool" => crate::routes::meter::tool_label(name)
-        )
-        .increment(1);
-    }
+    count(
+        "harness_proxy_passthrough_tools_total",
+        harness,
+        labels,
+        kept,
+    );
     tracing::debug!(harness, count = kept.len(), tools = %kept.join(SEPARATOR), "client tools passed through");
     if let Ok(value) = HeaderValue::from_str(&header_text(kept)) {
         headers.insert(PASSTHROUGH_HEADER, value);
+    }
+}
+
+/// Adds `names` to counter `metric`, one increment per label (hundreds of names that fold to
+/// `other` are one call).
+fn count(metric: &'static str, harness: &'static str, labels: &ToolLabels, names: &[String]) {
+    let mut by_label: std::collections::HashMap<String, u64> = std::collections::HashMap::new();
+    for name in names {
+        *by_label.entry(labels.label(name)).or_default() += 1;
+    }
+    for (tool, n) in by_label {
+        metrics::counter!(metric, "harness" => harness, "tool" => tool).increment(n);
     }
 }
 

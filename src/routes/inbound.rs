@@ -70,15 +70,16 @@ impl Processed {
 
 /// Parses the client's protocol into the model, reads the title facts from it, and lets the
 /// harness rebuild it (large bodies on the blocking pool). A turn whose calls' reasoning this
-/// process does not know is looked up in the shared store between the two. A harness that does
-/// not rewrite gets the client's bytes, unparsed.
+/// process does not know is looked up in the shared store between the two, in `memo_scope`
+/// (`Caller::memo_scope`): without one, only the request's own seal gives reasoning back. A
+/// harness that does not rewrite gets the client's bytes, unparsed.
 pub(crate) async fn process(
     state: &AppState,
     harness: &std::sync::Arc<dyn Harness>,
     front: Front,
     call: &Call,
     body: &Bytes,
-    owner: &str,
+    memo_scope: Option<&str>,
 ) -> Result<Processed, ProxyError> {
     if !harness.rewrites() {
         let titled = state.titles.applies_to(harness.name());
@@ -90,8 +91,9 @@ pub(crate) async fn process(
         ));
     }
     let now = chrono::Utc::now();
-    let memo = (state.config.opencode.reasoning == ReasoningMode::Return)
-        .then(|| (state.reasoning_memo.clone(), owner.to_owned()));
+    let memo = memo_scope
+        .filter(|_| state.config.opencode.reasoning == ReasoningMode::Return)
+        .map(|owner| (state.reasoning_memo.clone(), owner.to_owned()));
     let context = Context {
         seal: state.reasoning_seal.clone(),
         memo: memo.clone(),

@@ -206,21 +206,6 @@ impl Drop for MeteredBody {
     }
 }
 
-/// A tool name as a label value: client-chosen, so bounded in length and alphabet.
-pub fn tool_label(name: &str) -> String {
-    const MAX: usize = 64;
-    name.chars()
-        .take(MAX)
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | ':' | '/') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -300,15 +285,5 @@ mod tests {
         assert_eq!(sample(&after, &format!("{OVERHEAD}_count{labels}")), 1.0);
         let overhead = sample(&after, &format!("{OVERHEAD}_sum{labels}"));
         assert!((overhead - 0.35).abs() < 1e-9, "{overhead}");
-    }
-
-    #[test]
-    fn tool_labels_are_bounded() {
-        assert_eq!(
-            tool_label("mcp__github/get-issue.v2"),
-            "mcp__github/get-issue.v2"
-        );
-        assert_eq!(tool_label("a b\"c"), "a_b_c");
-        assert_eq!(tool_label(&"x".repeat(500)).len(), 64);
     }
 }

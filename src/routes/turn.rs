@@ -164,13 +164,15 @@ impl Turn<'_> {
         Ok(upstream)
     }
 
-    /// The reasoning of a rewritten answer, for the next turn of a client that echoes none.
-    pub(crate) fn memo(&self, rewritten: bool) -> Option<MemoSink> {
-        (rewritten && self.state.config.opencode.reasoning == ReasoningMode::Return).then(|| {
-            MemoSink {
-                memo: self.state.reasoning_memo.clone(),
-                owner: self.owner.to_owned(),
-            }
+    /// The reasoning of a rewritten answer, for the next turn of a client that echoes none:
+    /// kept in `scope` (`Caller::memo_scope`), none without one (no later turn may read it).
+    pub(crate) fn memo(&self, rewritten: bool, scope: Option<&str>) -> Option<MemoSink> {
+        let scope = scope.filter(|_| {
+            rewritten && self.state.config.opencode.reasoning == ReasoningMode::Return
+        })?;
+        Some(MemoSink {
+            memo: self.state.reasoning_memo.clone(),
+            owner: scope.to_owned(),
         })
     }
 }

@@ -1,6 +1,7 @@
-//! The inbound-key gate (`auth.keys`): when keys are configured, a `/v1` or `/titles` request
-//! without one of them is answered 401 before any handler runs (so nothing reaches the upstream
-//! and no concurrency slot is taken). The admin token also opens the titles API.
+//! The inbound-key gate (`auth.keys`): when keys are configured, a `/v1`, `/titles` or
+//! `/metrics` request without one of them is answered 401 before any handler runs (so nothing
+//! reaches the upstream and no concurrency slot is taken). The admin token also opens the titles
+//! API, the inspector and `/metrics`.
 
 use axum::extract::{Request, State};
 use axum::middleware::Next;
@@ -22,7 +23,7 @@ pub async fn require_key(State(state): State<AppState>, request: Request, next: 
     next.run(request).await
 }
 
-/// For the titles API: a key, or the admin token.
+/// For the titles API, the inspector and `/metrics`: a key, or the admin token.
 pub async fn require_key_or_admin(
     State(state): State<AppState>,
     request: Request,

@@ -101,6 +101,9 @@ pub fn router(state: AppState) -> Router {
         .route("/titles/{id}/stream", get(routes::titles::stream))
         // The inspector shows bodies: the same gate and scoping as the titles.
         .route("/ui/api/inspect", get(routes::ui::inspect))
+        // What every caller sent and how the proxy fares is the operator's: with `auth.keys`,
+        // a listed key or the admin token reads it.
+        .route("/metrics", get(routes::health::metrics))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             inbound_auth::require_key_or_admin,
@@ -111,7 +114,6 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/app.js", get(routes::ui::script))
         .route("/ui/style.css", get(routes::ui::style))
         .route("/readyz", get(routes::health::readyz))
-        .route("/metrics", get(routes::health::metrics))
         .route_layer(guard());
     Router::new()
         .merge(console)

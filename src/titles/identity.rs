@@ -44,6 +44,14 @@ impl Caller {
         self.identified || self.admin
     }
 
+    /// The scope of what the proxy remembers of this caller's answers by their ids (the
+    /// reasoning memo): its own, only with a credential. Callers without one share `anonymous`,
+    /// so a lookup by id would hand one of them another's reasoning (issue 30); they get only
+    /// what their own request proves (the proxy's seal).
+    pub fn memo_scope(&self) -> Option<&str> {
+        self.identified.then_some(self.owner.as_str())
+    }
+
     /// The owner filter for reads: admins see everyone.
     pub fn scope(&self) -> Option<&str> {
         (!self.admin).then_some(self.owner.as_str())

@@ -251,7 +251,8 @@ async fn metrics_answer_what_the_traffic_was() {
     check("harness_proxy_proxied_streams_in_flight", &chat, 0.0);
     check("harness_proxy_proxied_streams_in_flight", &responses, 0.0);
 
-    // Tools: translated back, unmapped, dropped by name.
+    // Tools: translated back, unmapped, dropped, under the names the proxy knows (`bash`, an
+    // alias of Codex's `shell`), any other as `other`.
     check(
         "harness_proxy_translated_tool_calls_total",
         &[
@@ -263,17 +264,17 @@ async fn metrics_answer_what_the_traffic_was() {
     );
     check(
         "harness_proxy_unmapped_tool_calls_total",
-        &[("profile", "codex"), ("tool", "frobnicate")],
+        &[("profile", "codex"), ("tool", "other")],
         1.0,
     );
     check(
         "harness_proxy_passthrough_tools_total",
-        &[("harness", "opencode"), ("tool", "metrics_widget")],
+        &[("harness", "opencode"), ("tool", "other")],
         1.0,
     );
     check(
         "harness_proxy_dropped_tools_total",
-        &[("harness", "opencode"), ("tool", "web_search")],
+        &[("harness", "opencode"), ("tool", "other")],
         1.0,
     );
 
@@ -387,4 +388,159 @@ fn title_store_errors_are_counted_by_operation() {
             "{operation}\n{text}"
         );
     }
+}
+
+/// Every series of `name` in a Prometheus text.
+fn series<'t>(text: &'t str, name: &str) -> Vec<&'t str> {
+    text.lines()
+        .filter(|l| !l.starts_with('#'))
+        .filter(|l| l.split(['{', ' ']).next() == Some(name))
+        .collect()
+}
+
+/// Client-chosen tool names never become series of their own (issue 30: 150 requests of 1,000
+/// names made 150,001 series, a 15 MB `/metrics` and +125 MB of memory; one unmapped call's
+/// 100 KB name was one label): a name folds to the tool names the proxy knows (its profiles'
+/// and its harness's) or `other`, and no label is over 64 characters.
+#[tokio::test]
+async fn unique_tool_names_make_a_bounded_number_of_series() {
+    let long = "x".repeat(100_000);
+    let upstream = FakeUpstream::start(move |r: &Recorded, _| {
+        if r.is_title() {
+            Reply::sse(&[&text_chunk("Tools"), &finish_chunk("stop"), DONE])
+        } else {
+            Reply::sse(&[
+                &call_delta(0, "call_1", &long, "{}"),
+                &call_delta(1, "call_2", "bash", r#"{"command":"ls"}"#),
+                &finish_chunk("tool_calls"),
+                DONE,
+            ])
+        }
+    })
+    .await;
+    let proxy = Proxy::start(&upstream.base_url(), &[]).await;
+    let client = reqwest::Client::new();
+    const ROUNDS: usize = 10;
+    const NAMES: usize = 200;
+    for round in 0..ROUNDS {
+        // Kept as the client's own: `harness_proxy_passthrough_tools_total`; the model's call
+        // to a tool nobody offered: `harness_proxy_unmapped_tool_calls_total`.
+        let tools: Vec<Value> = (0..NAMES)
+            .map(|i| {
+                json!({"type": "function", "function": {"name": format!("tool_{round}_{i}"),
+                "parameters": {"type": "object"}}})
+            })
+            .collect();
+        let response = client
+            .post(format!("{}/v1/chat/completions", proxy.base))
+            .bearer_auth("sk-series")
+            .json(&json!({"model": "m", "stream": true, "tools": tools,
+                "messages": [{"role": "user", "content": format!("round {round}")}]}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        read_all(response).await;
+        // Hosted tools the Responses front drops: `harness_proxy_dropped_tools_total`.
+        let hosted: Vec<Value> = (0..NAMES)
+            .map(|i| json!({"type": format!("hosted_{round}_{i}"), "name": format!("hosted_{round}_{i}")}))
+            .collect();
+        let response = client
+            .post(format!("{}/v1/responses", proxy.base))
+            .bearer_auth("sk-series")
+            .json(&json!({"model": "m", "stream": true, "tools": hosted,
+                "input": format!("hosted round {round}")}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200);
+        read_all(response).await;
+    }
+
+    let text = client
+        .get(format!("{}/metrics", proxy.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    for name in [
+        "harness_proxy_passthrough_tools_total",
+        "harness_proxy_dropped_tools_total",
+        "harness_proxy_unmapped_tool_calls_total",
+        "harness_proxy_translated_tool_calls_total",
+    ] {
+        let found = series(&text, name);
+        assert!(
+            found.len() <= 4,
+            "{name}: {} series\n{found:#?}",
+            found.len()
+        );
+    }
+    check_sum(
+        &text,
+        "harness_proxy_passthrough_tools_total",
+        &[("tool", "other")],
+        (ROUNDS * NAMES) as f64,
+    );
+    check_sum(
+        &text,
+        "harness_proxy_dropped_tools_total",
+        &[("tool", "other")],
+        (ROUNDS * NAMES) as f64,
+    );
+    // The 100 KB name of a Chat round's call; its `bash` call keeps its name.
+    check_sum(
+        &text,
+        "harness_proxy_unmapped_tool_calls_total",
+        &[("tool", "other")],
+        ROUNDS as f64,
+    );
+    let longest = text
+        .split("=\"")
+        .skip(1)
+        .filter_map(|rest| rest.split_once('"').map(|(value, _)| value.len()))
+        .max()
+        .unwrap_or(0);
+    assert!(longest <= 64, "a label of {longest} characters");
+    eprintln!("/metrics: {} bytes", text.len());
+    assert!(text.len() < 200_000, "/metrics is {} bytes", text.len());
+}
+
+fn check_sum(text: &str, name: &str, labels: &[(&str, &str)], expected: f64) {
+    assert_eq!(
+        sum(text, name, labels),
+        expected,
+        "{name} {labels:?}\n{text}"
+    );
+}
+
+/// With `auth.keys`, `/metrics` is the operator's like `/v1` and `/titles` (issue 30: it was open
+/// to anyone who could reach the listener): no key or a wrong one is 401, a listed key or the
+/// admin token reads it. Without keys it stays open, as before.
+#[tokio::test]
+async fn with_inbound_keys_metrics_need_a_key() {
+    use sha2::{Digest, Sha256};
+    let upstream = FakeUpstream::start(|_: &Recorded, _| Reply::json(200, "{}")).await;
+    let mut config = crate::support::test_config(&upstream.base_url());
+    config.auth.keys = vec![hex::encode(Sha256::digest(b"key-one"))];
+    config.auth.admin_token = Some("admin-token".to_owned());
+    let app = crate::support::TestApp::start(config).await;
+    for (credential, status) in [
+        (None, 401),
+        (Some("key-two"), 401),
+        (Some("key-one"), 200),
+        (Some("admin-token"), 200),
+    ] {
+        let mut request = app.get("/metrics");
+        if let Some(key) = credential {
+            request = request.bearer_auth(key);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), status, "{credential:?}");
+    }
+    let open =
+        crate::support::TestApp::start(crate::support::test_config(&upstream.base_url())).await;
+    assert_eq!(open.get("/metrics").send().await.unwrap().status(), 200);
 }

@@ -263,6 +263,36 @@ async fn a_client_that_echoes_no_reasoning_gets_it_sent_back_from_the_answer_it_
     assert_eq!(response.status(), 400);
 }
 
+/// Callers without a credential would all share one scope, so the memo serves them nothing
+/// (issue 30): caller B, echoing caller A's call id, gets none of A's reasoning sent upstream in
+/// its request, only what its own request proves (here nothing, and the upstream's 400).
+#[tokio::test]
+async fn an_anonymous_caller_echoing_another_s_call_id_gets_none_of_its_reasoning() {
+    let upstream = FakeUpstream::deepseek_thinking().await;
+    let app = app(&upstream, false).await;
+    let anonymous = |body: &Value| app.post("/v1/chat/completions").json(body).send();
+    let first = anonymous(&chat_turn(vec![])).await.expect("A's turn");
+    assert_eq!(first.status(), 200);
+    let first: Value = first.json().await.expect("JSON");
+    let call = first["choices"][0]["message"]["tool_calls"][0].clone();
+    assert_eq!(
+        first["choices"][0]["message"]["reasoning_content"],
+        THINKING_TEXT
+    );
+    let echoed = json!({"role": "assistant", "content": null, "tool_calls": [call]});
+    let result = json!({"role": "tool", "tool_call_id": call["id"], "content": "a.txt"});
+    let second = anonymous(&chat_turn(vec![echoed, result]))
+        .await
+        .expect("B's turn");
+    assert_eq!(second.status(), 400, "the thinking rule, unmet");
+    let sent = upstream_call_message(&upstream);
+    assert_eq!(sent["tool_calls"][0]["id"], call["id"]);
+    assert!(
+        sent.get("reasoning_content").is_none(),
+        "A's reasoning went upstream in B's request: {sent}"
+    );
+}
+
 /// The same for a Messages client that drops its thinking blocks (pi over `/v1/messages`).
 #[tokio::test]
 async fn a_messages_client_that_drops_thinking_blocks_still_passes_the_thinking_rule() {

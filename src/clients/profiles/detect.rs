@@ -134,6 +134,24 @@ impl Profiles {
             .unwrap_or_else(|| Arc::new(Profile::none()))
     }
 
+    /// Every tool name a profile names: its aliases' client tools and capabilities, the tools it
+    /// drops, its fingerprint's tools (`clients::labels`).
+    pub fn tool_names(&self) -> impl Iterator<Item = &str> {
+        self.profiles.iter().flat_map(|p| {
+            let aliases = p
+                .aliases
+                .iter()
+                .flat_map(|a| [a.client.as_str(), a.capability.as_str()]);
+            let fingerprint = p
+                .fingerprint
+                .iter()
+                .map(|f| f.split_once('.').map_or(f.as_str(), |(tool, _)| tool));
+            aliases
+                .chain(p.drop.iter().map(String::as_str))
+                .chain(fingerprint)
+        })
+    }
+
     pub fn names(&self) -> String {
         self.profiles
             .iter()

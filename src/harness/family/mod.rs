@@ -25,6 +25,7 @@ use super::opencode::title::TitleRecogniser;
 use super::{HarnessError, Prepared};
 use crate::clients::bridge::{Binding, Bridge, HarnessTools, Unmatched};
 use crate::clients::contextual;
+use crate::clients::labels::ToolLabels;
 use crate::clients::profiles::{Profile, Profiles};
 use crate::config::{ExtraTools, ToolsPolicy};
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
@@ -134,6 +135,8 @@ pub struct Common {
     title_prompt: String,
     /// Tells a client's own title request, which goes as it came.
     titles: TitleRecogniser,
+    /// The tool names its bridges count calls under: every profile's.
+    labels: Arc<ToolLabels>,
 }
 
 impl Common {
@@ -144,6 +147,7 @@ impl Common {
             context: context::Defaults::new(&setup.config.opencode, &setup.host),
             title_prompt: setup.prompts.title.clone(),
             titles: TitleRecogniser::new(&setup.prompts.title),
+            labels: Arc::new(ToolLabels::new(&setup.profiles, std::iter::empty())),
         }
     }
 
@@ -177,7 +181,8 @@ impl Common {
             &conversation.tools,
             tools.harness_tools().clone(),
             unmatched,
-        ))
+        )
+        .with_labels(self.labels.clone()))
     }
 
     /// Whether the history keeps what the reference's builder loses (plain answers, the

@@ -30,6 +30,7 @@ use super::collaboration::{Collaboration, Mode};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, TitleAsk};
 use crate::clients::bridge::{Bridge, Unmatched};
 use crate::clients::contextual::context_parts;
+use crate::clients::labels::ToolLabels;
 use crate::clients::profiles::{Profile, Profiles};
 use crate::config::{ExtraTools, InstructionsMode, OpencodeConfig};
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
@@ -56,6 +57,9 @@ pub struct Opencode {
     titles: TitleRecogniser,
     skills: crate::template::Pattern,
     catalog: Catalog,
+    /// The tool names its bridges count calls under, and the routes count dropped and kept
+    /// tools under (`Registry::tool_labels`).
+    tool_labels: Arc<ToolLabels>,
     profiles: Profiles,
     collaboration: Collaboration,
 }
@@ -103,6 +107,8 @@ impl Opencode {
             .as_deref()
             .and_then(|tz| tz.parse().ok())
             .map_or(env::DateZone::Fixed(host.utc_offset), env::DateZone::Named);
+        let catalog = Catalog::new(&prompts.tools, profiles.opencode(), &platform, host)?;
+        let tool_labels = Arc::new(ToolLabels::new(&profiles, catalog.harness_tools().names()));
         Ok(Self {
             config: config.clone(),
             identity,
@@ -113,7 +119,8 @@ impl Opencode {
             title_prompt: prompts.title.clone(),
             titles: TitleRecogniser::new(&prompts.title),
             skills: system::bind_skills(&prompts.skills).map_err(SetupError::Skills)?,
-            catalog: Catalog::new(&prompts.tools, profiles.opencode(), &platform, host)?,
+            catalog,
+            tool_labels,
             platform,
             profiles,
             collaboration,
@@ -235,6 +242,12 @@ impl Opencode {
             self.catalog.harness_tools().clone(),
             unmatched,
         )
+        .with_labels(self.tool_labels.clone())
+    }
+
+    /// The tool names that are metric labels: the profiles' and opencode's own.
+    pub fn tool_labels(&self) -> &Arc<ToolLabels> {
+        &self.tool_labels
     }
 
     /// Which of opencode's agents the client's system prompt is (the search agent, or the main one).

@@ -18,14 +18,14 @@ use crate::conversation::mapping::{CallMapper, CallRoute, Outcome};
 use crate::sse::data_event;
 
 fn count_unmapped(mapper: &dyn CallMapper, name: &str) {
-    metrics::counter!("harness_proxy_unmapped_tool_calls_total", "profile" => mapper.profile().to_owned(), "tool" => name.to_owned())
+    metrics::counter!("harness_proxy_unmapped_tool_calls_total", "profile" => mapper.profile_label(), "tool" => mapper.tool_label(name))
         .increment(1);
 }
 
 /// What became of a call the bridge delivered: `translated`, `as_made` (valid for the client's
 /// schema as the model made it) or `invalid` (valid neither way: sent as made, and reported).
 fn count_translated(mapper: &dyn CallMapper, name: &str, outcome: Outcome) {
-    metrics::counter!("harness_proxy_translated_tool_calls_total", "profile" => mapper.profile().to_owned(), "tool" => name.to_owned(), "outcome" => outcome.label())
+    metrics::counter!("harness_proxy_translated_tool_calls_total", "profile" => mapper.profile_label(), "tool" => mapper.tool_label(name), "outcome" => outcome.label())
         .increment(1);
 }
 

@@ -661,6 +661,64 @@ impl CallMapper for Bridge {
             |labels| labels.label(name),
         )
     }
+
+    fn explain(&self, name: &str, arguments: &str) -> String {
+        let callable = || {
+            let mut names: Vec<&str> = Vec::new();
+            for tool in &self.tools {
+                match &tool.binding {
+                    Binding::Mapped { harness, .. } => {
+                        names.extend(harness.iter().map(String::as_str));
+                    }
+                    Binding::Kept => names.push(&tool.name),
+                    Binding::Dropped => {}
+                }
+            }
+            names.join(", ")
+        };
+        let Some(tool) = self.target(name) else {
+            return format!(
+                "there is no `{name}` tool here; the tools are: {}",
+                callable()
+            );
+        };
+        let Some(args) = parse_object(arguments) else {
+            return format!("the arguments of `{name}` are not a JSON object");
+        };
+        let takes = self
+            .harness
+            .get(name)
+            .and_then(|h| h.schema.declared())
+            .or_else(|| tool.schema.declared())
+            .unwrap_or_default();
+        let given: Vec<&str> = args.keys().map(String::as_str).collect();
+        let required: Vec<&str> = self
+            .harness
+            .get(name)
+            .map(|h| h.schema.required())
+            .unwrap_or_default();
+        let missing: Vec<&&str> = required.iter().filter(|r| !given.contains(r)).collect();
+        let mut why = format!(
+            "this `{name}` call cannot be run as given (arguments: {})",
+            if given.is_empty() {
+                "none".to_owned()
+            } else {
+                given.join(", ")
+            }
+        );
+        if !missing.is_empty() {
+            let missing: Vec<&str> = missing.into_iter().copied().collect();
+            why.push_str(&format!("; it requires {}", missing.join(", ")));
+        } else {
+            why.push_str(
+                "; some of them cannot be carried out here, send only what the task needs",
+            );
+        }
+        if !takes.is_empty() {
+            why.push_str(&format!(". `{name}` takes: {}", takes.join(", ")));
+        }
+        why
+    }
 }
 
 /// The model's arguments under `name`, still parseable as an object

@@ -55,6 +55,21 @@ pub trait CallMapper: Send + Sync {
     /// A call's tool name as a metric label: one of a bounded set fixed at start-up (names the
     /// proxy knows, else `other`), never a name a client or a model chose.
     fn tool_label(&self, name: &str) -> String;
+    /// Whether a complete call can reach the client: a call to a tool it has, whose arguments
+    /// validate against its schema once converted (or as made). A call that cannot is answered
+    /// upstream by the proxy instead (`routes::correct`).
+    fn deliverable(&self, name: &str, arguments: &str) -> bool {
+        match self.route(name) {
+            CallRoute::Native => true,
+            CallRoute::Translate => self.to_client(name, arguments).outcome != Outcome::Invalid,
+            CallRoute::Unmapped => false,
+        }
+    }
+    /// What the model is told of a call that could not reach the client: what was wrong and
+    /// what the tool takes.
+    fn explain(&self, name: &str, _arguments: &str) -> String {
+        format!("there is no `{name}` tool")
+    }
 }
 
 /// How the route must treat a successful upstream response.

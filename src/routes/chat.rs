@@ -163,6 +163,22 @@ async fn serve(
     let outbound = turn.outbound(&body, prepared.upstream_body, prepared.rewritten);
     let tools = (prepared.dropped_tools, prepared.passthrough_tools);
     turn.inspect(&body, &outbound, (&tools.0, &tools.1));
+    // Calls the client cannot run are answered upstream before any reaches it.
+    let corrector = match &prepared.response {
+        crate::protocols::chat::ResponsePlan::Reshape(reshape) => {
+            reshape
+                .calls
+                .clone()
+                .map(|mapper| crate::routes::correct::Corrector {
+                    upstream: state.upstream.clone(),
+                    outbound: crate::routes::correct::Resend::of(&outbound),
+                    mapper,
+                    max_event: state.config.limits.max_sse_event_bytes,
+                    max_answer: state.config.limits.max_answer_bytes,
+                })
+        }
+        crate::protocols::chat::ResponsePlan::Passthrough => None,
+    };
     let mut upstream = match turn.send(outbound, meter).await {
         Ok(upstream) => upstream,
         Err(err) => {
@@ -172,6 +188,13 @@ async fn serve(
     };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
     title.watch_answer(&mut upstream, turn.memo(prepared.rewritten, memo_scope));
+    if let Some(corrector) = corrector
+        && upstream.status.is_success()
+        && crate::routes::proxy::is_event_stream(&upstream.headers)
+    {
+        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
+        upstream.body = crate::routes::correct::correcting(body, corrector);
+    }
     let render = renderer.map(|renderer| (renderer, client_stream));
     let bounds = crate::routes::answer::Bounds {
         max_event: state.config.limits.max_sse_event_bytes,

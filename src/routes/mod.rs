@@ -3,6 +3,7 @@
 pub mod answer;
 pub mod cache_scope;
 pub mod chat;
+pub mod correct;
 pub mod dropped_tools;
 pub mod extract;
 pub mod forward;

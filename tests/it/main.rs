@@ -13,6 +13,7 @@ mod caller_auth;
 mod client_goldens;
 mod codex_tui;
 mod conversations;
+mod corrections;
 mod count_tokens;
 mod deploy;
 mod docs;

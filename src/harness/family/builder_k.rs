@@ -233,7 +233,12 @@ fn content(parts: &[Part], trim: bool) -> Option<Value> {
 /// A tool message's content (docs/harnesses.md, K): a failure wrapped as an error, a blank output
 /// said so, an output with NUL bytes said to be no text.
 fn tool_content(result: &ToolResult, blank: &str) -> String {
-    let text = output_text(result);
+    let (text, appended) = output_text(result);
+    let content = output_content(result, text, blank);
+    content + &appended
+}
+
+fn output_content(result: &ToolResult, text: String, blank: &str) -> String {
     const SYSTEM_TEXTS: [&str; 2] = [
         KIMI_BLANK,
         "<system>Tool returned non-text content.</system>",
@@ -372,6 +377,20 @@ mod tests {
             out[2],
             json!({"role":"tool","content":"<system>ERROR: boom</system>","tool_call_id":"a_1"})
         );
+    }
+
+    /// Claude Code appends its token budget to a result the proxy rewords to `(no output)`: the
+    /// harness's own blank text, then what was appended (the run of issue 31 found it sent as
+    /// `(no output)` with the reminder).
+    #[test]
+    fn a_blank_output_with_an_appended_reminder_is_the_harness_s_blank_text() {
+        let reminder = "\n\n<system-reminder>\n<total_tokens>1 tokens left</total_tokens>\n</system-reminder>";
+        let result = ToolResult {
+            call_id: Some("c".into()),
+            content: Content::Text(format!("(no output){reminder}")),
+            is_error: false,
+        };
+        assert_eq!(tool_content(&result, KIMI_BLANK), format!("{KIMI_BLANK}{reminder}"));
     }
 
     #[test]

@@ -300,12 +300,15 @@ pub fn prepared(body: &Value, bridge: Bridge, conversation: &Conversation) -> Pr
 }
 
 /// A tool output's text as the reference's builders read it: the neutral "(no output)" is the
-/// blank output it stands for.
-pub fn output_text(result: &ToolResult) -> String {
+/// blank output it stands for, and what an agent appended to it for the model (Claude Code's
+/// `<system-reminder>` blocks) follows: (output, appended).
+pub fn output_text(result: &ToolResult) -> (String, String) {
+    const APPENDED: &str = "\n\n<system-reminder>";
     let text = result.text();
-    if text == crate::clients::capability::NO_OUTPUT {
-        String::new()
-    } else {
-        text
+    let no_output = crate::clients::capability::NO_OUTPUT;
+    match text.strip_prefix(no_output) {
+        Some("") => (String::new(), String::new()),
+        Some(rest) if rest.starts_with(APPENDED) => (String::new(), rest.to_owned()),
+        _ => (text, String::new()),
     }
 }

@@ -1,0 +1,355 @@
+//! No call the client cannot run reaches it (issue 29, item 3). The upstream's answer is read as
+//! it streams; text and reasoning go on at once, but a tool call, the finish and the end are held
+//! until the answer is complete. If every call can reach the client (`CallMapper::deliverable`:
+//! a tool it has, arguments that validate against its schema), the held events follow. If one
+//! cannot, the proxy answers that call upstream itself: the same request, plus the model's turn
+//! and, for each of its calls, a tool result saying what was wrong and what the tool takes
+//! (`CallMapper::explain`); the new answer's events continue the client's one answer. At most
+//! `MAX_CORRECTIONS` times per client turn; past that the answer ends there, as text: the model's
+//! words reach the client as its final answer and no call does. Each correction is logged and
+//! counted (`harness_proxy_call_corrections_total{outcome}`).
+//!
+//! Owns: holding an answer's calls, the correction request. Must not: translate a call (the
+//! shaper and renderers do), hold text, or read more than an answer's bound.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use futures_util::StreamExt;
+use serde_json::{Value, json};
+
+use crate::conversation::mapping::CallMapper;
+use crate::protocols::chat::chunk::ChunkView;
+use crate::protocols::chat::end::{done_event, is_done};
+use crate::sse::{Decoder, data_event};
+use crate::upstream::{BodyStream, Outbound, Upstream, UpstreamResponse};
+
+/// Corrections per client turn before the model's text is the answer.
+pub const MAX_CORRECTIONS: usize = 3;
+
+/// What a correction request is made from: the request first sent, and where to send it.
+pub(crate) struct Corrector {
+    pub(crate) upstream: Arc<Upstream>,
+    pub(crate) outbound: Resend,
+    pub(crate) mapper: Arc<dyn CallMapper>,
+    /// `limits.max_sse_event_bytes`.
+    pub(crate) max_event: usize,
+    /// `limits.max_answer_bytes`: the most held or remembered of one answer; past it the answer
+    /// goes on as it is.
+    pub(crate) max_answer: usize,
+}
+
+/// The parts of an upstream request needed to send it again with another body.
+pub(crate) struct Resend {
+    pub(crate) path: String,
+    pub(crate) headers: http::HeaderMap,
+    pub(crate) client_authorization: Option<http::HeaderValue>,
+    pub(crate) body: Bytes,
+}
+
+impl Resend {
+    pub(crate) fn of(outbound: &Outbound) -> Self {
+        Self {
+            path: outbound.path.clone(),
+            headers: outbound.headers.clone(),
+            client_authorization: outbound.client_authorization.clone(),
+            body: outbound.body.clone(),
+        }
+    }
+}
+
+/// One call of the answer as it streams in.
+#[derive(Default)]
+struct Call {
+    id: String,
+    name: String,
+    arguments: String,
+}
+
+struct State {
+    corrector: Corrector,
+    body: BodyStream,
+    decoder: Decoder,
+    /// Events ready for the client.
+    out: VecDeque<Result<Bytes, crate::upstream::UpstreamError>>,
+    /// Events held until the answer is decided: its calls, its finish, its end.
+    held: Vec<Bytes>,
+    /// The data of the events already passed on (text, reasoning), for the model's turn in a
+    /// correction request.
+    passed: Vec<Bytes>,
+    remembered: usize,
+    calls: BTreeMap<u32, Call>,
+    corrections: usize,
+    ended: bool,
+}
+
+/// The upstream's answer, its undeliverable calls answered upstream before any reaches the client.
+pub(crate) fn correcting(body: BodyStream, corrector: Corrector) -> BodyStream {
+    let decoder = Decoder::with_limit(corrector.max_event);
+    let state = State {
+        corrector,
+        body,
+        decoder,
+        out: VecDeque::new(),
+        held: Vec::new(),
+        passed: Vec::new(),
+        remembered: 0,
+        calls: BTreeMap::new(),
+        corrections: 0,
+        ended: false,
+    };
+    Box::pin(futures_util::stream::unfold(
+        state,
+        |mut state| async move {
+            loop {
+                if let Some(item) = state.out.pop_front() {
+                    return Some((item, state));
+                }
+                if state.ended {
+                    return None;
+                }
+                match state.body.next().await {
+                    Some(Ok(bytes)) => state.read(&bytes),
+                    Some(Err(err)) => {
+                        // The answer failed: what was held goes, then the failure.
+                        state.release();
+                        state.out.push_back(Err(err));
+                        state.ended = true;
+                    }
+                    None => state.decide().await,
+                }
+            }
+        },
+    ))
+}
+
+/// Sends a correction request; `None` when there is none to send or the upstream refuses it.
+async fn send(upstream: &Upstream, request: Option<Outbound>) -> Option<UpstreamResponse> {
+    match upstream.send(request?).await {
+        Ok(upstream) if upstream.status.is_success() => Some(upstream),
+        Ok(upstream) => {
+            tracing::warn!(
+                status = upstream.status.as_u16(),
+                "the correction request was refused"
+            );
+            None
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "the correction request failed");
+            None
+        }
+    }
+}
+
+/// A cheap look before parsing: only events that may carry a call or a finish are parsed.
+fn may_hold(data: &[u8]) -> bool {
+    memchr::memmem::find(data, b"\"tool_calls\"").is_some()
+        || memchr::memmem::find(data, b"\"finish_reason\"").is_some()
+}
+
+impl State {
+    fn read(&mut self, bytes: &[u8]) {
+        self.decoder.push(bytes);
+        loop {
+            let event = match self.decoder.next_event() {
+                Ok(Some(event)) => event,
+                Ok(None) => return,
+                Err(_) => {
+                    // Too large to look at: the shaper downstream reports it; nothing is held
+                    // back from it.
+                    self.release();
+                    self.give_up_holding();
+                    return;
+                }
+            };
+            let Some(data) = event.data.clone() else {
+                self.pass(event.raw, None);
+                continue;
+            };
+            if is_done(&data) {
+                self.hold(event.raw);
+                continue;
+            }
+            if !may_hold(&data) {
+                self.pass(event.raw, Some(data));
+                continue;
+            }
+            let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(&data) else {
+                self.pass(event.raw, Some(data));
+                continue;
+            };
+            let mut holds = false;
+            for choice in chunk.choices.iter().filter(|c| c.index == 0) {
+                holds |= choice.finish_reason.is_some();
+                for call in choice.delta.tool_calls.iter().flatten() {
+                    holds = true;
+                    let index = call.index.unwrap_or(0);
+                    let entry = self.calls.entry(index).or_default();
+                    if let Some(id) = &call.id {
+                        entry.id = id.to_string();
+                    }
+                    if let Some(function) = &call.function {
+                        if let Some(name) = &function.name {
+                            entry.name.push_str(name);
+                        }
+                        if let Some(arguments) = &function.arguments {
+                            entry.arguments.push_str(arguments);
+                        }
+                    }
+                }
+            }
+            if holds {
+                self.hold(event.raw);
+            } else {
+                self.pass(event.raw, Some(data));
+            }
+        }
+    }
+
+    fn pass(&mut self, raw: Bytes, data: Option<Bytes>) {
+        if let Some(data) = data
+            && self.remembered + data.len() <= self.corrector.max_answer
+        {
+            self.remembered += data.len();
+            self.passed.push(data);
+        }
+        self.out.push_back(Ok(raw));
+    }
+
+    fn hold(&mut self, raw: Bytes) {
+        self.remembered += raw.len();
+        self.held.push(raw);
+        if self.remembered > self.corrector.max_answer {
+            // Too much to hold: the answer goes on as it is (the shaper still checks each call).
+            self.release();
+            self.give_up_holding();
+        }
+    }
+
+    /// Stops looking at this answer: everything from now on is passed on as it comes.
+    fn give_up_holding(&mut self) {
+        self.calls.clear();
+        self.corrections = MAX_CORRECTIONS;
+        self.corrector.max_answer = 0;
+    }
+
+    fn release(&mut self) {
+        self.out.extend(self.held.drain(..).map(Ok));
+    }
+
+    /// The answer ended: its calls go to the client, or are answered upstream, or are dropped.
+    async fn decide(&mut self) {
+        if let Some(event) = self.decoder.finish() {
+            self.out.push_back(Ok(event.raw));
+        }
+        let mapper = self.corrector.mapper.clone();
+        let bad: Vec<u32> = self
+            .calls
+            .iter()
+            .filter(|(_, call)| !mapper.deliverable(&call.name, &call.arguments))
+            .map(|(index, _)| *index)
+            .collect();
+        if bad.is_empty() {
+            self.release();
+            self.ended = true;
+            return;
+        }
+        let names: Vec<&str> = bad
+            .iter()
+            .filter_map(|i| self.calls.get(i))
+            .map(|c| c.name.as_str())
+            .collect();
+        if self.corrections >= MAX_CORRECTIONS {
+            tracing::warn!(tools = ?names, profile = %mapper.profile(), "the model's calls still cannot reach the client after the corrections; its text is the answer");
+            metrics::counter!("harness_proxy_call_corrections_total", "outcome" => "gave_up")
+                .increment(1);
+            self.finish_as_text();
+            return;
+        }
+        tracing::info!(tools = ?names, profile = %mapper.profile(), "a call the client cannot run: answered upstream by the proxy");
+        metrics::counter!("harness_proxy_call_corrections_total", "outcome" => "corrected")
+            .increment(1);
+        self.corrections += 1;
+        let request = self.correction_request(&bad);
+        let upstream = self.corrector.upstream.clone();
+        match send(&upstream, request).await {
+            Some(upstream) => {
+                self.body = upstream.body;
+                self.decoder = Decoder::with_limit(self.corrector.max_event);
+                self.held.clear();
+                self.passed.clear();
+                self.remembered = 0;
+                self.calls.clear();
+            }
+            None => self.finish_as_text(),
+        }
+    }
+
+    /// Ends the answer with what the client already has: no call, a `stop`.
+    fn finish_as_text(&mut self) {
+        self.held.clear();
+        let stop = json!({"id": "chatcmpl-proxy", "object": "chat.completion.chunk", "created": 0,
+            "model": "", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
+        self.out
+            .push_back(Ok(data_event(stop.to_string().as_bytes())));
+        self.out.push_back(Ok(done_event()));
+        self.ended = true;
+    }
+
+    /// The request first sent, with the model's turn and a result for each of its calls.
+    fn correction_request(&self, bad: &[u32]) -> Option<Outbound> {
+        let mut body: Value = serde_json::from_slice(&self.corrector.outbound.body).ok()?;
+        let messages = body.get_mut("messages")?.as_array_mut()?;
+        let (text, reasoning) = self.turn_text();
+        let calls: Vec<Value> = self
+            .calls
+            .values()
+            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .collect();
+        let mut turn = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }, "tool_calls": calls});
+        if !reasoning.is_empty() {
+            turn["reasoning_content"] = json!(reasoning);
+        }
+        messages.push(turn);
+        for (index, call) in &self.calls {
+            let content = if bad.contains(index) {
+                format!(
+                    "Error: {}.",
+                    self.corrector.mapper.explain(&call.name, &call.arguments)
+                )
+            } else {
+                "Not run: another call of the same turn could not be run. Call it again if it is still needed.".to_owned()
+            };
+            messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}));
+        }
+        let resend = &self.corrector.outbound;
+        Some(Outbound {
+            method: http::Method::POST,
+            path: resend.path.clone(),
+            headers: resend.headers.clone(),
+            body: Bytes::from(serde_json::to_vec(&body).ok()?),
+            client_authorization: resend.client_authorization.clone(),
+            dispatched: None,
+        })
+    }
+
+    /// The text and reasoning of the answer passed on so far.
+    fn turn_text(&self) -> (String, String) {
+        let (mut text, mut reasoning) = (String::new(), String::new());
+        for data in &self.passed {
+            let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
+                continue;
+            };
+            if let Some(mut choice) = chunk.answer() {
+                if let Some(t) = choice.delta.text() {
+                    text.push_str(&t);
+                }
+                if let Some(r) = choice.delta.reasoning_text() {
+                    reasoning.push_str(&r);
+                }
+            }
+        }
+        (text, reasoning)
+    }
+}

@@ -19,6 +19,7 @@ mod input;
 mod item;
 pub mod render;
 pub mod request;
+pub mod socket;
 #[cfg(test)]
 mod tests;
 mod tools;

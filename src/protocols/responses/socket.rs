@@ -151,6 +151,8 @@ struct Kept {
 pub struct Turn {
     pub body: Bytes,
     pub generate: bool,
+    /// The new items continue the last response (`previous_response_id`).
+    pub continued: bool,
     /// The model asked for (what the warm-up's empty response names).
     pub model: String,
     items: String,
@@ -178,6 +180,7 @@ impl Chain {
         } = create;
         let mut items = String::new();
         let mut count = 0;
+        let continued = previous_response_id.is_some();
         if let Some(id) = previous_response_id {
             let Some(kept) = self.last.as_ref().filter(|kept| kept.response_id == id) else {
                 return Err(invalid(
@@ -208,6 +211,7 @@ impl Chain {
         Ok(Turn {
             body: Bytes::from(body),
             generate,
+            continued,
             model,
             items,
             count,

@@ -63,7 +63,8 @@ pub enum ProxyError {
     /// The cause is logged; the client is only told "internal error" (`public_message`).
     #[error("internal error: {0}")]
     Internal(#[from] InternalError),
-    /// A WebSocket upgrade on an HTTP-only route (Codex then falls back to HTTP POST).
+    /// A WebSocket the route does not serve: turned off (`responses.websocket`), or a `GET` that
+    /// asks for no upgrade (Codex then falls back to HTTP POST).
     #[error("{0}")]
     UpgradeRequired(&'static str),
     /// An error answer made by the framework rather than our code (an extractor's rejection),

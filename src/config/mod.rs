@@ -62,6 +62,7 @@ pub struct Config {
     pub clients: ClientsConfig,
     pub inspect: InspectConfig,
     pub server: ServerConfig,
+    pub responses: ResponsesConfig,
 }
 
 impl Default for Config {
@@ -83,6 +84,7 @@ impl Default for Config {
             clients: ClientsConfig::default(),
             inspect: InspectConfig::default(),
             server: ServerConfig::default(),
+            responses: ResponsesConfig::default(),
         }
     }
 }
@@ -560,6 +562,21 @@ pub struct ServerConfig {
     /// `Host` names (no port) served besides the loopback names; `*` serves any. Empty: only
     /// loopback names on a loopback listener, any name on another.
     pub allowed_hosts: Vec<String>,
+}
+
+/// The Responses front (`/v1/responses`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ResponsesConfig {
+    /// Serve `GET /v1/responses` WebSocket upgrades (Codex's preferred transport,
+    /// `routes::responses_ws`); off, the upgrade gets 426 and Codex falls back to HTTP.
+    pub websocket: bool,
+}
+
+impl Default for ResponsesConfig {
+    fn default() -> Self {
+        Self { websocket: true }
+    }
 }
 
 #[cfg(test)]

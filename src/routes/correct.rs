@@ -163,6 +163,14 @@ impl State {
                     return;
                 }
             };
+            // Once something is held, everything after it is too: the events keep their order.
+            if !self.held.is_empty() {
+                if let Some(data) = &event.data {
+                    self.note_calls(data);
+                }
+                self.hold(event.raw);
+                continue;
+            }
             let Some(data) = event.data.clone() else {
                 self.pass(event.raw, None);
                 continue;
@@ -171,40 +179,43 @@ impl State {
                 self.hold(event.raw);
                 continue;
             }
-            if !may_hold(&data) {
-                self.pass(event.raw, Some(data));
-                continue;
-            }
-            let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(&data) else {
-                self.pass(event.raw, Some(data));
-                continue;
-            };
-            let mut holds = false;
-            for choice in chunk.choices.iter().filter(|c| c.index == 0) {
-                holds |= choice.finish_reason.is_some();
-                for call in choice.delta.tool_calls.iter().flatten() {
-                    holds = true;
-                    let index = call.index.unwrap_or(0);
-                    let entry = self.calls.entry(index).or_default();
-                    if let Some(id) = &call.id {
-                        entry.id = id.to_string();
-                    }
-                    if let Some(function) = &call.function {
-                        if let Some(name) = &function.name {
-                            entry.name.push_str(name);
-                        }
-                        if let Some(arguments) = &function.arguments {
-                            entry.arguments.push_str(arguments);
-                        }
-                    }
-                }
-            }
-            if holds {
+            if may_hold(&data) && self.note_calls(&data) {
                 self.hold(event.raw);
             } else {
                 self.pass(event.raw, Some(data));
             }
         }
+    }
+
+    /// Records the call pieces of one event; whether it must be held (a call or a finish).
+    fn note_calls(&mut self, data: &[u8]) -> bool {
+        if !may_hold(data) {
+            return false;
+        }
+        let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
+            return false;
+        };
+        let mut holds = false;
+        for choice in chunk.choices.iter().filter(|c| c.index == 0) {
+            holds |= choice.finish_reason.is_some();
+            for call in choice.delta.tool_calls.iter().flatten() {
+                holds = true;
+                let index = call.index.unwrap_or(0);
+                let entry = self.calls.entry(index).or_default();
+                if let Some(id) = &call.id {
+                    entry.id = id.to_string();
+                }
+                if let Some(function) = &call.function {
+                    if let Some(name) = &function.name {
+                        entry.name.push_str(name);
+                    }
+                    if let Some(arguments) = &function.arguments {
+                        entry.arguments.push_str(arguments);
+                    }
+                }
+            }
+        }
+        holds
     }
 
     fn pass(&mut self, raw: Bytes, data: Option<Bytes>) {

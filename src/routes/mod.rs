@@ -16,6 +16,7 @@ pub mod meter;
 pub mod proxy;
 pub mod render;
 pub mod responses;
+pub mod responses_ws;
 pub mod titles;
 pub mod turn;
 pub mod ui;
@@ -40,6 +41,20 @@ pub fn front(protocol: crate::protocols::ClientProtocol) -> front::Front {
 /// access-log middleware in request extensions.
 #[derive(Debug, Clone)]
 pub struct RequestId(pub String);
+
+/// What a connection's upgraded socket (a WebSocket, `responses_ws`) keeps of the connection it
+/// came on, put in each request's extensions by the server's accept loop: hyper hands the socket
+/// over and ends the connection's task, so the socket holds what that task held.
+#[derive(Clone)]
+pub struct ConnectionScope {
+    /// Held while the socket lives: the connection's place in `limits.max_connections` and in the
+    /// shutdown's drain.
+    pub hold: std::sync::Arc<dyn std::any::Any + Send + Sync>,
+    /// Shutdown began: finish the response running, then close.
+    pub stopping: tokio_util::sync::CancellationToken,
+    /// The grace period is over: close now.
+    pub cut: tokio_util::sync::CancellationToken,
+}
 
 /// Facts a handler reports for the access log, via response extensions.
 #[derive(Debug, Clone, Copy, Default)]

@@ -1,12 +1,11 @@
 //! `POST /v1/responses` and `POST /harness/{name}/v1/responses`: the Responses front, through the
-//! one pipeline of `chat::handle`. `GET` (Codex's WebSocket attempt) gets a fast 426 so the client
-//! falls back to HTTP.
+//! one pipeline of `chat::handle`. `GET` (Codex's WebSocket) is `responses_ws`'s, which sends each
+//! message here as a `POST`.
 
 use axum::body::Body;
 use axum::extract::State;
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 
-use crate::error::ProxyError;
 use crate::protocols::{self, ClientProtocol};
 use crate::routes::chat::handle;
 use crate::routes::front::{Call, Front};
@@ -20,12 +19,4 @@ pub const FRONT: Front = Front::openai(
 
 pub async fn route(State(state): State<AppState>, call: Call, body: Body) -> Response {
     handle(state, FRONT, call, body).await
-}
-
-/// Responses over WebSocket is not served: 426, and Codex retries over HTTP at once.
-pub async fn websocket() -> Response {
-    ProxyError::UpgradeRequired(
-        "Responses over WebSocket is not supported; use HTTP POST /v1/responses (Codex: supports_websockets = false)",
-    )
-    .into_response()
 }

@@ -2,7 +2,9 @@
 //!
 //! Owns: the per-connection count (raised when hyper hands a request to the router, lowered when
 //! the response body is dropped, i.e. sent or abandoned) and `idle`, which resolves once the
-//! count has stayed at zero for the connection's bound. Must not: look at requests or bodies.
+//! count has stayed at zero for the connection's bound; each request is handed its connection's
+//! `routes::ConnectionScope` (for a socket the connection upgrades to). Must not: look at
+//! requests or bodies.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -15,17 +17,19 @@ use tokio::sync::watch;
 use tower::Service;
 
 use super::listen::Timers;
+use crate::routes::ConnectionScope;
 
 /// The router of one connection, counting its open requests into `busy`.
 #[derive(Clone)]
 pub(super) struct Counted {
     app: Router,
     busy: watch::Sender<usize>,
+    scope: ConnectionScope,
 }
 
 impl Counted {
-    pub(super) fn new(app: Router, busy: watch::Sender<usize>) -> Self {
-        Self { app, busy }
+    pub(super) fn new(app: Router, busy: watch::Sender<usize>, scope: ConnectionScope) -> Self {
+        Self { app, busy, scope }
     }
 }
 
@@ -43,7 +47,8 @@ where
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, request: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
+        request.extensions_mut().insert(self.scope.clone());
         let open = Open::new(self.busy.clone());
         let answer = self.app.call(request);
         Box::pin(async move {

@@ -23,6 +23,7 @@ use tokio_util::task::TaskTracker;
 
 use super::activity;
 use crate::config::LimitsConfig;
+use crate::routes::ConnectionScope;
 
 /// How the loop is told to stop: `stopping` starts the drain (no new connections, idle ones close,
 /// busy ones finish their requests); `cut` closes whatever is still open.
@@ -72,7 +73,8 @@ pub(super) async fn serve(
     Ok(())
 }
 
-/// The open-connections gauge, raised for as long as the connection's task lives.
+/// The open-connections gauge, raised for as long as the connection lives: its task, or the
+/// socket its upgrade handed over (`routes::ConnectionScope`).
 struct Open {
     /// One of `limits.max_connections`, given back when the connection ends.
     _slot: OwnedSemaphorePermit,
@@ -122,7 +124,12 @@ async fn connection(
     slot: OwnedSemaphorePermit,
     stop: Stop,
 ) {
-    let _open = Open::new(slot);
+    // The connection's slot and its place in the drain, shared with a socket it upgrades to.
+    let scope = ConnectionScope {
+        hold: Arc::new((Open::new(slot), stop.tracker.token())),
+        stopping: stop.stopping.clone(),
+        cut: stop.cut.clone(),
+    };
     // TCP_NODELAY: without it a small SSE event can wait ~40 ms for Nagle's algorithm.
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(error = %e, "cannot set TCP_NODELAY");
@@ -139,8 +146,9 @@ async fn connection(
         .keep_alive_interval(H2_PING_INTERVAL)
         .keep_alive_timeout(H2_PING_TIMEOUT);
     let (busy, requests) = watch::channel(0usize);
-    let service = TowerToHyperService::new(activity::Counted::new(app, busy));
-    let conn = builder.serve_connection(TokioIo::new(tcp), service);
+    let service = TowerToHyperService::new(activity::Counted::new(app, busy, scope));
+    // With upgrades: a WebSocket (`routes::responses_ws`) takes the connection over.
+    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
     tokio::pin!(conn);
     tokio::select! {
         result = conn.as_mut() => return log_end(result),

@@ -13,11 +13,12 @@ pub mod open_files;
 use std::future::Future;
 use std::time::Duration;
 
-use axum::Router;
 use axum::extract::Request;
+use axum::handler::Handler;
 use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
 use axum::routing::{any, get, post};
+use axum::{Extension, Router};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
@@ -34,6 +35,19 @@ pub fn router(state: AppState) -> Router {
         &state.config.server,
     ));
     let guard = || axum::middleware::from_fn_with_state(policy.clone(), browser_guard::guard);
+    // Where a Responses WebSocket's messages go: the Responses `POST` routes behind the same
+    // layers as over HTTP (`routes::responses_ws`).
+    let responses_posts = Router::new()
+        .route("/v1/responses", post(routes::responses::route))
+        .route(
+            "/harness/{name}/v1/responses",
+            post(routes::responses::route),
+        );
+    let frames = routes::responses_ws::Frames(outer(
+        admitted(responses_posts, &state, guard()),
+        state.clone(),
+    ));
+    let socket = || get(routes::responses_ws::upgrade.layer(Extension(frames.clone())));
     let proxied = Router::new()
         .route("/v1/chat/completions", post(routes::chat::default_route))
         .route(
@@ -42,26 +56,18 @@ pub fn router(state: AppState) -> Router {
         )
         .route(
             "/v1/responses",
-            post(routes::responses::route).get(routes::responses::websocket),
+            post(routes::responses::route).merge(socket()),
         )
         .route(
             "/harness/{name}/v1/responses",
-            post(routes::responses::route).get(routes::responses::websocket),
+            post(routes::responses::route).merge(socket()),
         )
         .route("/v1/{*rest}", any(routes::forward::default_route))
         .route(
             "/harness/{name}/v1/{*rest}",
             any(routes::forward::path_route),
-        )
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            admit::admit,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            inbound_auth::require_key,
-        ))
-        .route_layer(guard());
+        );
+    let proxied = admitted(proxied, &state, guard());
     // Anthropic Messages: every refusal in Anthropic's shape (the limiter's 503 a 529).
     let messages = Router::new()
         .route(
@@ -115,7 +121,7 @@ pub fn router(state: AppState) -> Router {
         .route("/ui/style.css", get(routes::ui::style))
         .route("/readyz", get(routes::health::readyz))
         .route_layer(guard());
-    Router::new()
+    let app = Router::new()
         .merge(console)
         .merge(proxied)
         .merge(messages)
@@ -124,7 +130,14 @@ pub fn router(state: AppState) -> Router {
         .merge(titles)
         .route("/healthz", get(routes::health::healthz))
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed)
+        .method_not_allowed_fallback(method_not_allowed);
+    outer(app, state)
+}
+
+/// The layers around every route: framework errors in our shape, the request id and access log,
+/// a panic caught as a 500.
+fn outer(routes: Router<AppState>, state: AppState) -> Router {
+    routes
         .layer(axum::middleware::from_fn(json_errors::json_errors))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -136,15 +149,9 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
-/// A client protocol's routes behind the layers every proxied route has — the browser guard, the
-/// key gate, admission — with the protocol's own say first (`routes::front::enter`: its
-/// credential read, its error shape for every refusal).
-fn front_routes<G>(
-    routes: Router<AppState>,
-    state: &AppState,
-    guard: G,
-    front: routes::front::Front,
-) -> Router<AppState>
+/// The layers of every proxied route, outermost first: the browser guard, the key gate,
+/// admission.
+fn admitted<G>(routes: Router<AppState>, state: &AppState, guard: G) -> Router<AppState>
 where
     G: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
     G::Service:
@@ -162,10 +169,28 @@ where
             inbound_auth::require_key,
         ))
         .route_layer(guard)
-        .route_layer(axum::middleware::from_fn_with_state(
-            front,
-            routes::front::enter,
-        ))
+}
+
+/// A client protocol's routes behind the layers every proxied route has (`admitted`) with the
+/// protocol's own say first (`routes::front::enter`: its credential read, its error shape for
+/// every refusal).
+fn front_routes<G>(
+    routes: Router<AppState>,
+    state: &AppState,
+    guard: G,
+    front: routes::front::Front,
+) -> Router<AppState>
+where
+    G: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
+    G::Service:
+        tower::Service<Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
+    <G::Service as tower::Service<Request>>::Response: IntoResponse + 'static,
+    <G::Service as tower::Service<Request>>::Future: Send + 'static,
+{
+    admitted(routes, state, guard).route_layer(axum::middleware::from_fn_with_state(
+        front,
+        routes::front::enter,
+    ))
 }
 
 async fn not_found(method: Method, request: Request) -> ProxyError {

@@ -215,6 +215,14 @@ async fn an_opencode_client_gets_the_stream_byte_for_byte() {
     let app = TestApp::start(test_config(&upstream.base_url())).await;
     let mut request = first_turn();
     request["stream_options"] = json!({"include_usage": true});
+    // opencode's own `bash`, as opencode offers it: the call reaches it as the model made it. (A
+    // call to a tool the client does not offer never reaches it: `corrections.rs`.)
+    let opencode: Vec<Value> =
+        serde_json::from_str(include_str!("../../prompts/opencode/tools.json")).unwrap();
+    request["tools"] = json!([opencode
+        .iter()
+        .find(|t| t["function"]["name"] == "bash")
+        .unwrap()]);
     let response = app
         .post("/v1/chat/completions")
         .header("user-agent", "opencode/0.15.0")

@@ -135,7 +135,7 @@ async fn every_credential_scheme_is_its_own_caller() {
     );
 }
 
-fn sha256_hex(key: &str) -> String {
+pub(crate) fn sha256_hex(key: &str) -> String {
     hex::encode(Sha256::digest(key.as_bytes()))
 }
 

@@ -41,6 +41,7 @@ mod reasoning;
 mod replicas;
 mod responses;
 mod responses_golden;
+mod responses_ws;
 mod retry_after;
 mod rewrite;
 mod rotated_key;

@@ -124,10 +124,18 @@ fn bash_call_in(pieces: &[&str]) -> Reply {
 }
 
 #[tokio::test]
-async fn invalid_tool_arguments_reach_claude_code_as_a_parseable_call_under_its_own_name() {
+async fn invalid_tool_arguments_never_reach_claude_code_the_model_is_told_and_its_next_call_does() {
     const BROKEN: &str = "{\"command\": \"echo hi";
     for stream in [true, false] {
-        let upstream = answering(bash_call_in(&[BROKEN])).await;
+        // Cut arguments first; after the proxy's correction, a whole call.
+        let upstream = FakeUpstream::start(|r: &Recorded, _| {
+            if String::from_utf8_lossy(&r.body).contains("\"role\":\"tool\"") {
+                bash_call_in(&["{\"command\": \"echo hi\"}"])
+            } else {
+                bash_call_in(&[BROKEN])
+            }
+        })
+        .await;
         let app = TestApp::start(test_config(&upstream.base_url())).await;
         let response = post_messages(&app, "/v1/messages", &first_turn(stream)).await;
         assert_eq!(response.status(), 200);
@@ -161,11 +169,23 @@ async fn invalid_tool_arguments_reach_claude_code_as_a_parseable_call_under_its_
             (block["name"].clone(), block["input"].clone())
         };
         assert_eq!(name, "Bash", "stream {stream}");
-        // The model's mistake is visible, not replaced by `{}`.
-        assert_eq!(
-            input,
-            json!({"_invalid_arguments": BROKEN}),
-            "stream {stream}"
+        assert_eq!(input, json!({"command": "echo hi"}), "stream {stream}");
+        // The model was told what was wrong with its cut arguments.
+        let correction = upstream
+            .main_requests()
+            .pop()
+            .expect("the correction")
+            .json();
+        let told = correction["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["role"] == "tool")
+            .and_then(|m| m["content"].as_str().map(str::to_owned))
+            .unwrap_or_default();
+        assert!(
+            told.contains("are not a JSON object"),
+            "stream {stream}: {told}"
         );
     }
 }

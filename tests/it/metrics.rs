@@ -72,6 +72,13 @@ async fn metrics_answer_what_the_traffic_was() {
             Reply::json(418, r#"{"error":{"message":"I'm a teapot","type":"x","param":null,"code":null}}"#)
         } else if body.contains("Greet me through Responses") {
             Reply::sse(&[&text_chunk("Hello"), &finish_chunk("stop"), DONE])
+        } else if body.contains("List the files") && body.contains("\"role\":\"tool\"") {
+            // After the proxy's correction: the `bash` call alone.
+            Reply::sse(&[
+                &call_delta(0, "call_1", "bash", r#"{"command":"ls","description":"Lists files"}"#),
+                &finish_chunk("tool_calls"),
+                DONE,
+            ])
         } else if body.contains("List the files") {
             // A `bash` call (an alias of Codex's `shell`) and a call to a tool nobody offered.
             Reply::sse(&[
@@ -251,7 +258,7 @@ async fn metrics_answer_what_the_traffic_was() {
     check("harness_proxy_proxied_streams_in_flight", &chat, 0.0);
     check("harness_proxy_proxied_streams_in_flight", &responses, 0.0);
 
-    // Tools: translated back, unmapped, dropped, under the names the proxy knows (`bash`, an
+    // Tools: translated back, corrected, dropped, under the names the proxy knows (`bash`, an
     // alias of Codex's `shell`), any other as `other`.
     check(
         "harness_proxy_translated_tool_calls_total",
@@ -262,9 +269,11 @@ async fn metrics_answer_what_the_traffic_was() {
         ],
         1.0,
     );
+    // The call to a tool nobody offered never reached the client: the proxy answered it
+    // upstream once, and the model's next answer was delivered.
     check(
-        "harness_proxy_unmapped_tool_calls_total",
-        &[("profile", "codex"), ("tool", "other")],
+        "harness_proxy_call_corrections_total",
+        &[("outcome", "corrected")],
         1.0,
     );
     check(
@@ -423,8 +432,8 @@ async fn unique_tool_names_make_a_bounded_number_of_series() {
     const ROUNDS: usize = 10;
     const NAMES: usize = 200;
     for round in 0..ROUNDS {
-        // Kept as the client's own: `harness_proxy_passthrough_tools_total`; the model's call
-        // to a tool nobody offered: `harness_proxy_unmapped_tool_calls_total`.
+        // Kept as the client's own: `harness_proxy_passthrough_tools_total`; the model's calls
+        // to tools nobody offered: `harness_proxy_call_corrections_total`.
         let tools: Vec<Value> = (0..NAMES)
             .map(|i| {
                 json!({"type": "function", "function": {"name": format!("tool_{round}_{i}"),
@@ -490,11 +499,13 @@ async fn unique_tool_names_make_a_bounded_number_of_series() {
         &[("tool", "other")],
         (ROUNDS * NAMES) as f64,
     );
-    // The 100 KB name of a Chat round's call; its `bash` call keeps its name.
+    // The model's calls to tools the client did not offer (one with a 100 KB name) never reach
+    // it: each round's answer is corrected three times, then ends as text, and no name becomes a
+    // label.
     check_sum(
         &text,
-        "harness_proxy_unmapped_tool_calls_total",
-        &[("tool", "other")],
+        "harness_proxy_call_corrections_total",
+        &[("outcome", "gave_up")],
         ROUNDS as f64,
     );
     let longest = text

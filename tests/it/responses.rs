@@ -7,12 +7,13 @@ use serde_json::{Value, json};
 use crate::support::sse::{DONE, USAGE_CHUNK, finish_chunk, hello_stream, read_all, text_chunk};
 use crate::support::{FakeUpstream, Recorded, Reply, Step, TestApp, error_of, test_config};
 
-const CODEX_UA: &str = "codex_exec/0.171.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.171.0)";
-const SESSION: &str = "01a22e2d-755d-7f52-a39d-15515deb1140";
+pub(crate) const CODEX_UA: &str =
+    "codex_exec/0.171.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.171.0)";
+pub(crate) const SESSION: &str = "01a22e2d-755d-7f52-a39d-15515deb1140";
 
 /// A Codex 0.171 first turn (docs/wire.md §4), trimmed: base prompt as input[0] developer message,
 /// `<environment_context>`, the prompt; exec_command, custom apply_patch, web_search.
-fn codex_turn(prompt: &str, stream: bool) -> Value {
+pub(crate) fn codex_turn(prompt: &str, stream: bool) -> Value {
     json!({
         "model": "mock-model",
         "stream": stream,
@@ -68,7 +69,7 @@ fn names(events: &[(String, Value)]) -> Vec<&str> {
     events.iter().map(|(n, _)| n.as_str()).collect()
 }
 
-fn call_chunk(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -> String {
+pub(crate) fn call_chunk(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -> String {
     let mut call = json!({"index": index, "function": {"arguments": args}});
     if let Some(id) = id {
         call["id"] = json!(id);
@@ -84,7 +85,7 @@ fn call_chunk(index: u32, id: Option<&str>, name: Option<&str>, args: &str) -> S
 }
 
 /// Title requests get "Greeting", every other request `main`.
-async fn upstream(
+pub(crate) async fn upstream(
     main: impl Fn(&Recorded, usize) -> Reply + Send + Sync + 'static,
 ) -> FakeUpstream {
     FakeUpstream::start(move |request, n| {
@@ -97,7 +98,7 @@ async fn upstream(
     .await
 }
 
-fn hello() -> Reply {
+pub(crate) fn hello() -> Reply {
     let chunks = hello_stream();
     Reply::sse(&chunks.iter().map(String::as_str).collect::<Vec<_>>())
 }
@@ -406,9 +407,11 @@ async fn previous_response_id_is_a_clear_400() {
 }
 
 #[tokio::test]
-async fn a_websocket_upgrade_gets_a_fast_426() {
+async fn a_websocket_upgrade_gets_a_fast_426_when_the_socket_is_turned_off() {
     let upstream = upstream(|_, _| hello()).await;
-    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let mut config = test_config(&upstream.base_url());
+    config.responses.websocket = false;
+    let app = TestApp::start(config).await;
     for path in ["/v1/responses", "/harness/opencode/v1/responses"] {
         let response = app
             .get(path)

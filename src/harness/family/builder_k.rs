@@ -384,13 +384,17 @@ mod tests {
     /// `(no output)` with the reminder).
     #[test]
     fn a_blank_output_with_an_appended_reminder_is_the_harness_s_blank_text() {
-        let reminder = "\n\n<system-reminder>\n<total_tokens>1 tokens left</total_tokens>\n</system-reminder>";
+        let reminder =
+            "\n\n<system-reminder>\n<total_tokens>1 tokens left</total_tokens>\n</system-reminder>";
         let result = ToolResult {
             call_id: Some("c".into()),
             content: Content::Text(format!("(no output){reminder}")),
             is_error: false,
         };
-        assert_eq!(tool_content(&result, KIMI_BLANK), format!("{KIMI_BLANK}{reminder}"));
+        assert_eq!(
+            tool_content(&result, KIMI_BLANK),
+            format!("{KIMI_BLANK}{reminder}")
+        );
     }
 
     #[test]

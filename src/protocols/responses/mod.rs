@@ -7,9 +7,11 @@
 //! flattened, hosted tools dropped and reported); here the options: sampling, `tool_choice`,
 //! `text.format`, `prompt_cache_key` (also the conversation key), and the Codex profile when the
 //! client is Codex; `include: ["reasoning.encrypted_content"]` makes the renderer seal reasoning
-//! into `encrypted_content` (`conversation::seal`). `previous_response_id` is refused: this proxy keeps no responses, so the client
-//! must send the whole input. How the conversation is sent upstream is the harness's business: no
-//! Chat Completions type is built here.
+//! into `encrypted_content` (`conversation::seal`). `previous_response_id` is refused here: over
+//! HTTP the proxy keeps no responses, so the client sends the whole input; over WebSocket
+//! (`socket`) a connection keeps its last response and expands the id before this parse. How the
+//! conversation is sent upstream is the harness's business: no Chat Completions type is built
+//! here.
 //!
 //! Pure: no clock, no I/O. `parse` takes the response id and time from the caller's `Stamp`.
 
@@ -19,6 +21,7 @@ mod input;
 mod item;
 pub mod render;
 pub mod request;
+pub mod socket;
 #[cfg(test)]
 mod tests;
 mod tools;
@@ -81,7 +84,7 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
         .is_some_and(|id| !id.is_empty())
     {
         return Err(ProxyError::InvalidRequest {
-            message: "previous_response_id is not supported: this proxy keeps no responses; send the whole conversation in `input` (Codex: supports_websockets = false)".into(),
+            message: "previous_response_id is not supported over HTTP: this proxy keeps no responses; send the whole conversation in `input` (over WebSocket, a connection's last response can be continued)".into(),
             param: Some("previous_response_id"),
             code: "previous_response_id_unsupported",
         });

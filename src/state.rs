@@ -159,6 +159,10 @@ impl std::ops::Deref for AppState {
     }
 }
 
+/// How long a `count_tokens` estimate waits for a slot before the client is told to retry: a
+/// burst of counts, each a few milliseconds, is served, and a flood still gets its 529.
+pub const TOKEN_COUNT_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
 impl AppState {
     /// Builds everything from config and the injected `host`.
     pub fn build(config: Config, host: Host) -> Result<Self, StartupError> {
@@ -212,6 +216,15 @@ impl AppState {
             metrics: crate::telemetry::metrics_handle(),
             inbound_keys,
         })))
+    }
+
+    /// A slot for one `count_tokens` estimate: waits a little for one to free (Claude Code's
+    /// `/context` sends a burst of ~25 at once), then gives up so the client retries.
+    pub async fn token_count_slot(&self) -> Option<tokio::sync::OwnedSemaphorePermit> {
+        tokio::time::timeout(TOKEN_COUNT_WAIT, self.token_counts.clone().acquire_owned())
+            .await
+            .ok()?
+            .ok()
     }
 
     pub fn start_draining(&self) {

@@ -145,8 +145,9 @@ static REGISTRY: [Named; 20] = [
 pub type ResultReader = fn(&str) -> Option<String>;
 
 /// Every result reader (`output = "…"` in a profile file).
-static READERS: [(&str, ResultReader); 4] = [
+static READERS: [(&str, ResultReader); 5] = [
     ("shell_block", profiles::shell_block),
+    ("kimi_system", profiles::kimi_system),
     ("cline_results", profiles::cline_results),
     ("codex_exec", codex_responses::exec_output),
     ("codex_patch", codex_responses::patch_output),

@@ -34,11 +34,26 @@ const NEWLINE_REPLACEMENTS: [(&str, &str); 9] = [
 /// [`normalize_newlines`].
 #[must_use]
 pub fn quote_prompt(text: &str) -> String {
+    // Text an opencode client already quoted (`opencode run "two words"` sends the words as a
+    // JSON string literal) goes as it came: quoting it again would double it.
+    if is_quoted(text) {
+        return text.to_owned();
+    }
     // `Display` on a `Value::String` runs serde_json's own string serialiser, byte for byte
     // what `serde_json::to_string(text)` produces, without a `Result` that cannot fail for a
     // string.
     let json = Value::String(text.to_owned()).to_string();
     normalize_newlines(&json)
+}
+
+/// Whether `text` already is what quoting its content produces: a JSON string literal whose
+/// quoted form is the text itself.
+fn is_quoted(text: &str) -> bool {
+    text.len() >= 2
+        && text.starts_with('"')
+        && text.ends_with('"')
+        && serde_json::from_str::<String>(&text.replace('\n', "\\n"))
+            .is_ok_and(|inner| normalize_newlines(&Value::String(inner).to_string()) == text)
 }
 
 /// Applies the nine newline replacements of `NEWLINE_REPLACEMENTS`, in order, to a JSON string
@@ -127,6 +142,19 @@ mod tests {
         assert_eq!(quote_prompt(""), "\"\"");
     }
 
+    /// `opencode run "list the files here"` sends the words already quoted (captured from opencode
+    /// 1.18.33): they go as they came, not quoted twice (issue 29). Text that only looks quoted
+    /// in part is quoted as any other.
+    #[test]
+    fn text_opencode_already_quoted_is_not_quoted_again() {
+        assert_eq!(
+            quote_prompt("\"list the files here\""),
+            "\"list the files here\""
+        );
+        assert_eq!(quote_prompt("\"a\" and \"b\""), r#""\"a\" and \"b\"""#);
+        assert_eq!(quote_prompt("\""), r#""\"""#);
+    }
+
     // serde_json's string escaping rules (docs/wire.md §1 "Quoting").
 
     #[test]
@@ -197,10 +225,11 @@ mod tests {
     }
 
     /// Texts for which the quoting is exactly invertible: no backslash (so no literal `\n`
-    /// can be typed) and no `SHELL_OK` (so the printf fragment cannot form).
+    /// can be typed), no `SHELL_OK` (so the printf fragment cannot form), and not already a
+    /// quoted literal (which goes as it came).
     fn invertible_text() -> impl Strategy<Value = String> {
         any_text().prop_filter("lossy input", |text| {
-            !text.contains('\\') && !text.contains("SHELL_OK")
+            !text.contains('\\') && !text.contains("SHELL_OK") && !super::is_quoted(text)
         })
     }
 

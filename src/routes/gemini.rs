@@ -128,7 +128,7 @@ async fn generate(State(state): State<AppState>, mut call: Call, body: Body) -> 
 async fn count_tokens(state: &AppState, call: Call, body: Body) -> Result<Response, GeminiError> {
     let body = read_body(&call.headers, body, state.config.limits.max_body_bytes).await?;
     let harness = chat::pick_harness(state, &call)?;
-    let Ok(permit) = state.token_counts.clone().try_acquire_owned() else {
+    let Some(permit) = state.token_count_slot().await else {
         return Err(ProxyError::Busy("token counts running at once").into());
     };
     let tokens = tokio::task::spawn_blocking(move || {

@@ -80,7 +80,7 @@ pub async fn count_tokens(
     let harness = chat::pick_harness(&state, &call)?;
     // Counting is CPU-bound (linear in the body): off the async workers, one per core at a time
     // (`limits.max_token_counts`); beyond that the client is told to retry (529 on this route).
-    let Ok(permit) = state.token_counts.clone().try_acquire_owned() else {
+    let Some(permit) = state.token_count_slot().await else {
         return Err(ProxyError::Busy("token counts running at once").into());
     };
     let tokens = tokio::task::spawn_blocking(move || {

@@ -17,7 +17,7 @@ mod results;
 
 pub use convert::plain_output;
 pub use detect::{ProfileError, Profiles, UnknownProfile};
-pub use results::{ResultRule, cline_results, shell_block};
+pub use results::{ResultRule, cline_results, kimi_system, shell_block};
 
 use std::collections::BTreeMap;
 
@@ -214,8 +214,18 @@ impl Profile {
         Some((alias.client.clone(), converted.to_string()))
     }
 
-    /// A tool result from the client's history, in the neutral words.
+    /// A tool result from the client's history, in the neutral words; an empty result is
+    /// `(no output)` whatever the client.
     pub fn output_to_neutral(&self, client_tool: &str, text: &str) -> String {
+        let worded = self.reworded(client_tool, text);
+        if worded.trim().is_empty() {
+            super::capability::NO_OUTPUT.to_owned()
+        } else {
+            worded
+        }
+    }
+
+    fn reworded(&self, client_tool: &str, text: &str) -> String {
         let reader = self
             .aliases
             .iter()

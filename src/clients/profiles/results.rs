@@ -103,6 +103,26 @@ pub fn shell_block(text: &str) -> Option<String> {
     Some(super::plain_output(out))
 }
 
+/// Kimi CLI's results: the output, with the tool's message to the model in `<system>` tags
+/// (`<system>Command executed successfully.</system>`, `<system>File successfully overwritten.
+/// Current size: 12 bytes.</system>`). The output alone when there is one, else the message
+/// without its tags (for the profile's `[[result]]` rules to reword); a text with no such tag is
+/// not read.
+pub fn kimi_system(text: &str) -> Option<String> {
+    const OPEN: &str = "<system>";
+    const CLOSE: &str = "</system>";
+    let start = text.find(OPEN)?;
+    let end = start + text[start..].find(CLOSE)?;
+    let message = text[start + OPEN.len()..end].trim();
+    let output = format!("{}{}", &text[..start], &text[end + CLOSE.len()..]);
+    let output = output.trim_matches('\n');
+    Some(if output.trim().is_empty() {
+        message.to_owned()
+    } else {
+        output.to_owned()
+    })
+}
+
 /// Cline's results, a JSON list of `{query, result, success}` (or one such object): the result
 /// texts, one per line, `(no output)` when all are empty. Another text is not read.
 pub fn cline_results(text: &str) -> Option<String> {
@@ -157,6 +177,24 @@ mod tests {
             None,
             "a reminder alone is no result"
         );
+    }
+
+    #[test]
+    fn kimi_cli_results_are_their_output_else_their_message() {
+        assert_eq!(
+            kimi_system("<system>Command executed successfully.</system>").as_deref(),
+            Some("Command executed successfully.")
+        );
+        assert_eq!(
+            kimi_system("hi\n<system>Command executed successfully.</system>").as_deref(),
+            Some("hi")
+        );
+        assert_eq!(
+            kimi_system("<system>File successfully overwritten. Current size: 6 bytes.</system>")
+                .as_deref(),
+            Some("File successfully overwritten. Current size: 6 bytes.")
+        );
+        assert_eq!(kimi_system("plain"), None);
     }
 
     #[test]

@@ -103,7 +103,24 @@ impl TitleRecogniser {
                     text.starts_with(TITLE_PROMPT_OPENING) || text.starts_with(&self.title_opening)
                 }
             })
+            || asks_for_a_title(conversation)
     }
+}
+
+/// A helper call recognised by what it asks, whatever agent sends it: no tools, and its
+/// instructions (system or developer text) ask for a title of the conversation, session, chat or
+/// thread. Such a call is the agent's own title request, never a conversation of its own.
+fn asks_for_a_title(conversation: &Conversation) -> bool {
+    conversation.tools.is_empty()
+        && conversation.messages().any(|m| {
+            matches!(m.role, Role::System | Role::Developer) && {
+                let text = m.content.text().to_lowercase();
+                text.contains("title")
+                    && ["conversation", "session", "chat", "thread"]
+                        .iter()
+                        .any(|w| text.contains(w))
+            }
+        })
 }
 
 /// A client's own title request asking for a JSON answer, as the fronts translate it: no tools
@@ -130,6 +147,53 @@ const CODEX_TITLE_SCHEMA: &str = "codex_output_schema";
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Issue 29: another agent's title helper (a tool-less request whose instructions ask for a
+    /// title) is the client's own title request, not a conversation; a tool-less question about
+    /// titles of something else is not.
+    #[test]
+    fn a_helper_asking_for_a_title_of_the_conversation_is_a_title_request() {
+        let recogniser = TitleRecogniser::new("You are a title generator.\n");
+        let ask = |system: &str, tools: bool| {
+            let mut conversation = Conversation {
+                items: vec![
+                    crate::conversation::Item::Message(crate::conversation::Message::text(
+                        Role::System,
+                        system,
+                    )),
+                    crate::conversation::Item::Message(crate::conversation::Message::text(
+                        Role::User,
+                        "fix the login bug",
+                    )),
+                ],
+                ..Conversation::default()
+            };
+            if tools {
+                conversation
+                    .tools
+                    .push(crate::conversation::ToolDefinition::Function(
+                        crate::conversation::FunctionTool {
+                            name: "bash".into(),
+                            ..Default::default()
+                        },
+                    ));
+            }
+            recogniser.is_title_request(&conversation)
+        };
+        assert!(ask(
+            "Generate a concise title (3-7 words) for this chat session.",
+            false
+        ));
+        assert!(ask(
+            "Summarize the conversation below as a short TITLE.",
+            false
+        ));
+        assert!(
+            !ask("Generate a concise title for this chat session.", true),
+            "an agent turn"
+        );
+        assert!(!ask("You write blog posts; suggest a headline.", false));
+    }
 
     #[test]
     fn body_matches_the_spec_layout() {

@@ -154,7 +154,7 @@ const NAMES: [(Capability, &[&str]); 10] = [
     ),
     (
         Capability::Skill,
-        &["skill", "activateskill", "useskill", "loadskill"],
+        &["skill", "skills", "activateskill", "useskill", "loadskill", "readskill"],
     ),
 ];
 

@@ -12,6 +12,7 @@
 //!
 //! Not part of serving: it shares no state with the proxy and never talks to a model server.
 
+pub mod agents;
 pub mod check;
 pub mod extract;
 pub mod report;
@@ -66,6 +67,31 @@ pub enum CalibrateError {
     },
     #[error("the written prompts do not load: {0}")]
     Load(#[from] crate::prompts::PromptError),
+    #[error(transparent)]
+    Agent(#[from] agents::AgentError),
+}
+
+/// Writes an agent's calibrated files under `out/<harness>/`.
+pub fn write_agent_files(
+    out: &Path,
+    agent: agents::Agent,
+    files: &agents::AgentFiles,
+) -> Result<Vec<PathBuf>, CalibrateError> {
+    let dir = out.join(agent.harness());
+    std::fs::create_dir_all(&dir).map_err(|source| CalibrateError::Write {
+        path: dir.clone(),
+        source,
+    })?;
+    let mut written = Vec::new();
+    for (name, text) in &files.files {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|source| CalibrateError::Write {
+            path: path.clone(),
+            source,
+        })?;
+        written.push(path);
+    }
+    Ok(written)
 }
 
 #[derive(Default)]
@@ -79,8 +105,18 @@ struct Shared {
     /// The first path segment every request must carry.
     token: String,
     captures: Mutex<Held>,
-    /// Told when a main request and a title request have both arrived.
+    /// Told when the captures are complete (`done`).
     complete: Notify,
+    /// Whether what was captured is all the calibration needs.
+    done: fn(&[Capture]) -> bool,
+}
+
+/// opencode's capture is complete with its main request and its title request.
+fn opencode_done(captures: &[Capture]) -> bool {
+    captures.iter().any(|c| extract::is_title(&c.body))
+        && captures
+            .iter()
+            .any(|c| extract::main_system(&c.body).is_some())
 }
 
 /// A fresh one-time token for the base URL: 128 bits from the OS's CSRNG (uuid v4 reads
@@ -97,12 +133,23 @@ pub async fn capture(
     token: String,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> Result<Vec<Capture>, CalibrateError> {
+    capture_until(listener, token, stop, opencode_done).await
+}
+
+/// `capture`, complete when `done` says so (an agent's calibration, `agents::Agent::done`).
+pub async fn capture_until(
+    listener: TcpListener,
+    token: String,
+    stop: impl Future<Output = ()> + Send + 'static,
+    done: fn(&[Capture]) -> bool,
+) -> Result<Vec<Capture>, CalibrateError> {
     let listen = listener.local_addr().map_err(CalibrateError::Serve)?;
     let policy = Arc::new(BrowserPolicy::new(listen, &ServerConfig::default()));
     let shared = Arc::new(Shared {
         token,
         captures: Mutex::new(Held::default()),
         complete: Notify::new(),
+        done,
     });
     let app = Router::new()
         .fallback(answer)
@@ -173,13 +220,8 @@ async fn answer(
             );
         }
         held.bytes += size;
-        let captures = &mut held.captures;
-        captures.push(Capture { path, body });
-        let has_title = captures.iter().any(|c| extract::is_title(&c.body));
-        let has_main = captures
-            .iter()
-            .any(|c| extract::main_system(&c.body).is_some());
-        if has_title && has_main {
+        held.captures.push(Capture { path, body });
+        if (shared.done)(&held.captures) {
             shared.complete.notify_one();
         }
     }
@@ -285,6 +327,11 @@ pub fn summary(files: &Files) -> Vec<String> {
         .unwrap_or_default();
     lines.push(format!("tools ({}): {}", names.len(), names.join(", ")));
     lines
+}
+
+/// The first non-blank line of a captured text, shown escaped and cut (for the summary).
+pub fn shown_first_line(text: &str) -> String {
+    shown(text.lines().find(|l| !l.trim().is_empty()).unwrap_or(""))
 }
 
 fn shown(text: &str) -> String {

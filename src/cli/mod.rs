@@ -58,6 +58,8 @@ pub struct CalibrateArgs {
 #[derive(Debug, Clone, Copy, clap::ValueEnum)]
 pub enum CalibrateClient {
     Opencode,
+    Pi,
+    QwenCode,
 }
 
 /// Where `calibrate` listens unless `--listen` says otherwise (not the proxy's 8080).
@@ -116,7 +118,14 @@ pub async fn run(cli: Cli) -> Result<ExitCode, CliError> {
 }
 
 async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode, CliError> {
-    let CalibrateClient::Opencode = args.client;
+    let agent = match args.client {
+        CalibrateClient::Opencode => None,
+        CalibrateClient::Pi => Some(crate::calibrate::agents::Agent::Pi),
+        CalibrateClient::QwenCode => Some(crate::calibrate::agents::Agent::QwenCode),
+    };
+    if let Some(agent) = agent {
+        return calibrate_agent(common, args, agent).await;
+    }
     let listen = common.listen.as_deref().unwrap_or(CALIBRATE_LISTEN);
     let cannot_listen = |source| CliError::Listen {
         listen: listen.to_owned(),
@@ -167,6 +176,83 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
             "\nrewrite check: the captured request, rewritten with these prompts, differs at:"
         );
         for line in &outcome.rewrite {
+            println!("  {line}");
+        }
+    }
+    println!(
+        "\nuse them: harness-proxy serve --prompts-dir {}",
+        args.out.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `calibrate pi` / `calibrate qwen-code`: capture the agent's request, write its harness's
+/// prompt files, and check that the harness rewrites the capture to what the agent sent.
+async fn calibrate_agent(
+    common: &CommonArgs,
+    args: &CalibrateArgs,
+    agent: crate::calibrate::agents::Agent,
+) -> Result<ExitCode, CliError> {
+    let listen = common.listen.as_deref().unwrap_or(CALIBRATE_LISTEN);
+    let cannot_listen = |source| CliError::Listen {
+        listen: listen.to_owned(),
+        source,
+    };
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(cannot_listen)?;
+    let addr = listener.local_addr().map_err(cannot_listen)?;
+    let token = crate::calibrate::token();
+    let base = format!("http://{addr}/{token}/v1");
+    println!(
+        "calibrate: listening on {base} (the path holds a one-time token: requests without it are not captured)\n{}",
+        agent.how_to_point(&base)
+    );
+    let done = match agent {
+        crate::calibrate::agents::Agent::Pi => {
+            |c: &[crate::calibrate::extract::Capture]| crate::calibrate::agents::Agent::Pi.done(c)
+        }
+        crate::calibrate::agents::Agent::QwenCode => {
+            |c: &[crate::calibrate::extract::Capture]| {
+                crate::calibrate::agents::Agent::QwenCode.done(c)
+            }
+        }
+    };
+    let captures =
+        crate::calibrate::capture_until(listener, token, shutdown_signal(), done).await?;
+    println!("calibrate: captured {} request(s)", captures.len());
+    let files = agent
+        .extract(&captures)
+        .map_err(crate::calibrate::CalibrateError::from)?;
+    let dir = args.out.join(agent.harness());
+    println!("\nto be written under {}:", dir.display());
+    for (name, text) in &files.files {
+        println!(
+            "  {name}: {} chars, first line: {}",
+            text.chars().count(),
+            crate::calibrate::shown_first_line(text)
+        );
+    }
+    if !args.yes {
+        confirm(&args.out)?;
+    }
+    for path in crate::calibrate::write_agent_files(&args.out, agent, &files)? {
+        println!("wrote {}", path.display());
+    }
+    for note in &files.notes {
+        println!("note: {note}");
+    }
+    let differences =
+        crate::calibrate::agents::check(agent, &args.out, &captures, process_host().info());
+    if differences.is_empty() {
+        println!(
+            "\nrewrite check: the captured request, rewritten by the {} harness with these prompts, has the system text and tools {} sent",
+            agent.harness(),
+            agent.harness()
+        );
+    } else {
+        println!("\nrewrite check: differences:");
+        for line in &differences {
             println!("  {line}");
         }
     }

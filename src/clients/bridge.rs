@@ -492,8 +492,39 @@ impl Bridge {
     /// A result from the client's history in the neutral words (the harness's tools answer in
     /// them, or reword them).
     pub fn history_output(&self, client_tool: &str, text: &str) -> String {
-        self.profile.output_to_neutral(client_tool, text)
+        let neutral = self.profile.output_to_neutral(client_tool, text);
+        // A write or an edit of a tool read by inference: its own success sentence, in the
+        // neutral words (Continue CLI's `Successfully created file: …`).
+        let capability = match self.by_name.get(client_tool).map(|&i| &self.tools[i].via) {
+            Some(Via::Inferred(alias)) => Some(alias.capability),
+            _ => None,
+        };
+        match capability {
+            Some(Capability::Write) if reads_as_success(&neutral) => {
+                super::capability::WROTE.to_owned()
+            }
+            Some(Capability::Edit) if reads_as_success(&neutral) => {
+                super::capability::EDITED.to_owned()
+            }
+            _ => neutral,
+        }
     }
+}
+
+/// A one-line success sentence of a file tool (`Successfully created file: …`, `File written`,
+/// `Wrote 12 bytes to …`): nothing for the model to read but that it worked.
+fn reads_as_success(text: &str) -> bool {
+    let text = text.trim();
+    let lower = text.to_lowercase();
+    !text.contains('\n')
+        && [
+            "success", "wrote ", "written", "created", "updated", "edited", "applied", "saved",
+        ]
+        .iter()
+        .any(|word| lower.contains(word))
+        && !["error", "fail", "not ", "cannot", "unable"]
+            .iter()
+            .any(|word| lower.contains(word))
 }
 
 fn mapped(targets: Vec<String>, exact: bool) -> Binding {

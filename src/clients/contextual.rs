@@ -34,6 +34,13 @@ const INTERNAL_CONTEXT_OPEN: &str = "<codex_internal_context source=\"";
 const INTERNAL_CONTEXT_OPEN_END: &str = "\">";
 const INTERNAL_CONTEXT_CLOSE: &str = "</codex_internal_context>";
 
+/// The setup turn of Gemini CLI's family (Qwen Code, older Gemini CLI) sent bare, without its
+/// `<session_context>` tags: its opening sentence says what it is.
+const SETUP_OPENINGS: [&str; 2] = [
+    "This is the Qwen Code. We are setting up the context for our chat.",
+    "This is the Gemini CLI. We are setting up the context for our chat.",
+];
+
 /// Warnings older agent versions injected as user text; a prefix is enough to recognise them.
 const LEGACY_WARNING_PREFIXES: [&str; 2] = [
     "Warning: The maximum number of unified exec processes you can keep open is",
@@ -115,6 +122,9 @@ pub fn is_contextual_text(text: &str) -> bool {
         || is_internal_model_context(trimmed)
         || is_legacy_warning(trimmed)
         || is_hook_prompt(trimmed)
+        || SETUP_OPENINGS
+            .iter()
+            .any(|opening| trimmed.starts_with(opening))
 }
 
 /// `trimmed` starts with `open` and ends with `close`, ignoring ASCII case. A marker pair with
@@ -566,6 +576,18 @@ mod tests {
 
     /// Gemini CLI 0.61 sends its `<session_context>` block and the typed prompt as two parts of
     /// one user message: the block is context, the prompt is the user's.
+    /// Qwen Code 0.15.10's setup turn (captured 2026-12-02): context, not the user's words; its
+    /// working directory line feeds `<env>` like Gemini CLI's block.
+    #[test]
+    fn qwen_code_s_setup_turn_is_context() {
+        assert!(is_contextual_text(
+            "This is the Qwen Code. We are setting up the context for our chat.\nToday's date is Wednesday, December 2, 2026 (formatted according to the user's locale).\nMy operating system is: linux\nI'm currently working in the directory: /w"
+        ));
+        assert!(!is_contextual_text(
+            "This is the Qwen Code repository; fix its build."
+        ));
+    }
+
     #[test]
     fn context_is_decided_per_part_never_per_message() {
         let gemini = [

@@ -154,7 +154,14 @@ const NAMES: [(Capability, &[&str]); 10] = [
     ),
     (
         Capability::Skill,
-        &["skill", "skills", "activateskill", "useskill", "loadskill", "readskill"],
+        &[
+            "skill",
+            "skills",
+            "activateskill",
+            "useskill",
+            "loadskill",
+            "readskill",
+        ],
     ),
 ];
 

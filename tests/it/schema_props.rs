@@ -260,3 +260,98 @@ fn any_client_schema_under_an_opencode_name_gets_only_calls_it_validates() {
         );
     }
 }
+
+/// A harness's tool set as it ships: `prompts/<harness>/tools.json`, described by its agent's
+/// profile.
+fn harness_tools(
+    harness: &str,
+    text: &str,
+) -> (
+    Vec<Value>,
+    std::sync::Arc<harness_proxy::clients::bridge::HarnessTools>,
+) {
+    let tools: Vec<Value> = serde_json::from_str(text).unwrap();
+    let set = harness_proxy::clients::bridge::HarnessTools::new(
+        Profiles::built_in(harness),
+        tools.iter().map(|t| {
+            (
+                t["function"]["name"].as_str().unwrap().to_owned(),
+                t.pointer("/function/parameters").cloned(),
+            )
+        }),
+    );
+    (tools, std::sync::Arc::new(set))
+}
+
+/// The dialect layer's invariant for every built-in dialect as a client (the agents' schemas of
+/// the client goldens) and as a harness (every harness's shipped tool set): whatever valid call
+/// the harness's model makes, the client gets a call that validates against its own schema, or
+/// none (reported, and answered upstream by the proxy).
+#[test]
+fn every_dialect_as_client_and_as_harness_delivers_only_calls_the_client_validates() {
+    let profiles = Profiles::load(&[]).unwrap();
+    let harnesses = [
+        (
+            "opencode",
+            include_str!("../../prompts/opencode/tools.json"),
+        ),
+        ("pi", include_str!("../../prompts/pi/tools.json")),
+        (
+            "qwen-code",
+            include_str!("../../prompts/qwen-code/tools.json"),
+        ),
+        (
+            "kimi-code",
+            include_str!("../../prompts/kimi-code/tools.json"),
+        ),
+        (
+            "kimi-cli",
+            include_str!("../../prompts/kimi-cli/tools.json"),
+        ),
+        (
+            "deepseek-tui",
+            include_str!("../../prompts/deepseek-tui/tools.json"),
+        ),
+        (
+            "little-coder",
+            include_str!("../../prompts/little-coder/tools.json"),
+        ),
+    ];
+    let mut pairs = 0;
+    for (harness, text) in harnesses {
+        let (definitions, set) = harness_tools(harness, text);
+        for (name, case) in cases() {
+            let bridge = bridge_of(&case, &profiles, &set);
+            let targets: Vec<String> = bridge
+                .tools
+                .iter()
+                .filter_map(|t| match &t.binding {
+                    Binding::Mapped { harness, .. } => Some(harness.clone()),
+                    _ => None,
+                })
+                .flatten()
+                .collect();
+            for target in targets {
+                pairs += 1;
+                let schema = definitions
+                    .iter()
+                    .find(|t| t["function"]["name"] == target.as_str())
+                    .map(|t| t["function"]["parameters"].clone())
+                    .unwrap();
+                runner(24)
+                    .run(&object_for(&schema), |call| {
+                        // A generator that cannot meet every keyword of a harness schema makes
+                        // calls the model could not: those are not the harness's.
+                        prop_assume!(jsonschema::is_valid(&schema, &call));
+                        delivered_is_valid_or_reported(&bridge, &target, &call)?;
+                        Ok(())
+                    })
+                    .unwrap_or_else(|e| panic!("{harness} × {name}, {target}: {e}"));
+            }
+        }
+    }
+    assert!(
+        pairs > 100,
+        "only {pairs} client × harness tool pairs were mapped"
+    );
+}

@@ -147,8 +147,11 @@ fn shaper(c: &mut Criterion) {
             };
             let tap = harness_proxy::titles::answer_tap::AnswerTap::new(
                 futures_util::stream::iter(items),
-                None,
-                Some(sink),
+                harness_proxy::titles::answer_tap::Taps {
+                    anchor: None,
+                    memo: Some(sink),
+                    answer: None,
+                },
                 true,
             );
             runtime.block_on(tap.count())

@@ -3,9 +3,9 @@
 repository). With the reference's own texts (extracted literals, prompt files, tool schemas) laid
 out as a prompts directory in a temporary folder, and the reference preset (`opencode.history =
 "reference"`, `opencode.tools = "reference"`), `harness-proxy rewrite --harness NAME` must
-reproduce the test vectors of the harnesses spec for pi (§3.5), qwen-code (§4.4, the folder listing
-aside: the proxy never lists the client's disk), kimi-code (§5.5), kimi-cli (§6.4), deepseek-tui
-(§7.6), minimal (§8) and little-coder (§9).
+reproduce the test vectors of the harnesses spec (outside the repository) for pi (its section
+3.5), qwen-code (4.4, the folder listing aside: the proxy never lists the client's disk), kimi-code
+(5.5), kimi-cli (6.4), deepseek-tui (7.6), minimal (8) and little-coder (9).
 
     scripts/check-harness-reference.py REFERENCE_HARNESSES_DIR [BINARY]
 
@@ -51,7 +51,7 @@ expected=[{"role":"system","content":system},
  {"role":"assistant","content":None,"reasoning_content":"","tool_calls":[{"id":"c1","type":"function","function":{"name":"bash","arguments":"{\"command\":\"ls\"}"}}]},
  {"role":"tool","content":"a.txt\n","tool_call_id":"c1"},
  {"role":"assistant","content":"Done.","reasoning_content":""}]
-print('pi §3.5', 'OK' if body['messages']==expected else 'MISMATCH\n'+json.dumps(body['messages'],indent=1)[:3000])
+print('pi section 3.5', 'OK' if body['messages']==expected else 'MISMATCH\n'+json.dumps(body['messages'],indent=1)[:3000])
 if body['messages']!=expected: FAILED.append('pi')
 print('keys', list(body.keys()))
 exp_keys=["model","messages","stream","stream_options","store","tools","thinking","reasoning_effort"]
@@ -77,7 +77,7 @@ def rewrite(h,req,headers=(),extra_env={}):
 def check(name, got, want):
     if got != want: FAILED.append(name)
     print(name, 'OK' if got==want else 'MISMATCH\n got  '+json.dumps(got)[:1500]+'\n want '+json.dumps(want)[:1500])
-# qwen-code §4.4
+# qwen-code section 4.4
 q=sections(R+'qwen-code.md')
 qsys=open(R+'qwen_code_prompt.md').read().rstrip('\n')
 w('qwen-code/system.md', qsys.replace('{{','{{{{').replace('}}','}}}}')+'\n')
@@ -87,14 +87,14 @@ w('qwen-code/setup_reply.md', q['synthetic assistant reply']+'\n')
 b=rewrite('qwen-code',{"model":"S","messages":[{"role":"user","content":"hi"}]},['x-harness-cwd: /w'])
 listing='/w/'  # the proxy cannot list the client's disk: the cwd line alone (documented)
 want=[{"role":"system","content":qsys},{"role":"user","content":[{"type":"text","text":rust_fmt(setup,[]).replace('{today}','Saturday, November 29, 2025').replace('{operating_system}','linux').replace('{cwd_display}','/w').replace('{folder_listing}',listing)}]},{"role":"assistant","content":q['synthetic assistant reply']},{"role":"user","content":"hi"}]
-check('qwen-code §4.4 (listing: cwd line only)', b['messages'], want)
+check('qwen-code section 4.4 (listing: cwd line only)', b['messages'], want)
 check('qwen-code keys', list(b.keys()), ["model","messages","max_tokens","stream","stream_options","tools"])
-# minimal §8
+# minimal section 8
 m=sections(R+'minimal.md')['MINIMAL_SYSTEM_PROMPT']
 w('minimal/system.md', m+'\n')
 b=rewrite('minimal',{"model":"S","messages":[{"role":"user","content":"hi"}]})
-check('minimal §8', b['messages'], [{"role":"system","content":m},{"role":"user","content":"hi"}])
-# little-coder §9
+check('minimal section 8', b['messages'], [{"role":"system","content":m},{"role":"user","content":"hi"}])
+# little-coder section 9
 lc=sections(R+'little-coder.md')
 lsys=open(R+'little_coder_system_prompt.md').read()
 w('little-coder/system.md', lsys.replace('{{','{{{{').replace('}}','}}}}'))
@@ -103,8 +103,8 @@ w('little-coder/read_write_guidance.md', rw.replace('{{','{{{{').replace('}}','}
 w('little-coder/browser_guidance.md', br.replace('{{','{{{{').replace('}}','}}}}')+'\n')
 b=rewrite('little-coder',{"model":"S","messages":[{"role":"user","content":"fix tests"}]})
 want_sys=lsys.rstrip()+"\n\nCurrent date: 2025-11-29\nCurrent working directory: .\n\n"+rw+"\n"
-check('little-coder §9', b['messages'], [{"role":"system","content":want_sys},{"role":"user","content":[{"type":"text","text":"fix tests"}]}])
-# deepseek-tui §7.6 skeleton
+check('little-coder section 9', b['messages'], [{"role":"system","content":want_sys},{"role":"user","content":[{"type":"text","text":"fix tests"}]}])
+# deepseek-tui section 7.6 skeleton
 D=R+'deepseek_tui_prompts/'
 ds=sections(R+'deepseek-tui.md')
 w('deepseek-tui/base.md', rust_fmt(open(D+'base.md').read(),['model_id']))
@@ -122,9 +122,9 @@ w('deepseek-tui/turn_meta_hint.md', ds['turn_meta guidance line']+'\n')
 b=rewrite('deepseek-tui',{"model":"deepseek-chat","messages":[{"role":"user","content":"fix the bug"}]})
 secs=[rust_fmt(open(D+'base.md').read(),[]).replace('{model_id}','deepseek-chat'), open(D+'personalities/calm.md').read(), open(D+'modes/yolo.md').read(), open(D+'approvals/auto.md').read(), env.replace('{{platform}}','linux').replace('{{shell}}','/bin/zsh').replace('{{pwd}}','.'), cm, open(D+'compact.md').read(), ar]
 want_sys='\n\n'.join(s.rstrip() for s in secs)
-check('deepseek-tui §7.6 skeleton', b['messages'], [{"role":"system","content":want_sys},{"role":"user","content":"<turn_meta>\nCurrent local date: 2025-11-29\n</turn_meta>\nfix the bug"}])
+check('deepseek-tui section 7.6 skeleton', b['messages'], [{"role":"system","content":want_sys},{"role":"user","content":"<turn_meta>\nCurrent local date: 2025-11-29\n</turn_meta>\nfix the bug"}])
 check('deepseek-tui keys', list(b.keys()), ["model","messages","max_tokens","stream","stream_options","tools","tool_choice"])
-# kimi-code §5.5 skeleton
+# kimi-code section 5.5 skeleton
 k=sections(R+'kimi-code.md')
 t=open(R+'kimi_code_system_prompt.md').read()
 win=[v for kk,v in k.items() if kk.startswith('Windows block')][0]
@@ -140,10 +140,10 @@ b=rewrite('kimi-code',{"model":"S","messages":[{"role":"user","content":"hi"}]},
 import re as _re
 sysw=_re.sub(r'\{\{\s*(\w+)\s*\}\}', lambda mm: {'ROLE_ADDITIONAL':'','KIMI_OS':'Linux','KIMI_SHELL':'bash (`/bin/bash`)','KIMI_NOW':'2025-11-29T00:00:00.000Z','KIMI_WORK_DIR':'.','KIMI_WORK_DIR_LS':'','KIMI_ADDITIONAL_DIRS_INFO':'','KIMI_AGENTS_MD':'','KIMI_SKILLS':skills}[mm.group(1)], t)
 sysw=sysw[:-1] if sysw.endswith('\n') else sysw
-check('kimi-code §5.5 skeleton', b['messages'], [{"role":"system","content":sysw},{"role":"user","content":"hi"},{"role":"user","content":rem}])
+check('kimi-code section 5.5 skeleton', b['messages'], [{"role":"system","content":sysw},{"role":"user","content":"hi"},{"role":"user","content":rem}])
 check('kimi-code keys', list(b.keys()), ["model","messages","max_completion_tokens","prompt_cache_key","stream","stream_options","tools","thinking"])
 print('kimi-code fields', b['max_completion_tokens'], b['prompt_cache_key'], b['thinking'])
-# kimi-cli §6.4 skeleton
+# kimi-cli section 6.4 skeleton
 kc=sections(R+'kimi-cli.md')
 t=open(R+'kimi_cli_prompt.md').read()
 t=re.sub(r'\{% if KIMI_OS == "Windows" %\}.*?\{% endif %\}\n', '', t, flags=re.S)
@@ -156,7 +156,7 @@ sk=[v for kk,v in kc.items() if kk.startswith('builtin_kimi_skill_listing')][0]
 w('kimi-cli/skills.md', sk+'\n')
 req={"model":"S","messages":[{"role":"user","content":"fix bug\n"},{"role":"assistant","content":None,"reasoning_content":"r","tool_calls":[{"id":"c1","type":"function","function":{"name":"Shell","arguments":"{\"command\": \"ls\"}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}],"tools":[{"type":"function","function":{"name":"Shell","parameters":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}}]}
 b=rewrite('kimi-cli',req,['x-harness-client: kimi-cli'])
-check('kimi-cli §6.4 skeleton (after the system)', b['messages'][1:], [{"role":"user","content":"fix bug"},{"role":"assistant","tool_calls":[{"type":"function","id":"c1","function":{"name":"Shell","arguments":"{\"command\": \"ls\"}"}}],"reasoning_content":"r"},{"role":"tool","content":"ok","tool_call_id":"c1"}])
+check('kimi-cli section 6.4 skeleton (after the system)', b['messages'][1:], [{"role":"user","content":"fix bug"},{"role":"assistant","tool_calls":[{"type":"function","id":"c1","function":{"name":"Shell","arguments":"{\"command\": \"ls\"}"}}],"reasoning_content":"r"},{"role":"tool","content":"ok","tool_call_id":"c1"}])
 s=b['messages'][0]['content']
 print('kimi-cli system: starts', json.dumps(s[:80]), '| has no ${ or {{:', '${' not in s and '{{' not in s, '| ends', json.dumps(s[-60:]))
 print('kimi-cli keys', list(b.keys()))

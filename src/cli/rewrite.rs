@@ -132,7 +132,7 @@ fn rewritten(
     let facts = processed.facts.ok_or(CliError::NothingToTitle)?;
     let ask = TitleAsk {
         model: config.titles.model.as_deref().unwrap_or(&facts.model),
-        first_user_text: &facts.first_user_text,
+        words: crate::harness::TitleWords::FirstUser(&facts.first_user_text),
         conversation: "",
     };
     Ok(harness.title_request(&ask, &mut HeaderMap::new()).to_vec())

@@ -41,6 +41,16 @@ const SETUP_OPENINGS: [&str; 2] = [
     "This is the Gemini CLI. We are setting up the context for our chat.",
 ];
 
+/// How each agent's compaction summary opens when it carries a compacted conversation into the
+/// next request as user text (captured from the agents' own builds: Claude Code 2.1.332, Codex
+/// 0.171, Gemini CLI 0.61's `<state_snapshot>`). A summary is the user's words as the agent
+/// re-sends them, not what they asked: a title skips one in first place (`is_compaction_summary`).
+const COMPACTION_OPENINGS: [&str; 3] = [
+    "This session is being continued from a previous conversation that ran out of context.",
+    "Another language model started to solve this problem and produced a summary of its thinking process.",
+    "<state_snapshot>",
+];
+
 /// Warnings older agent versions injected as user text; a prefix is enough to recognise them.
 const LEGACY_WARNING_PREFIXES: [&str; 2] = [
     "Warning: The maximum number of unified exec processes you can keep open is",
@@ -125,6 +135,15 @@ pub fn is_contextual_text(text: &str) -> bool {
         || SETUP_OPENINGS
             .iter()
             .any(|opening| trimmed.starts_with(opening))
+}
+
+/// Whether a user text is an agent's compaction summary (`COMPACTION_OPENINGS`).
+#[must_use]
+pub fn is_compaction_summary(text: &str) -> bool {
+    let trimmed = text.trim_start();
+    COMPACTION_OPENINGS
+        .iter()
+        .any(|opening| trimmed.starts_with(opening))
 }
 
 /// `trimmed` starts with `open` and ends with `close`, ignoring ASCII case. A marker pair with

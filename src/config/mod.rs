@@ -349,12 +349,27 @@ pub enum TitleOrder {
     Off,
 }
 
+/// What a title is made from (`titles.input`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TitleInput {
+    /// The conversation's first user words, as opencode titles.
+    FirstUser,
+    /// The first user words and the first answer's text, each cut to `titles.input_chars`, as
+    /// `USER:`/`ASSISTANT:` in one user message (the seed's wcode contract). Needs the answer, so
+    /// only with `titles.order = "after"`.
+    Exchange,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TitlesConfig {
     /// Harnesses whose first turns get a title request.
     pub harnesses: Vec<String>,
     pub order: TitleOrder,
+    pub input: TitleInput,
+    /// Longest half of an `exchange` input, in characters.
+    pub input_chars: usize,
     #[serde(with = "humantime_serde")]
     pub timeout: Duration,
     /// Model for title requests; the request's own model when absent.
@@ -380,6 +395,8 @@ impl Default for TitlesConfig {
         Self {
             harnesses: vec!["opencode".to_owned()],
             order: TitleOrder::Parallel,
+            input: TitleInput::FirstUser,
+            input_chars: 2000,
             timeout: Duration::from_secs(10),
             model: None,
             max_chars: 50,

@@ -284,3 +284,33 @@ fn the_prompt_cache_key_is_conversation_off_or_an_error_naming_the_key() {
     assert!(text.contains("`opencode.prompt_cache_key`"), "{text}");
     assert!(text.contains(key), "{text}");
 }
+
+#[test]
+fn an_exchange_title_input_needs_the_after_order_and_says_so_naming_both_keys() {
+    let err = load(
+        None,
+        &env(&[("HARNESS_PROXY__TITLES__INPUT", "exchange")]),
+        &FlagOverrides::default(),
+    )
+    .expect_err("exchange with the default order");
+    let text = err.to_string();
+    assert!(text.contains("titles.input"), "{text}");
+    assert!(text.contains("titles.order"), "{text}");
+    assert!(
+        text.contains("parallel"),
+        "the order in force is named: {text}"
+    );
+
+    let config = load(
+        None,
+        &env(&[
+            ("HARNESS_PROXY__TITLES__INPUT", "exchange"),
+            ("HARNESS_PROXY__TITLES__ORDER", "after"),
+            ("HARNESS_PROXY__TITLES__INPUT_CHARS", "300"),
+        ]),
+        &FlagOverrides::default(),
+    )
+    .expect("exchange with after");
+    assert_eq!(config.titles.input, crate::config::TitleInput::Exchange);
+    assert_eq!(config.titles.input_chars, 300);
+}

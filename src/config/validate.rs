@@ -73,6 +73,20 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
     if config.titles.max_chars == 0 {
         return Err(bad("titles.max_chars", "must be greater than 0".into()));
     }
+    if config.titles.input_chars == 0 {
+        return Err(bad("titles.input_chars", "must be greater than 0".into()));
+    }
+    if config.titles.input == crate::config::TitleInput::Exchange
+        && config.titles.order != crate::config::TitleOrder::After
+    {
+        return Err(bad(
+            "titles.input",
+            format!(
+                "`exchange` titles from the answer, so it needs `titles.order = \"after\"`, not `{}`",
+                order_name(config.titles.order)
+            ),
+        ));
+    }
     if config.titles.max_records == 0 {
         return Err(bad("titles.max_records", "must be greater than 0".into()));
     }
@@ -182,4 +196,14 @@ fn validate_limits(limits: &LimitsConfig) -> Result<(), ConfigError> {
         return Err(bad("max_body_bytes", "must be below 4 GiB"));
     }
     Ok(())
+}
+
+/// `titles.order` as it is written in the configuration.
+fn order_name(order: crate::config::TitleOrder) -> &'static str {
+    match order {
+        crate::config::TitleOrder::Parallel => "parallel",
+        crate::config::TitleOrder::Before => "before",
+        crate::config::TitleOrder::After => "after",
+        crate::config::TitleOrder::Off => "off",
+    }
 }

@@ -133,10 +133,29 @@ pub trait Harness: Send + Sync {
 pub struct TitleAsk<'a> {
     /// The model that titles (`titles.model`, else the conversation's).
     pub model: &'a str,
-    /// The words the title is made from.
-    pub first_user_text: &'a str,
+    /// What the title is made from (`titles.input`).
+    pub words: TitleWords<'a>,
     /// The conversation's id, for harnesses whose requests name it.
     pub conversation: &'a str,
+}
+
+/// The text a title request carries.
+#[derive(Debug, Clone, Copy)]
+pub enum TitleWords<'a> {
+    /// The conversation's first user words: each harness writes them as its agent does
+    /// (opencode's fixed line and quoting).
+    FirstUser(&'a str),
+    /// Both halves, already rendered `USER:\n…\n\nASSISTANT:\n…` (`titles::input`): one user
+    /// message after the title prompt, whatever the harness (the seed's contract).
+    Exchange(&'a str),
+}
+
+impl<'a> TitleWords<'a> {
+    pub fn text(self) -> &'a str {
+        match self {
+            Self::FirstUser(text) | Self::Exchange(text) => text,
+        }
+    }
 }
 
 /// The harnesses this process serves, built once at start-up.

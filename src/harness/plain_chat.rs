@@ -83,7 +83,7 @@ pub fn title_body(title_prompt: &str, ask: &TitleAsk<'_>) -> Bytes {
             },
             TitleMessage {
                 role: "user",
-                content: ask.first_user_text,
+                content: ask.words.text(),
             },
         ],
     };
@@ -121,7 +121,7 @@ mod tests {
         let body = harness.title_request(
             &TitleAsk {
                 model: "m",
-                first_user_text: "fix the \"login\" bug",
+                words: crate::harness::TitleWords::FirstUser("fix the \"login\" bug"),
                 conversation: "c1",
             },
             &mut headers,

@@ -246,7 +246,7 @@ fn identified<'a>(
     .map_err(|bad| invalid_conversation_id(&bad))?;
     let turn = Turn {
         state,
-        harness: harness.as_ref(),
+        harness,
         call,
         front,
         owner,

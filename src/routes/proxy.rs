@@ -393,7 +393,10 @@ impl http_body::Body for OnEnd {
 }
 
 impl Drop for OnEnd {
+    /// The body goes first: what it feeds as it is dropped (an answer tap's text for an exchange
+    /// title) is there when `on_end` runs.
     fn drop(&mut self) {
+        drop(std::mem::replace(&mut self.inner, Body::empty()));
         self.fire();
     }
 }

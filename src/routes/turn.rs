@@ -3,6 +3,7 @@
 //! harness writes, its upstream request (the harness's body and headers, the path), its inspector
 //! record, its send, and the memo its answer feeds.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use axum::http::{HeaderMap, Method};
@@ -17,14 +18,14 @@ use crate::routes::proxy::{client_authorization, upstream_headers};
 use crate::state::AppState;
 use crate::titles::answer_tap::MemoSink;
 use crate::titles::facts::ConversationFacts;
-use crate::titles::{TitleRequest, TitleTurn, TurnInfo};
+use crate::titles::{TitleRequest, TitleTurn, TitleWriter, TurnInfo};
 use crate::upstream::{Outbound, UpstreamError, UpstreamResponse};
 
 /// One request once its conversation is known: what its upstream request, its title turn and
 /// its inspector record are made from.
 pub(crate) struct Turn<'a> {
     pub(crate) state: &'a AppState,
-    pub(crate) harness: &'a dyn Harness,
+    pub(crate) harness: &'a Arc<dyn Harness>,
     pub(crate) call: &'a Call,
     pub(crate) front: Front,
     pub(crate) owner: &'a str,
@@ -43,19 +44,25 @@ impl Turn<'_> {
         started: bool,
     ) -> TitleTurn {
         let headers = &self.call.headers;
-        let title_request = |model: &str, words: &str| {
+        // Owns what it needs: an exchange title is written when the answer has ended.
+        let title_request = |model: &str| -> TitleWriter {
             let mut title_headers =
                 upstream_headers(headers, &self.state.harness_header, true, &self.call.id.0);
-            let ask = TitleAsk {
-                model,
-                first_user_text: words,
-                conversation: &self.conversation,
-            };
-            let body = self.harness.title_request(&ask, &mut title_headers);
-            TitleRequest {
-                body,
-                headers: title_headers,
-            }
+            let harness = self.harness.clone();
+            let model = model.to_owned();
+            let conversation = self.conversation.clone();
+            Box::new(move |words| {
+                let ask = TitleAsk {
+                    model: &model,
+                    words,
+                    conversation: &conversation,
+                };
+                let body = harness.title_request(&ask, &mut title_headers);
+                TitleRequest {
+                    body,
+                    headers: title_headers,
+                }
+            })
         };
         self.state
             .titles

@@ -2,7 +2,8 @@
 //! it: for a turn that started a conversation without a client id, once it has ended cleanly,
 //! (its user text, the answer) as the conversation's anchor (`anchors`); for any turn, the
 //! reasoning of an answer that made tool calls, under their ids (`reasoning_memo`), for clients
-//! that do not echo it. Every item is forwarded unchanged; an answer cut short or failed is not an
+//! that do not echo it; for a turn whose exchange title waits for it, the answer's text
+//! (`titles::input`). Every item is forwarded unchanged; an answer cut short or failed is not an
 //! anchor (the client will not have it in its history as sent). With only the memo to feed, an
 //! event is parsed only if it mentions reasoning or tool calls.
 
@@ -14,6 +15,7 @@ use bytes::Bytes;
 use futures_util::Stream;
 
 use super::anchors::Anchors;
+use super::input::AnswerText;
 use crate::protocols::chat::chunk::ChunkView;
 use crate::protocols::chat::is_done;
 use crate::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo};
@@ -38,6 +40,14 @@ pub struct MemoSink {
     pub owner: String,
 }
 
+/// What a tap feeds; at least one is set.
+pub struct Taps {
+    pub anchor: Option<Anchor>,
+    pub memo: Option<MemoSink>,
+    /// An exchange title's answer half (`titles::input`).
+    pub answer: Option<AnswerText>,
+}
+
 /// Built once: the memo-only tap's test of whether an event is worth parsing.
 static REASONING: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"reasoning"));
@@ -48,6 +58,7 @@ pub struct AnswerTap<S> {
     inner: S,
     anchor: Option<Anchor>,
     memo: Option<MemoSink>,
+    answer: Option<AnswerText>,
     /// The answer's reasoning so far; `None` once past `MAX_ENTRY_BYTES` (not kept).
     reasoning: Option<String>,
     sse: bool,
@@ -61,11 +72,17 @@ pub struct AnswerTap<S> {
 }
 
 impl<S> AnswerTap<S> {
-    pub fn new(inner: S, anchor: Option<Anchor>, memo: Option<MemoSink>, sse: bool) -> Self {
+    pub fn new(inner: S, taps: Taps, sse: bool) -> Self {
+        let Taps {
+            anchor,
+            memo,
+            answer,
+        } = taps;
         Self {
             inner,
             anchor,
             memo,
+            answer,
             reasoning: Some(String::new()),
             sse,
             decoder: Decoder::new(),
@@ -115,6 +132,7 @@ impl<S> AnswerTap<S> {
             return;
         }
         if self.anchor.is_none()
+            && self.answer.is_none()
             && REASONING.find(data).is_none()
             && TOOL_CALLS.find(data).is_none()
         {
@@ -130,14 +148,18 @@ impl<S> AnswerTap<S> {
         let Some(mut choice) = chunk.answer() else {
             return;
         };
-        if choice.finish_reason.is_some() {
-            self.complete = true;
-        }
         if let Some(reasoning) = choice.delta.reasoning_text() {
             self.add_reasoning(&reasoning);
         }
         if let Some(text) = choice.delta.text() {
             self.text.push_str(&text);
+        }
+        if choice.finish_reason.is_some() {
+            self.complete = true;
+            // The client may stop reading here: an exchange title starting then reads it whole.
+            if let Some(answer) = &self.answer {
+                answer.set(&self.text);
+            }
         }
         for call in choice.delta.tool_calls.into_iter().flatten() {
             if let Some(id) = call.id.filter(|id| !id.is_empty()) {
@@ -158,7 +180,7 @@ impl<S> AnswerTap<S> {
 
     /// The answer ended: remember it unless it failed.
     fn finish(&mut self) {
-        if self.anchor.is_none() && self.memo.is_none() {
+        if self.anchor.is_none() && self.memo.is_none() && self.answer.is_none() {
             return;
         }
         if self.sse
@@ -168,6 +190,10 @@ impl<S> AnswerTap<S> {
         }
         if !self.sse && !self.failed {
             self.read_json();
+        }
+        // Whatever text the client got is the answer's half, failed or not.
+        if let Some(answer) = self.answer.take() {
+            answer.set(&self.text);
         }
         if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.as_deref())
             && !self.failed
@@ -248,6 +274,9 @@ impl<S> Drop for AnswerTap<S> {
         // A reader may stop at the last event without waiting for the end of the body.
         if self.complete {
             self.finish();
+        }
+        if let Some(answer) = self.answer.take() {
+            answer.set(&self.text);
         }
         // The calls' reasoning is worth keeping even if the client hung up after them.
         if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.as_deref())

@@ -11,8 +11,8 @@ pub struct ConversationFacts {
     pub model: String,
     /// Every message is `system`, `developer` or `user`: nothing has been answered yet.
     pub initial_turn: bool,
-    /// The first non-contextual user message's text (`clients::contextual`); empty when there is
-    /// none.
+    /// The first non-contextual user message's text (`clients::contextual`), a compaction summary
+    /// in first place skipped; empty when there is none.
     pub first_user_text: String,
     /// The request is the client's own title request (opencode sends one per new session).
     pub title_request: bool,
@@ -109,6 +109,11 @@ impl ConversationFacts {
                     // What the user typed: the parts that are not context (Claude Code's `<system-reminder>`
                     // blocks, Gemini CLI's `<session_context>`); none for a message of context only.
                     if let Some(words) = contextual::user_words(&view.parts) {
+                        // A compaction summary in first place is the agent's recap of an earlier
+                        // conversation, not what the user asks (the title contract skips it).
+                        if first_user_text.is_none() && contextual::is_compaction_summary(&words) {
+                            continue;
+                        }
                         first_user_text.get_or_insert_with(|| words.clone());
                         last_user_text = Some(words);
                         user_digest = None;
@@ -188,5 +193,41 @@ mod tests {
             exchange_digest("u", "a", &[]),
             exchange_digest("v", "a", &[])
         );
+    }
+
+    /// A compaction summary in first place is skipped: the words after it are the first.
+    #[test]
+    fn a_compaction_summary_in_first_place_is_not_the_first_user_text() {
+        for summary in [
+            "This session is being continued from a previous conversation that ran out of context. The summary below covers it: fixed the login.",
+            "Another language model started to solve this problem and produced a summary of its thinking process. Here: tests added.",
+            "<state_snapshot>\n<overall_goal>fix login</overall_goal>\n</state_snapshot>",
+        ] {
+            let conversation = Conversation {
+                model: "m".into(),
+                items: vec![
+                    Item::Message(Message::text(Role::User, summary)),
+                    Item::Message(Message::text(Role::User, "now add the tests")),
+                ],
+                ..Conversation::default()
+            };
+            let facts = ConversationFacts::from_conversation(&conversation);
+            assert_eq!(facts.first_user_text, "now add the tests", "{summary}");
+        }
+        // Later, the same words are the user's own (quoted back, say): kept.
+        let conversation = Conversation {
+            model: "m".into(),
+            items: vec![
+                Item::Message(Message::text(Role::User, "first")),
+                Item::Message(Message::text(
+                    Role::User,
+                    "<state_snapshot>x</state_snapshot>",
+                )),
+            ],
+            ..Conversation::default()
+        };
+        let facts = ConversationFacts::from_conversation(&conversation);
+        assert_eq!(facts.first_user_text, "first");
+        assert_eq!(facts.last_user_text, "<state_snapshot>x</state_snapshot>");
     }
 }

@@ -1,9 +1,13 @@
 //! Conversation titles (README "Titles"): which turn gets one (`identity`, `service`) and when,
-//! relative to its answer (`turn`: a chat turn's claims and the order policy; the title request
-//! itself is the turn's harness's, `Harness::title_request`), its answer (`answer`), the sanitizer (`sanitize`), records (`store`), titles in
-//! progress (`live` here, `follow` elsewhere, `bus` between processes), outcomes waiting for the
-//! store (`outbox`) or batched on their way to it (`writer`), titles reused for the same words (`recent`), clients that title themselves on a thread of their own (`threads`) and the service's life around requests (`upkeep`); conversations of clients
-//! that send no id (`anchors`, fed by `answer_tap`).
+//! relative to its answer (`turn`: a chat turn's claims and the order policy); what a title is
+//! made from (`input`) and the work order a claim gives its task (`job`; the title request itself
+//! is the turn's harness's, `Harness::title_request`); its answer (`answer`), the sanitizer
+//! (`sanitize`), records (`store`), titles in progress (`live` here, `follow` elsewhere, `bus`
+//! between processes), outcomes waiting for the store (`outbox`) or batched on their way to it
+//! (`writer`), titles reused for the same words (`recent`), clients that title themselves on a
+//! thread of their own (`threads`) and the service's life around requests (`upkeep`);
+//! conversations of clients that send no id (`anchors`, fed by `answer_tap`, which also hands an
+//! exchange title its answer).
 
 pub mod anchors;
 mod answer;
@@ -12,6 +16,8 @@ pub mod bus;
 pub mod facts;
 pub mod follow;
 pub mod identity;
+pub mod input;
+pub mod job;
 pub mod known;
 pub mod live;
 pub mod observe;
@@ -25,5 +31,6 @@ pub mod turn;
 pub mod upkeep;
 pub mod writer;
 
-pub use service::{Started, TitleJob, TitleService};
-pub use turn::{AfterAnswer, TitleRequest, TitleTurn, TurnInfo};
+pub use job::{JobRequest, TitleJob, TitleRequest, TitleWriter};
+pub use service::{Started, TitleService};
+pub use turn::{AfterAnswer, TitleTurn, TurnInfo};

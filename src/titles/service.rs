@@ -11,10 +11,9 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
 use chrono::Utc;
 use futures_util::FutureExt;
-use http::{HeaderMap, HeaderValue, Method};
+use http::{HeaderValue, Method};
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -22,6 +21,7 @@ use tokio_util::task::TaskTracker;
 use super::anchors::Anchors;
 use super::answer::{error_message, read_limited, stream_text};
 use super::bus::{Bus, Notice};
+use super::job::{TitleJob, TitleRequest};
 use super::known::Known;
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
@@ -83,17 +83,30 @@ pub struct TitleService {
     pub(super) reasoning_memo: Arc<ReasoningMemo>,
 }
 
-/// Everything a title task needs from the request that started it.
-pub struct TitleJob {
-    pub first_user_text: String,
-    /// The title request's body, as the turn's harness writes it (`Harness::title_request`).
-    pub body: Bytes,
-    /// The conversation was just named here (`claim_fresh`): its pending record is not in the
-    /// store yet, and it may take a recent title of the same words.
-    pub fresh: bool,
-    /// End-to-end headers to send upstream, as for the main request, with the harness's own.
-    pub headers: HeaderMap,
-    pub client_authorization: Option<HeaderValue>,
+/// A started title job: its request written, from the answer too for an exchange (none: nothing
+/// to title from).
+struct Ready {
+    words: String,
+    request: Option<TitleRequest>,
+    fresh: bool,
+    client_authorization: Option<HeaderValue>,
+}
+
+impl Ready {
+    fn of(job: TitleJob) -> Self {
+        let TitleJob {
+            first_user_text,
+            request,
+            fresh,
+            client_authorization,
+        } = job;
+        Self {
+            request: request.written(&first_user_text),
+            words: first_user_text,
+            fresh,
+            client_authorization,
+        }
+    }
 }
 
 /// Signals from a started title task.
@@ -322,6 +335,7 @@ impl TitleService {
 
     /// Starts the title task for a claimed conversation.
     pub fn start(self: &Arc<Self>, live: Arc<LiveTitle>, job: TitleJob) -> Started {
+        let job = Ready::of(job);
         let (dispatched_tx, dispatched) = oneshot::channel();
         let (finished_tx, finished) = oneshot::channel();
         let this = self.clone();
@@ -371,10 +385,10 @@ impl TitleService {
     async fn title_of(
         &self,
         live: &LiveTitle,
-        job: TitleJob,
+        job: Ready,
         dispatched: oneshot::Sender<()>,
     ) -> Outcome {
-        let text = job.first_user_text.clone();
+        let text = job.words.clone();
         let source = Source {
             owner: &live.record.owner,
             model: &live.record.model,
@@ -408,12 +422,7 @@ impl TitleService {
     }
 
     /// The title task's work; its outcome is settled by the caller, panic or not.
-    async fn run(
-        &self,
-        live: &LiveTitle,
-        job: TitleJob,
-        dispatched: oneshot::Sender<()>,
-    ) -> Outcome {
+    async fn run(&self, live: &LiveTitle, job: Ready, dispatched: oneshot::Sender<()>) -> Outcome {
         tokio::select! {
             result = tokio::time::timeout(self.config.timeout, self.generate(live, &job, dispatched)) => match result {
                 Ok(Ok(title)) => Outcome::Done(title),
@@ -551,19 +560,19 @@ impl TitleService {
     async fn generate(
         &self,
         live: &LiveTitle,
-        job: &TitleJob,
+        job: &Ready,
         dispatched: oneshot::Sender<()>,
     ) -> Result<String, TitleFailure> {
-        if job.first_user_text.trim().is_empty() {
+        let Some(request) = &job.request else {
             return Err(TitleFailure::NoInput);
-        }
+        };
         let response = self
             .upstream
             .send(Outbound {
                 method: Method::POST,
                 path: "/chat/completions".to_owned(),
-                headers: job.headers.clone(),
-                body: job.body.clone(),
+                headers: request.headers.clone(),
+                body: request.body.clone(),
                 client_authorization: job.client_authorization.clone(),
                 dispatched: Some(dispatched),
             })

@@ -19,8 +19,8 @@ use std::time::Duration;
 use http::HeaderMap;
 use tokio_util::sync::CancellationToken;
 
+use super::job::TitleJob;
 use super::live::LiveTitle;
-use super::service::TitleJob;
 
 /// How long a first turn's claim waits for the client's own title request.
 pub const WAIT: Duration = Duration::from_secs(5);

@@ -391,11 +391,7 @@ impl Harness for Opencode {
 
     fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes {
         title::add_thread_headers(headers, ask.conversation);
-        Bytes::from(title::title_body(
-            ask.model,
-            &self.title_prompt,
-            ask.first_user_text,
-        ))
+        Bytes::from(title::title_body(ask.model, &self.title_prompt, ask.words))
     }
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {

@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::clients::quote::quote_prompt;
 use crate::conversation::{Conversation, ResponseFormat, Role};
+use crate::harness::TitleWords;
 
 /// The fixed instruction line sent before the user's text.
 pub const TITLE_USER_LINE: &str = "Generate a title for this conversation:\n";
@@ -18,7 +19,7 @@ struct TitleBody<'a> {
     temperature: u8,
     stream: bool,
     stream_options: StreamOptions,
-    messages: [Message<'a>; 3],
+    messages: Vec<Message<'a>>,
 }
 
 #[derive(Serialize)]
@@ -32,8 +33,34 @@ struct Message<'a> {
     content: std::borrow::Cow<'a, str>,
 }
 
-/// The compact JSON body of the title request for `first_user_text`.
-pub fn title_body(model: &str, title_prompt: &str, first_user_text: &str) -> Vec<u8> {
+/// The compact JSON body of the title request for `words`: opencode's own for its first user
+/// words (fixed line, quoted text); for an exchange, the rendered halves as the one user message
+/// after the title prompt, with opencode's parameters.
+pub fn title_body(model: &str, title_prompt: &str, words: TitleWords<'_>) -> Vec<u8> {
+    let system = Message {
+        role: "system",
+        content: title_prompt.into(),
+    };
+    let messages = match words {
+        TitleWords::FirstUser(text) => vec![
+            system,
+            Message {
+                role: "user",
+                content: TITLE_USER_LINE.into(),
+            },
+            Message {
+                role: "user",
+                content: quote_prompt(text).into(),
+            },
+        ],
+        TitleWords::Exchange(text) => vec![
+            system,
+            Message {
+                role: "user",
+                content: text.into(),
+            },
+        ],
+    };
     let body = TitleBody {
         model,
         max_tokens: 32_000,
@@ -42,20 +69,7 @@ pub fn title_body(model: &str, title_prompt: &str, first_user_text: &str) -> Vec
         stream_options: StreamOptions {
             include_usage: true,
         },
-        messages: [
-            Message {
-                role: "system",
-                content: title_prompt.into(),
-            },
-            Message {
-                role: "user",
-                content: TITLE_USER_LINE.into(),
-            },
-            Message {
-                role: "user",
-                content: quote_prompt(first_user_text).into(),
-            },
-        ],
+        messages,
     };
     serde_json::to_vec(&body).unwrap_or_default()
 }
@@ -200,7 +214,7 @@ mod tests {
         let body = String::from_utf8(title_body(
             "mock-model",
             "PROMPT\n",
-            "Run the QA pass\nthen report",
+            TitleWords::FirstUser("Run the QA pass\nthen report"),
         ))
         .expect("utf8");
         assert_eq!(
@@ -211,6 +225,22 @@ mod tests {
                 r#"{"role":"user","content":"Generate a title for this conversation:\n"},"#,
                 r#"{"role":"user","content":"\"Run the QA pass\nthen report\""}]}"#
             )
+        );
+    }
+
+    #[test]
+    fn an_exchange_is_one_plain_user_message_after_the_prompt() {
+        let body = String::from_utf8(title_body(
+            "m",
+            "PROMPT",
+            TitleWords::Exchange("USER:\nfix it\n\nASSISTANT:\nfixed"),
+        ))
+        .expect("utf8");
+        assert!(
+            body.ends_with(
+                r#""messages":[{"role":"system","content":"PROMPT"},{"role":"user","content":"USER:\nfix it\n\nASSISTANT:\nfixed"}]}"#
+            ),
+            "{body}"
         );
     }
 }

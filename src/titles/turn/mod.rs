@@ -12,15 +12,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use http::{HeaderMap, HeaderValue};
+use http::HeaderValue;
 
-use super::answer_tap::{Anchor, AnswerTap, MemoSink};
+use super::answer_tap::{Anchor, AnswerTap, MemoSink, Taps};
 use super::facts::ConversationFacts;
+use super::input::AnswerText;
+use super::job::{JobRequest, TitleJob, TitleWriter};
 use super::live::LiveTitle;
 use super::observe::Observed;
-use super::service::{Started, TitleJob, TitleService};
+use super::service::{Started, TitleService};
 use super::threads::{WAIT, Waiting};
-use crate::config::TitleOrder;
+use crate::config::{TitleInput, TitleOrder};
 
 use crate::upstream::{UpstreamError, UpstreamResponse, is_event_stream};
 
@@ -32,13 +34,6 @@ const DISPATCH_WAIT: Duration = Duration::from_millis(500);
 /// timeout, and recording its outcome takes a moment more.
 const RECORD_SLACK: Duration = Duration::from_millis(100);
 
-/// A title request as a harness wrote it.
-pub struct TitleRequest {
-    pub body: bytes::Bytes,
-    /// The client's end-to-end headers with the harness's own.
-    pub headers: HeaderMap,
-}
-
 /// What the title service needs to know of a turn.
 pub struct TurnInfo<'a> {
     pub owner: &'a str,
@@ -49,9 +44,9 @@ pub struct TurnInfo<'a> {
     pub started: bool,
     pub harness: &'static str,
     pub protocol: &'static str,
-    /// The title request for (model, words), its body and upstream headers, as the turn's harness
-    /// writes it: built only when this turn starts a title job.
-    pub title_request: &'a (dyn Fn(&str, &str) -> TitleRequest + Sync),
+    /// The writer of the title request for a model (its body and upstream headers, as the turn's
+    /// harness writes them): made only when this turn starts a title job.
+    pub title_request: &'a (dyn Fn(&str) -> TitleWriter + Sync),
     /// The credential the title request goes upstream with, as the main request's.
     pub client_authorization: Option<HeaderValue>,
     /// The client asks for its title itself after its first turn (`threads::titles_itself`).
@@ -74,6 +69,8 @@ pub struct TitleTurn {
     /// The answer to remember as its conversation's anchor if it ends cleanly (a turn that
     /// started a conversation without a client id).
     anchor: Option<Anchor>,
+    /// Where the answer's text goes for this turn's exchange title (`titles.input`).
+    answer: Option<AnswerText>,
 }
 
 /// An `after` title job: started once the answer's body has ended (or failed, or was dropped).
@@ -111,6 +108,7 @@ impl TitleService {
             observed: None,
             job: None,
             anchor: None,
+            answer: None,
         };
         let Some(facts) = turn.facts else {
             return out;
@@ -177,12 +175,23 @@ impl TitleService {
                 self.settle_recent(live, title);
                 return out;
             }
-            let TitleRequest { body, headers } = (turn.title_request)(&live.record.model, words);
+            let write = (turn.title_request)(&live.record.model);
+            let request = match self.config.input {
+                TitleInput::FirstUser => JobRequest::first_user(write, words),
+                TitleInput::Exchange => {
+                    let answer = AnswerText::default();
+                    out.answer = Some(answer.clone());
+                    JobRequest::Exchange {
+                        write,
+                        answer,
+                        chars: self.config.input_chars,
+                    }
+                }
+            };
             let job = TitleJob {
                 fresh: turn.started,
                 first_user_text: words.clone(),
-                body,
-                headers,
+                request,
                 client_authorization: turn.client_authorization,
             };
             if turn.titles_itself && facts.initial_turn && !turn.started {
@@ -267,10 +276,17 @@ impl TitleTurn {
         let success = upstream.status.is_success();
         let anchor = self.anchor.take().filter(|_| success);
         let memo = memo.filter(|_| success);
-        if anchor.is_some() || memo.is_some() {
+        // A refused answer has no text to title from: its exchange title is the user's half.
+        let answer = self.answer.take().filter(|_| success);
+        if anchor.is_some() || memo.is_some() || answer.is_some() {
             let body =
                 std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
-            upstream.body = Box::pin(AnswerTap::new(body, anchor, memo, sse));
+            let taps = Taps {
+                anchor,
+                memo,
+                answer,
+            };
+            upstream.body = Box::pin(AnswerTap::new(body, taps, sse));
         }
         if let Some(live) = self.observed.take() {
             let refused =

@@ -12,10 +12,12 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::config::{Config, StoreUrl, TitlesConfig};
+use crate::titles::TitleRequest;
 use crate::titles::facts::exchange_digest;
 use crate::titles::store::Status;
 use crate::titles::store::memory::MemoryStore;
 use crate::upstream::Upstream;
+use http::HeaderMap;
 
 fn titles(order: TitleOrder) -> Arc<TitleService> {
     let mut config = Config::default();
@@ -58,19 +60,23 @@ fn info<'a>(conversation: &'a str, facts: &'a ConversationFacts, started: bool) 
     }
 }
 
-/// A title request with nothing in it (nothing listens where it would go).
-fn no_request(_model: &str, _words: &str) -> TitleRequest {
-    TitleRequest {
+/// A writer of title requests with nothing in them (nothing listens where they would go).
+fn no_request(_model: &str) -> TitleWriter {
+    Box::new(|_| TitleRequest {
         body: Bytes::new(),
         headers: HeaderMap::new(),
-    }
+    })
 }
 
 /// `no_request`, counting in `built` how many title requests a turn writes.
-fn counted(built: &AtomicUsize) -> impl Fn(&str, &str) -> TitleRequest + Sync + '_ {
-    move |model, words| {
-        built.fetch_add(1, Ordering::Relaxed);
-        no_request(model, words)
+fn counted(built: Arc<AtomicUsize>) -> impl Fn(&str) -> TitleWriter + Sync {
+    move |model| {
+        let write = no_request(model);
+        let built = built.clone();
+        Box::new(move |words| {
+            built.fetch_add(1, Ordering::Relaxed);
+            write(words)
+        })
     }
 }
 
@@ -200,8 +206,8 @@ async fn a_task_that_ends_without_signalling_ends_the_wait() {
 async fn a_first_turn_claims_a_job_that_after_defers_to_the_answers_end() {
     let service = titles(TitleOrder::After);
     let first = facts(false, true);
-    let built = AtomicUsize::new(0);
-    let request = counted(&built);
+    let built = Arc::new(AtomicUsize::new(0));
+    let request = counted(built.clone());
     let mut turn = service
         .begin(TurnInfo {
             title_request: &request,
@@ -258,8 +264,8 @@ async fn a_fresh_conversation_with_recently_titled_words_takes_that_title_at_onc
         },
         "Known title",
     );
-    let built = AtomicUsize::new(0);
-    let request = counted(&built);
+    let built = Arc::new(AtomicUsize::new(0));
+    let request = counted(built.clone());
     let mut turn = service
         .begin(TurnInfo {
             title_request: &request,

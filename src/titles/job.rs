@@ -1,0 +1,124 @@
+//! A claimed title's work order: what the title task sends upstream, or when it is written. A
+//! first-user title is written at the claim; an exchange title (`titles.input = "exchange"`,
+//! `input`) once its job starts, when the answer it also titles from is known.
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue};
+
+use super::input::{AnswerText, exchange};
+use crate::harness::TitleWords;
+
+/// A title request as a harness wrote it.
+pub struct TitleRequest {
+    pub body: Bytes,
+    /// The client's end-to-end headers with the harness's own.
+    pub headers: HeaderMap,
+}
+
+/// Writes the turn's title request for the given words, as the turn's harness does: made when a
+/// title is claimed, run when its words are known.
+pub type TitleWriter = Box<dyn FnOnce(TitleWords<'_>) -> TitleRequest + Send>;
+
+/// Everything a title task needs from the request that started it.
+pub struct TitleJob {
+    /// The user's words the title is made from: what `recent` remembers the title under.
+    pub first_user_text: String,
+    pub request: JobRequest,
+    /// The conversation was just named here (`claim_fresh`): its pending record is not in the
+    /// store yet, and it may take a recent title of the same words.
+    pub fresh: bool,
+    pub client_authorization: Option<HeaderValue>,
+}
+
+/// The request a title job sends.
+pub enum JobRequest {
+    /// Written at the claim, from the first user words.
+    Written(TitleRequest),
+    /// Nothing to title from: no request is sent, the title fails `no input to title from`.
+    NoInput,
+    /// Written when the job starts, from the user's words and the answer's text, each cut to
+    /// `chars` characters.
+    Exchange {
+        write: TitleWriter,
+        answer: AnswerText,
+        chars: usize,
+    },
+}
+
+impl JobRequest {
+    /// The first-user request: none for blank words.
+    pub fn first_user(write: TitleWriter, words: &str) -> Self {
+        if words.trim().is_empty() {
+            Self::NoInput
+        } else {
+            Self::Written(write(TitleWords::FirstUser(words)))
+        }
+    }
+
+    /// The request to send now: an exchange is written from the answer as it stands.
+    pub fn written(self, words: &str) -> Option<TitleRequest> {
+        match self {
+            Self::Written(request) => Some(request),
+            Self::NoInput => None,
+            Self::Exchange {
+                write,
+                answer,
+                chars,
+            } => {
+                let text = exchange(words, &answer.get(), chars)?;
+                Some(write(TitleWords::Exchange(&text)))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn echo() -> TitleWriter {
+        Box::new(|words| TitleRequest {
+            body: Bytes::from(match words {
+                TitleWords::FirstUser(text) => format!("first-user:{text}"),
+                TitleWords::Exchange(text) => format!("exchange:{text}"),
+            }),
+            headers: HeaderMap::new(),
+        })
+    }
+
+    fn body(request: Option<TitleRequest>) -> Option<Bytes> {
+        request.map(|r| r.body)
+    }
+
+    #[test]
+    fn first_user_words_are_written_at_once_and_blank_ones_not_at_all() {
+        let written = JobRequest::first_user(echo(), "fix it").written("fix it");
+        assert_eq!(body(written).as_deref(), Some(&b"first-user:fix it"[..]));
+        assert!(JobRequest::first_user(echo(), " \n").written("").is_none());
+    }
+
+    #[test]
+    fn an_exchange_is_written_from_the_answer_as_it_stands_when_the_job_starts() {
+        let answer = AnswerText::default();
+        let request = JobRequest::Exchange {
+            write: echo(),
+            answer: answer.clone(),
+            chars: 100,
+        };
+        answer.set("Fixed the redirect.");
+        assert_eq!(
+            body(request.written("fix login")).as_deref(),
+            Some(&b"exchange:USER:\nfix login\n\nASSISTANT:\nFixed the redirect."[..])
+        );
+    }
+
+    #[test]
+    fn an_exchange_with_neither_half_writes_nothing() {
+        let request = JobRequest::Exchange {
+            write: echo(),
+            answer: AnswerText::default(),
+            chars: 100,
+        };
+        assert!(request.written("").is_none());
+    }
+}

@@ -9,7 +9,8 @@ it also answers Gemini (`:streamGenerateContent`, `:generateContent`, `:countTok
 Anything else is recorded and answered 404.
 
 The plan is a JSON list of steps: {"call": {"name": "bash", "arguments": {"command": "ls {cwd}"}}}
-or {"text": "done"}. A request that offers tools gets step N, N = the tool results already in its
+or {"text": "done"}; a call step may carry "say": text the answer gives before its call. A
+request that offers tools gets step N, N = the tool results already in its
 conversation (Chat: role "tool" messages; Messages: tool_result blocks); past the end, the last
 text. A call step names a tool the request must offer, else the answer is a PLAN ERROR text. A
 request without tools (a title or helper call) gets --title-text. With --text-only every request
@@ -96,7 +97,7 @@ def decide(body, chat):
         msg = f"PLAN ERROR: tool {name} not offered; offered: {', '.join(offered)}"
         print(msg, file=sys.stderr, flush=True)
         return ("text", msg)
-    return ("call", name, fill_cwd(step["call"].get("arguments", {})))
+    return ("call", name, fill_cwd(step["call"].get("arguments", {})), step.get("say", ""))
 
 
 def pieces(s, n=3):
@@ -213,7 +214,7 @@ class Handler(BaseHTTPRequestHandler):
         finish = "tool_calls" if act[0] == "call" else "stop"
         usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
         if not body.get("stream"):
-            msg = {"role": "assistant", "content": act[1] if act[0] == "text" else None}
+            msg = {"role": "assistant", "content": act[1] if act[0] == "text" else (act[3] or None)}
             if ARGS.reasoning:
                 msg["reasoning_content"] = REASONING
             if act[0] == "call":
@@ -235,6 +236,8 @@ class Handler(BaseHTTPRequestHandler):
             for p in pieces(act[1]):
                 chunk({"content": p})
         else:
+            for p in pieces(act[3]) if act[3] else []:
+                chunk({"content": p})
             chunk({"tool_calls": [{"index": 0, "id": call_id, "type": "function",
                                    "function": {"name": act[1], "arguments": ""}}]})
             for p in pieces(json.dumps(act[2])):
@@ -256,6 +259,8 @@ class Handler(BaseHTTPRequestHandler):
         if act[0] == "text":
             blocks.append({"type": "text", "text": act[1]})
         else:
+            if act[3]:
+                blocks.append({"type": "text", "text": act[3]})
             blocks.append({"type": "tool_use", "id": tid, "name": act[1], "input": act[2]})
         usage = {"input_tokens": 10, "output_tokens": 5}
         if not body.get("stream"):

@@ -451,3 +451,47 @@ async fn resend(
     });
     send(upstream, request).await
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_client_waiting_on_the_work_gets_a_comment_every_ten_seconds_then_the_answer() {
+        let (tx, rx) = tokio::sync::oneshot::channel::<Bytes>();
+        let work: Work = Box::pin(async move { Ok(rx.await.unwrap_or_default()) });
+        let mut body = Deciding {
+            work: Some(work),
+            timer: Some(Box::pin(tokio::time::sleep(KEEPALIVE_EVERY))),
+        };
+        let t0 = tokio::time::Instant::now();
+        let first = body.next().await.expect("a comment").expect("bytes");
+        assert_eq!(&first[..], b": keep-alive\n\n");
+        assert_eq!(t0.elapsed(), KEEPALIVE_EVERY);
+        let second = body.next().await.expect("a comment").expect("bytes");
+        assert_eq!(&second[..], b": keep-alive\n\n");
+        tx.send(Bytes::from_static(b"data: [DONE]\n\n"))
+            .expect("send");
+        let answer = body.next().await.expect("the answer").expect("bytes");
+        assert_eq!(&answer[..], b"data: [DONE]\n\n");
+        assert!(body.next().await.is_none());
+    }
+
+    #[test]
+    fn a_whole_answer_becomes_a_stream_in_a_stream_s_order() {
+        let completion = json!({"id": "c", "created": 1, "model": "m", "choices": [{"index": 0,
+            "message": {"role": "assistant", "content": "Hi", "tool_calls": [{"id": "x", "type": "function", "function": {"name": "bash", "arguments": "{}"}}]},
+            "finish_reason": "tool_calls"}], "usage": {"total_tokens": 2}});
+        let text = String::from_utf8(events(&completion).to_vec()).expect("utf-8");
+        let datas: Vec<&str> = text
+            .split("\n\n")
+            .filter_map(|e| e.strip_prefix("data: "))
+            .collect();
+        assert_eq!(datas.len(), 5, "{text}");
+        assert!(datas[0].contains("\"content\":\"Hi\"") && !datas[0].contains("tool_calls"));
+        assert!(datas[1].contains("\"tool_calls\":[{") && datas[1].contains("\"index\":0"));
+        assert!(datas[2].contains("\"finish_reason\":\"tool_calls\""));
+        assert!(datas[3].contains("\"usage\""));
+        assert_eq!(datas[4], "[DONE]");
+    }
+}

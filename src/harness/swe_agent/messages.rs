@@ -11,8 +11,7 @@ use serde_json::{Value, json};
 
 use super::extract;
 use crate::conversation::{Item, Role};
-use crate::harness::family::output_text;
-use crate::harness::text::{joined, structured_output, user_text};
+use crate::harness::text::{joined, output, structured_output, user_text};
 use crate::template::Pattern;
 
 /// The texts a request is built from.
@@ -87,7 +86,7 @@ pub fn build(items: &[Item], repo_dir: &str, texts: &Texts<'_>) -> Vec<Value> {
             }
             Item::ToolResult(result) => {
                 emit_task(&mut out, &mut task, &mut task_sent);
-                let (text, _) = output_text(result);
+                let text = output(result);
                 let observation = observation(&text, last_command.as_deref(), texts);
                 last_command = None;
                 let content = if observation == texts.empty_output {

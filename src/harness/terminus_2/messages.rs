@@ -8,8 +8,7 @@
 use serde_json::{Value, json};
 
 use crate::conversation::{Item, Role};
-use crate::harness::family::output_text;
-use crate::harness::text::{clip, clip_start, joined, structured_output, user_text};
+use crate::harness::text::{clip, clip_start, joined, output, structured_output, user_text};
 use crate::template::Pattern;
 
 /// The most bytes of terminal output one turn carries.
@@ -72,7 +71,7 @@ pub fn build(items: &[Item], texts: &Texts<'_>) -> Vec<Value> {
                 if std::mem::take(&mut skip_output) {
                     continue;
                 }
-                let (text, _) = output_text(result);
+                let text = output(result);
                 out.push(json!({"role": "user", "content": terminal_output(&text, texts.limited)}));
             }
             Item::Message(_) | Item::ToolCall(_) | Item::Reasoning(_) => {}

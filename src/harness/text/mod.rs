@@ -113,6 +113,28 @@ pub fn user_text(content: &Content) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// A tool result's output as these harnesses show it to the model: the text, blank for the
+/// neutral "(no output)", without the `<system-reminder>` blocks an agent appends to it for its own
+/// model (Claude Code's token budget): an observation is what the command printed.
+pub fn output(result: &crate::conversation::ToolResult) -> String {
+    let (mut text, _) = super::family::output_text(result);
+    while let Some(body) = text.trim_end().strip_suffix("</system-reminder>") {
+        let Some(at) = body.rfind("<system-reminder>") else {
+            break;
+        };
+        let kept = body[..at].trim_end_matches(['\n', ' ']).len();
+        // Only a block the agent appended after the output (a blank line before it).
+        if !body[..at].ends_with("\n\n") && kept != 0 {
+            break;
+        }
+        text.truncate(kept);
+        if kept > 0 {
+            text.push('\n');
+        }
+    }
+    text
+}
+
 /// A tool result that is the runtime's structured shell result (`{"output": …, "metadata":
 /// {"exit_code": …}}`): its output and exit code.
 pub fn structured_output(text: &str) -> Option<(String, Option<i64>)> {
@@ -201,6 +223,25 @@ mod tests {
             calls[1].arguments,
             r#"{"command":"ls\npwd","description":"ls"}"#
         );
+    }
+
+    #[test]
+    fn an_appended_reminder_is_not_output() {
+        use crate::conversation::{Content, ToolResult};
+        let result = |text: &str| ToolResult {
+            call_id: None,
+            content: Content::Text(text.to_owned()),
+            is_error: false,
+        };
+        let reminder =
+            "<system-reminder>\n<total_tokens>9 tokens left</total_tokens>\n</system-reminder>";
+        assert_eq!(output(&result(&format!("hi\n\n{reminder}"))), "hi\n");
+        assert_eq!(output(&result(&format!("(no output)\n\n{reminder}"))), "");
+        assert_eq!(
+            output(&result(&format!("a{reminder}"))),
+            format!("a{reminder}")
+        );
+        assert_eq!(output(&result("plain\n")), "plain\n");
     }
 
     #[test]

@@ -173,7 +173,9 @@ fn build(items: &[Item], wrap: &dyn Fn(&str) -> String) -> Vec<Value> {
                 }
                 Role::Developer => {
                     let parts = message.content.text_parts();
-                    if parts.iter().all(|p| contextual::is_contextual_text(p)) {
+                    if parts.iter().all(|p| {
+                        text::is_developer_fragment(p) || contextual::is_contextual_text(p)
+                    }) {
                         continue;
                     }
                     let text = joined(&message.content);

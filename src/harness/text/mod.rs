@@ -113,6 +113,37 @@ pub fn user_text(content: &Content) -> Option<String> {
     (!text.is_empty()).then_some(text)
 }
 
+/// The starts of the developer texts an agent's runtime writes for itself (its permissions,
+/// skills, plugins, modes, budgets): a developer message of these alone is not sent as the user's.
+const DEVELOPER_FRAGMENTS: [&str; 16] = [
+    "<permissions instructions>",
+    "<model_switch>",
+    "<apps_instructions>",
+    "<collaboration_mode>",
+    "<multi_agent_role>",
+    "<multi_agent_mode>",
+    "<environments_instructions>",
+    "<git_attribution>",
+    "<plugins_instructions>",
+    "<realtime_conversation>",
+    "<skills_instructions>",
+    "<tools>",
+    "<personality_spec>",
+    "<token_budget>",
+    "<rollout_budget>",
+    "<context_window",
+];
+
+/// Whether a developer text is one of the runtime's own fragments (its start after leading
+/// whitespace, compared without ASCII case).
+pub fn is_developer_fragment(text: &str) -> bool {
+    let text = text.trim_start().as_bytes();
+    DEVELOPER_FRAGMENTS.iter().any(|start| {
+        text.get(..start.len())
+            .is_some_and(|head| head.eq_ignore_ascii_case(start.as_bytes()))
+    })
+}
+
 /// A tool result's output as these harnesses show it to the model: the text, blank for the
 /// neutral "(no output)", without the `<system-reminder>` blocks an agent appends to it for its own
 /// model (Claude Code's token budget): an observation is what the command printed.

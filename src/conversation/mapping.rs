@@ -87,4 +87,7 @@ pub struct Reshape {
     pub include_usage: bool,
     /// Translates tool calls into the client's dialect; `None` leaves them as they are.
     pub calls: Option<std::sync::Arc<dyn CallMapper>>,
+    /// A text-protocol harness's rules: the answer is held whole and read by them
+    /// (`conversation::action`); `None` for every other harness.
+    pub actions: Option<std::sync::Arc<dyn super::action::ActionReader>>,
 }

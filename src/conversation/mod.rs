@@ -8,6 +8,7 @@
 //! (`protocols::{chat, responses, messages}`) builds it; a harness turns it into the upstream Chat
 //! Completions body; `mapping` says how the upstream's answer is mapped back.
 
+pub mod action;
 pub mod answer;
 pub mod mapping;
 pub mod seal;

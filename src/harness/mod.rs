@@ -11,6 +11,7 @@ pub mod family;
 pub mod kimi_cli;
 pub mod kimi_code;
 pub mod little_coder;
+pub mod mini_swe_agent;
 pub mod minimal;
 pub mod opencode;
 pub mod passthrough;
@@ -18,6 +19,11 @@ pub mod pi;
 pub mod plain;
 pub mod plain_chat;
 pub mod qwen_code;
+pub mod swe_agent;
+pub mod terminus_2;
+#[cfg(test)]
+mod test_support;
+pub mod text;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -206,6 +212,9 @@ impl Registry {
         registry.add(Arc::new(deepseek_tui::DeepseekTui::from_setup(setup)?));
         registry.add(Arc::new(minimal::Minimal::from_setup(setup)?));
         registry.add(Arc::new(little_coder::LittleCoder::from_setup(setup)?));
+        registry.add(Arc::new(mini_swe_agent::MiniSweAgent::from_setup(setup)?));
+        registry.add(Arc::new(swe_agent::SweAgent::from_setup(setup)?));
+        registry.add(Arc::new(terminus_2::Terminus2::from_setup(setup)?));
         Ok(registry)
     }
 

@@ -56,6 +56,7 @@ impl Harness for PlainChat {
                 client_stream: conversation.options.stream,
                 include_usage: conversation.options.include_usage,
                 calls: None,
+                actions: None,
             }),
             dropped_tools: Vec::new(),
             passthrough_tools: Vec::new(),

@@ -96,6 +96,7 @@ async fn shape(
         client_stream,
         include_usage,
         calls,
+        ..
     } = reshape;
     if client_stream {
         out_headers.insert(

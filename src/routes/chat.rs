@@ -163,22 +163,11 @@ async fn serve(
     let outbound = turn.outbound(&body, prepared.upstream_body, prepared.rewritten);
     let tools = (prepared.dropped_tools, prepared.passthrough_tools);
     turn.inspect(&body, &outbound, (&tools.0, &tools.1));
-    // Calls the client cannot run are answered upstream before any reaches it.
-    let corrector = match &prepared.response {
-        crate::protocols::chat::ResponsePlan::Reshape(reshape) => {
-            reshape
-                .calls
-                .clone()
-                .map(|mapper| crate::routes::correct::Corrector {
-                    upstream: state.upstream.clone(),
-                    outbound: crate::routes::correct::Resend::of(&outbound),
-                    mapper,
-                    max_event: state.config.limits.max_sse_event_bytes,
-                    max_answer: state.config.limits.max_answer_bytes,
-                })
-        }
-        crate::protocols::chat::ResponsePlan::Passthrough => None,
+    let bounds = crate::routes::answer::Bounds {
+        max_event: state.config.limits.max_sse_event_bytes,
+        max_answer: state.config.limits.max_answer_bytes,
     };
+    let mut answering = Answering::of(state, &prepared.response, &outbound, bounds);
     let mut upstream = match turn.send(outbound, meter).await {
         Ok(upstream) => upstream,
         Err(err) => {
@@ -187,19 +176,12 @@ async fn serve(
         }
     };
     exchange.facts.upstream_status = Some(upstream.status.as_u16());
+    // A text-protocol harness's answer becomes the client's before anything reads it.
+    let heartbeat = renderer.is_none() && client_stream;
+    answering.act(&mut upstream, heartbeat);
     title.watch_answer(&mut upstream, turn.memo(prepared.rewritten, memo_scope));
-    if let Some(corrector) = corrector
-        && upstream.status.is_success()
-        && crate::routes::proxy::is_event_stream(&upstream.headers)
-    {
-        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
-        upstream.body = crate::routes::correct::correcting(body, corrector);
-    }
+    answering.correct(&mut upstream);
     let render = renderer.map(|renderer| (renderer, client_stream));
-    let bounds = crate::routes::answer::Bounds {
-        max_event: state.config.limits.max_sse_event_bytes,
-        max_answer: state.config.limits.max_answer_bytes,
-    };
     let mut response = respond(upstream, prepared.response, render, bounds, &front).await?;
     let (mut dropped_tools, passthrough_tools) = tools;
     dropped_tools.append(&mut dropped);
@@ -211,6 +193,74 @@ async fn serve(
         out.insert("x-title-url", url);
     }
     Ok(response)
+}
+
+/// What the answer's own work needs besides the answer: a text-protocol harness's rules
+/// (`routes::actions`), else the corrections of calls the client cannot run (`routes::correct`).
+enum Answering {
+    Act(crate::routes::actions::Acting),
+    Correct(crate::routes::correct::Corrector),
+    Neither,
+}
+
+impl Answering {
+    fn of(
+        state: &AppState,
+        plan: &crate::protocols::chat::ResponsePlan,
+        outbound: &crate::upstream::Outbound,
+        bounds: crate::routes::answer::Bounds,
+    ) -> Self {
+        use crate::protocols::chat::ResponsePlan;
+        let ResponsePlan::Reshape(reshape) = plan else {
+            return Self::Neither;
+        };
+        let Some(mapper) = reshape.calls.clone() else {
+            return Self::Neither;
+        };
+        let outbound = crate::routes::correct::Resend::of(outbound);
+        match reshape.actions.clone() {
+            Some(reader) => Self::Act(crate::routes::actions::Acting {
+                upstream: state.upstream.clone(),
+                outbound,
+                reader,
+                mapper,
+                bounds,
+                heartbeat: false,
+            }),
+            None => Self::Correct(crate::routes::correct::Corrector {
+                upstream: state.upstream.clone(),
+                outbound,
+                mapper,
+                max_event: bounds.max_event,
+                max_answer: bounds.max_answer,
+            }),
+        }
+    }
+
+    /// A text-protocol harness's answer, read whole and turned into the client's.
+    fn act(&mut self, upstream: &mut crate::upstream::UpstreamResponse, heartbeat: bool) {
+        if !upstream.status.is_success() {
+            return;
+        }
+        if let Self::Act(_) = self
+            && let Self::Act(mut acting) = std::mem::replace(self, Self::Neither)
+        {
+            acting.heartbeat = heartbeat;
+            crate::routes::actions::acting(upstream, acting);
+        }
+    }
+
+    /// Calls the client cannot run are answered upstream before any reaches it.
+    fn correct(self, upstream: &mut crate::upstream::UpstreamResponse) {
+        if let Self::Correct(corrector) = self
+            && upstream.status.is_success()
+            && crate::routes::proxy::is_event_stream(&upstream.headers)
+        {
+            let body =
+                std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
+            upstream.body = crate::routes::correct::correcting(body, corrector);
+        }
+    }
 }
 
 /// The client's body, whole and within `limits.max_body_bytes`; the wait for it is not the

@@ -57,6 +57,56 @@ impl Resend {
             body: outbound.body.clone(),
         }
     }
+
+    /// The same request with another body.
+    pub(crate) fn with_body(&self, body: &Value) -> Option<Outbound> {
+        Some(Outbound {
+            method: http::Method::POST,
+            path: self.path.clone(),
+            headers: self.headers.clone(),
+            body: Bytes::from(serde_json::to_vec(body).ok()?),
+            client_authorization: self.client_authorization.clone(),
+            dispatched: None,
+        })
+    }
+}
+
+/// One call of an answer the proxy answers upstream itself.
+pub(crate) struct HeldCall<'a> {
+    pub(crate) id: &'a str,
+    pub(crate) name: &'a str,
+    pub(crate) arguments: &'a str,
+    /// The client cannot run it (else it was not run because another call of its turn cannot).
+    pub(crate) bad: bool,
+}
+
+/// The model's turn with its calls, and a tool result for each: what was wrong with a call the
+/// client cannot run and what the tool takes (`CallMapper::explain`), or that a valid one was
+/// not run.
+pub(crate) fn answered_calls(
+    text: &str,
+    reasoning: &str,
+    calls: &[HeldCall<'_>],
+    mapper: &dyn CallMapper,
+) -> Vec<Value> {
+    let listed: Vec<Value> = calls
+        .iter()
+        .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+        .collect();
+    let mut turn = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }, "tool_calls": listed});
+    if !reasoning.is_empty() {
+        turn["reasoning_content"] = json!(reasoning);
+    }
+    let mut out = vec![turn];
+    for call in calls {
+        let content = if call.bad {
+            format!("Error: {}.", mapper.explain(call.name, call.arguments))
+        } else {
+            "Not run: another call of the same turn could not be run. Call it again if it is still needed.".to_owned()
+        };
+        out.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}));
+    }
+    out
 }
 
 /// One call of the answer as it streams in.
@@ -125,7 +175,10 @@ pub(crate) fn correcting(body: BodyStream, corrector: Corrector) -> BodyStream {
 }
 
 /// Sends a correction request; `None` when there is none to send or the upstream refuses it.
-async fn send(upstream: &Upstream, request: Option<Outbound>) -> Option<UpstreamResponse> {
+pub(crate) async fn send(
+    upstream: &Upstream,
+    request: Option<Outbound>,
+) -> Option<UpstreamResponse> {
     match upstream.send(request?).await {
         Ok(upstream) if upstream.status.is_success() => Some(upstream),
         Ok(upstream) => {
@@ -313,36 +366,23 @@ impl State {
         let mut body: Value = serde_json::from_slice(&self.corrector.outbound.body).ok()?;
         let messages = body.get_mut("messages")?.as_array_mut()?;
         let (text, reasoning) = self.turn_text();
-        let calls: Vec<Value> = self
+        let calls: Vec<HeldCall<'_>> = self
             .calls
-            .values()
-            .map(|c| json!({"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}))
+            .iter()
+            .map(|(index, c)| HeldCall {
+                id: &c.id,
+                name: &c.name,
+                arguments: &c.arguments,
+                bad: bad.contains(index),
+            })
             .collect();
-        let mut turn = json!({"role": "assistant", "content": if text.is_empty() { Value::Null } else { json!(text) }, "tool_calls": calls});
-        if !reasoning.is_empty() {
-            turn["reasoning_content"] = json!(reasoning);
-        }
-        messages.push(turn);
-        for (index, call) in &self.calls {
-            let content = if bad.contains(index) {
-                format!(
-                    "Error: {}.",
-                    self.corrector.mapper.explain(&call.name, &call.arguments)
-                )
-            } else {
-                "Not run: another call of the same turn could not be run. Call it again if it is still needed.".to_owned()
-            };
-            messages.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}));
-        }
-        let resend = &self.corrector.outbound;
-        Some(Outbound {
-            method: http::Method::POST,
-            path: resend.path.clone(),
-            headers: resend.headers.clone(),
-            body: Bytes::from(serde_json::to_vec(&body).ok()?),
-            client_authorization: resend.client_authorization.clone(),
-            dispatched: None,
-        })
+        messages.extend(answered_calls(
+            &text,
+            &reasoning,
+            &calls,
+            self.corrector.mapper.as_ref(),
+        ));
+        self.corrector.outbound.with_body(&body)
     }
 
     /// The text and reasoning of the answer passed on so far.

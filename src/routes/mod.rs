@@ -1,5 +1,6 @@
 //! Thin handlers: extract → call → map. Shared plumbing for proxied requests lives in `proxy`.
 
+pub mod actions;
 pub mod answer;
 pub mod cache_scope;
 pub mod chat;

@@ -106,3 +106,8 @@ fn tool_arguments() {
 fn title_sanitizer() {
     targets::title();
 }
+
+#[test]
+fn text_actions() {
+    targets::text_actions();
+}

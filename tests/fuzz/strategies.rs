@@ -255,3 +255,44 @@ pub fn mutated(corpus: Vec<Vec<u8>>) -> impl Strategy<Value = Vec<u8>> {
         bytes
     })
 }
+
+/// Model answers of the text-protocol harnesses: their own tokens (tags, fences, JSON pieces,
+/// editor lines, keys) and noise, so every extraction rule's edges come up.
+pub fn action_text() -> impl Strategy<Value = String> {
+    let token = prop_oneof![
+        Just("<tool_invoke>".to_owned()),
+        Just("</tool_invoke>".to_owned()),
+        Just("<name>execute_bash</name>".to_owned()),
+        Just("<code>".to_owned()),
+        Just("</code>".to_owned()),
+        Just("<invoke name=\"bash\">".to_owned()),
+        Just("</invoke>".to_owned()),
+        Just("<parameter name=\"command\">".to_owned()),
+        Just("<parameter>".to_owned()),
+        Just("</parameter>".to_owned()),
+        Just("<execute_bash>".to_owned()),
+        Just("</execute_bash>".to_owned()),
+        Just("```".to_owned()),
+        Just("bash\n".to_owned()),
+        Just("str_replace_editor ".to_owned()),
+        Just("view /a --view_range 1 -1".to_owned()),
+        Just("create /a --file_text 'x\ny'".to_owned()),
+        Just("insert /a --insert_line 3 --new_str \"z\"".to_owned()),
+        Just("str_replace /a --old_str 'a' --new_str 'b'".to_owned()),
+        Just("submit".to_owned()),
+        Just("&amp;&lt;&gt;".to_owned()),
+        Just("{\"analysis\":\"a\",\"plan\":\"p\",\"commands\":[".to_owned()),
+        Just("{\"keystrokes\":\"ls\\n\",\"duration\":0.1}".to_owned()),
+        Just("{\"keystrokes\":\"C-c\"}".to_owned()),
+        Just("{\"keystrokes\":\"\",\"duration\":1e308}".to_owned()),
+        Just("],\"task_complete\":true}".to_owned()),
+        Just("{".to_owned()),
+        Just("}".to_owned()),
+        Just("\"".to_owned()),
+        Just("\\".to_owned()),
+        Just("\n".to_owned()),
+        Just("'".to_owned()),
+        text(),
+    ];
+    proptest::collection::vec(token, 0..48).prop_map(|parts| parts.concat())
+}

@@ -193,3 +193,75 @@ pub fn title() {
         }
     });
 }
+
+/// The answer rules of the three text-protocol harnesses (swe-agent's extraction and editor
+/// lines, terminus-2's JSON and keystrokes, mini-swe-agent's rule): for any answer, no panic, and
+/// every action's candidate calls carry a JSON object.
+pub fn text_actions() {
+    use harness_proxy::conversation::action::{Answer, Attempts, Verdict};
+    use harness_proxy::conversation::mapping::ResponsePlan;
+    let prompts = Prompts::load(None).unwrap();
+    let config = harness_proxy::config::Config::default();
+    let registry = harness_proxy::harness::Registry::build(&harness_proxy::harness::Setup {
+        config: &config,
+        prompts: &prompts,
+        host: HostInfo {
+            shell: None,
+            temp_dir: "/tmp".to_owned(),
+            utc_offset: chrono::FixedOffset::east_opt(0).unwrap(),
+        },
+        profiles: Profiles::load(&[]).unwrap(),
+    })
+    .unwrap();
+    let body = bytes::Bytes::from_static(br#"{"model":"m","messages":[{"role":"system","content":"Working directory: /w"},{"role":"user","content":"fix"}],"tools":[{"type":"function","function":{"name":"bash","parameters":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}},{"type":"function","function":{"name":"read","parameters":{"type":"object","properties":{"filePath":{"type":"string"}},"required":["filePath"]}}}]}"#);
+    let now = chrono::DateTime::from_timestamp(1_764_417_600, 0).unwrap();
+    let readers: Vec<_> = ["swe-agent", "terminus-2", "mini-swe-agent"]
+        .iter()
+        .map(|name| {
+            let prepared = registry
+                .get(name)
+                .unwrap()
+                .prepare(HarnessRequest {
+                    conversation: parse_conversation(&body).unwrap(),
+                    chat_body: Some(&body),
+                    headers: &http::HeaderMap::new(),
+                    now,
+                })
+                .unwrap();
+            match prepared.response {
+                ResponsePlan::Reshape(reshape) => reshape.actions.unwrap(),
+                ResponsePlan::Passthrough => unreachable!("a text harness rewrites"),
+            }
+        })
+        .collect();
+    let seeds: Vec<String> = corpus("text_actions")
+        .iter()
+        .map(|s| String::from_utf8_lossy(s).into_owned())
+        .collect();
+    let inputs = prop_oneof![
+        3 => strategies::action_text(),
+        1 => strategies::mutated(corpus("text_actions"))
+            .prop_map(|b| String::from_utf8_lossy(&b).into_owned()),
+    ];
+    fuzz("text_actions", &seeds, inputs, |text| {
+        for reader in &readers {
+            for attempts in [
+                Attempts::default(),
+                Attempts {
+                    corrections: 3,
+                    confirmations: 1,
+                },
+            ] {
+                let verdict = reader.read(&Answer { text, calls: &[] }, attempts);
+                if let Verdict::Act(calls) = verdict {
+                    assert!(!calls.is_empty(), "an action with no call");
+                    for call in calls {
+                        let args: serde_json::Value =
+                            serde_json::from_str(&call.arguments).expect("JSON arguments");
+                        assert!(args.is_object(), "{args}");
+                    }
+                }
+            }
+        }
+    });
+}

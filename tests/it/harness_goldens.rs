@@ -156,6 +156,9 @@ fn every_chat_harness_matches_its_golden_cases() {
         "deepseek-tui",
         "minimal",
         "little-coder",
+        "mini-swe-agent",
+        "swe-agent",
+        "terminus-2",
     ] {
         assert!(
             harnesses.iter().any(|h| h == harness),

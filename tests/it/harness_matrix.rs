@@ -29,14 +29,14 @@ const HARNESSES: [(&str, Option<(&str, &str)>); 7] = [
 ];
 
 #[derive(Debug, Clone, Copy)]
-enum Front {
+pub(crate) enum Front {
     Chat,
     Responses,
     Messages,
     Gemini,
 }
 
-const FRONTS: [Front; 4] = [
+pub(crate) const FRONTS: [Front; 4] = [
     Front::Chat,
     Front::Responses,
     Front::Messages,
@@ -45,7 +45,7 @@ const FRONTS: [Front; 4] = [
 
 impl Front {
     /// The client's shell tool: its name, its call's arguments for `echo hi`.
-    fn shell(self) -> (&'static str, Value) {
+    pub(crate) fn shell(self) -> (&'static str, Value) {
         match self {
             Front::Chat => ("bash", json!({"command": "echo hi"})),
             Front::Responses => ("exec_command", json!({"cmd": "echo hi"})),
@@ -54,7 +54,7 @@ impl Front {
         }
     }
 
-    fn headers(self) -> Vec<(&'static str, &'static str)> {
+    pub(crate) fn headers(self) -> Vec<(&'static str, &'static str)> {
         match self {
             Front::Chat => vec![("user-agent", "opencode/1.18.33")],
             Front::Responses => vec![
@@ -69,7 +69,7 @@ impl Front {
         }
     }
 
-    fn path(self, harness: &str) -> String {
+    pub(crate) fn path(self, harness: &str) -> String {
         match self {
             Front::Chat => format!("/harness/{harness}/v1/chat/completions"),
             Front::Responses => format!("/harness/{harness}/v1/responses"),
@@ -79,7 +79,7 @@ impl Front {
     }
 
     /// The request of a turn: the prompt, then (second turn) the client's call and its result.
-    fn request(self, answered: Option<&Value>) -> Value {
+    pub(crate) fn request(self, answered: Option<&Value>) -> Value {
         let (tool, _) = self.shell();
         match self {
             Front::Chat => {
@@ -121,7 +121,7 @@ impl Front {
     }
 
     /// The one call of a (non-streamed) answer: (name, arguments).
-    fn call(self, answer: &Value) -> Option<(String, Value)> {
+    pub(crate) fn call(self, answer: &Value) -> Option<(String, Value)> {
         match self {
             Front::Chat => {
                 let call = &answer["choices"][0]["message"]["tool_calls"][0]["function"];

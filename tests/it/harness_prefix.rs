@@ -45,6 +45,9 @@ fn every_chat_harness_extends_the_last_turn_byte_for_byte() {
         "deepseek-tui",
         "minimal",
         "little-coder",
+        "mini-swe-agent",
+        "swe-agent",
+        "terminus-2",
     ] {
         let bodies: Vec<Value> = (1..=4)
             .map(|turns| upstream_body(&registry, harness, &request(turns), &headers))

@@ -52,6 +52,7 @@ mod shapes;
 mod shutdown;
 mod sse_limits;
 mod startup;
+mod text_harnesses;
 mod title_exchange;
 mod titles;
 mod tool_count;

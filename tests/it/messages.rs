@@ -745,3 +745,40 @@ async fn count_tokens_is_within_ten_percent_of_the_rebuilt_upstream_body() {
         .json();
     assert_counts_the_rebuilt_body("count_tokens", estimate, &sent, client_side);
 }
+
+/// A chunk that carries text, a call the bridge translates and the finish at once (an upstream
+/// that answered JSON, made a stream; the shaper re-emits the call before the rest): the Claude
+/// Code client still gets the call's input.
+#[tokio::test]
+async fn a_call_and_its_text_in_one_chunk_keep_the_call_s_input() {
+    use crate::support::sse::DONE;
+    let chunk = serde_json::json!({"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "Listing.", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"ls\",\"description\":\"List\"}"}}]},
+            "finish_reason": "tool_calls"}]});
+    let event = format!("data: {chunk}\n\n");
+    let upstream =
+        crate::support::FakeUpstream::fixed(crate::support::Reply::sse(&[&event, DONE])).await;
+    let mut config = crate::support::test_config(&upstream.base_url());
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    let app = crate::support::TestApp::start(config).await;
+    let answer: serde_json::Value = app
+        .post("/v1/messages")
+        .header("x-app", "cli")
+        .json(&serde_json::json!({"model": "m", "max_tokens": 100, "messages": [{"role": "user", "content": "list"}],
+            "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}, "description": {"type": "string"}}, "required": ["command"], "additionalProperties": false}}]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let call = answer["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(call["input"]["command"], "ls", "{answer}");
+}

@@ -193,6 +193,20 @@ async fn metrics_answer_what_the_traffic_was() {
     assert_eq!(unknown.status(), 400);
     read_all(unknown).await;
 
+    // A text-protocol harness whose model never writes a command (the upstream answers "ok"):
+    // swe-agent's correction turn three times, then the model's text is the answer.
+    let stubborn = post(
+        "swe-agent",
+        json!({"model": "m", "messages": [{"role": "user", "content": "Fix the metrics"}],
+            "tools": [{"type": "function", "function": {"name": "bash", "parameters": {"type": "object",
+                "properties": {"command": {"type": "string"}}, "required": ["command"]}}}]}),
+    )
+    .send()
+    .await
+    .unwrap();
+    assert_eq!(stubborn.status(), 200);
+    assert!(read_all(stubborn).await.contains("\"ok\""));
+
     let text = client
         .get(format!("{}/metrics", proxy.base))
         .send()
@@ -284,6 +298,18 @@ async fn metrics_answer_what_the_traffic_was() {
     check(
         "harness_proxy_dropped_tools_total",
         &[("harness", "opencode"), ("tool", "other")],
+        1.0,
+    );
+
+    let swe = |outcome| [("harness", "swe-agent"), ("outcome", outcome)];
+    check(
+        "harness_proxy_harness_corrections_total",
+        &swe("corrected"),
+        3.0,
+    );
+    check(
+        "harness_proxy_harness_corrections_total",
+        &swe("gave_up"),
         1.0,
     );
 

@@ -17,7 +17,7 @@ use crate::clients::converters;
 use crate::conversation::ToolDefinition;
 
 /// The built-in profiles, one data file each: adding an agent is one file and one line here.
-const BUILT_IN_FILES: [(&str, &str); 15] = [
+const BUILT_IN_FILES: [(&str, &str); 18] = [
     ("opencode.toml", include_str!("opencode.toml")),
     ("codex-responses.toml", include_str!("codex-responses.toml")),
     ("codex.toml", include_str!("codex.toml")),
@@ -33,6 +33,9 @@ const BUILT_IN_FILES: [(&str, &str); 15] = [
     ("kimi-code.toml", include_str!("kimi-code.toml")),
     ("deepseek-tui.toml", include_str!("deepseek-tui.toml")),
     ("little-coder.toml", include_str!("little-coder.toml")),
+    ("mini-swe-agent.toml", include_str!("mini-swe-agent.toml")),
+    ("swe-agent.toml", include_str!("swe-agent.toml")),
+    ("terminus-2.toml", include_str!("terminus-2.toml")),
 ];
 
 /// A profile file as written.

@@ -293,6 +293,7 @@ pub fn prepared(body: &Value, bridge: Bridge, conversation: &Conversation) -> Pr
             client_stream: conversation.options.stream,
             include_usage: conversation.options.include_usage,
             calls,
+            actions: None,
         }),
         dropped_tools,
         passthrough_tools,

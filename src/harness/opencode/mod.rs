@@ -407,6 +407,7 @@ impl Harness for Opencode {
                 client_stream: built.client_stream,
                 include_usage: built.include_usage,
                 calls: built.calls,
+                actions: None,
             }),
             dropped_tools: built.dropped_tools,
             passthrough_tools: built.passthrough_tools,

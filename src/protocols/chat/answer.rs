@@ -115,12 +115,16 @@ impl ChatAnswerReader {
             return;
         };
         let mut delta = choice.delta;
+        // Words after a call end it: a renderer that puts them in a block of their own has
+        // closed the call's block, so its arguments go first.
         if let Some(reasoning) = delta.reasoning_text() {
+            self.close_calls(out);
             out.push(AnswerEvent::Reasoning(reasoning.into_owned()));
         }
         if let Some(text) = delta.text()
             && !text.is_empty()
         {
+            self.close_calls(out);
             out.push(AnswerEvent::Text(text.into_owned()));
         }
         for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
@@ -215,6 +219,36 @@ mod tests {
         }
         reader.finish(&mut out);
         out
+    }
+
+    /// A call whose chunk also carries text after it (how the shaper re-emits a chunk holding
+    /// text, a translated call and the finish): the call ends, arguments and all, before the
+    /// text, so a renderer that closes the call's block for the text has them.
+    #[test]
+    fn text_after_a_call_ends_the_call_first() {
+        use AnswerEvent::*;
+        let stream = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"type\":\"function\",\"function\":{\"name\":\"Bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Listing.\"},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let events = read(&[stream.as_bytes()]);
+        assert_eq!(
+            events[..4],
+            [
+                ToolCallStart {
+                    index: 0,
+                    id: "c".into(),
+                    name: "Bash".into()
+                },
+                ToolCallArguments {
+                    index: 0,
+                    delta: "{\"command\":\"ls\"}".into()
+                },
+                ToolCallEnd { index: 0 },
+                Text("Listing.".into()),
+            ]
+        );
     }
 
     #[test]

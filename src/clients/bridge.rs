@@ -490,8 +490,14 @@ impl Bridge {
     }
 
     /// A result from the client's history in the neutral words (the harness's tools answer in
-    /// them, or reword them).
-    pub fn history_output(&self, client_tool: &str, text: &str) -> String {
+    /// them, or reword them). A sub-agent's answer is the task result, named by the id of the
+    /// call that started it (`subagent`).
+    pub fn history_output(&self, client_tool: &str, call_id: Option<&str>, text: &str) -> String {
+        if self.is_subagent_tool(client_tool) && !super::subagent::is_task_result(text) {
+            let answer = self.profile.output_to_neutral(client_tool, text);
+            let id = super::subagent::task_id(call_id.unwrap_or(client_tool));
+            return super::subagent::task_result(&id, &answer);
+        }
         let neutral = self.profile.output_to_neutral(client_tool, text);
         // A write or an edit of a tool read by inference: its own success sentence, in the
         // neutral words (Continue CLI's `Successfully created file: …`).
@@ -508,6 +514,25 @@ impl Bridge {
             }
             _ => neutral,
         }
+    }
+}
+
+impl Bridge {
+    /// Whether a client tool starts the client's sub-agents, for a harness whose agent is not the
+    /// client itself (its own results are its own words already).
+    fn is_subagent_tool(&self, client_tool: &str) -> bool {
+        let same_agent =
+            self.profile.is_known_agent() && self.profile.name == self.harness.profile().name;
+        let inferred = match self.by_name.get(client_tool).map(|&i| &self.tools[i].via) {
+            Some(Via::Inferred(alias)) => alias.capability == Capability::Agent,
+            _ => false,
+        };
+        !same_agent
+            && (inferred
+                || self
+                    .profile
+                    .capabilities(client_tool)
+                    .any(|c| c == Capability::Agent))
     }
 }
 

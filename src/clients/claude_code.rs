@@ -1,6 +1,7 @@
 //! Claude Code's structural converters (Claude Code 2.1.x; `profiles/claude-code.toml` holds its
 //! renames): `Bash` has no working directory (a neutral `workdir` becomes a `cd`), `TodoWrite`
-//! keeps an `activeForm` and no priority, `WebFetch` runs the page through a prompt. Pure.
+//! keeps an `activeForm` and no priority, `WebFetch` runs the page through a prompt; an `Agent`
+//! result is its sub-agent's report inside Claude Code's hand-back frame (`agent_report`). Pure.
 //!
 //! Owns: Claude Code's shapes. Must not: rename anything a data file can.
 
@@ -111,9 +112,30 @@ pub(super) fn neutral_to_webfetch(_: Capability, args: &Map<String, Value>) -> O
         "prompt": "Return the full content of the page as markdown."}))
 }
 
+/// Where Claude Code's frame around a sub-agent's report (2.1.332, captured) ends, and where the
+/// lines after the report begin.
+const REPORT_FOLLOWS: &str = "The report follows:\n";
+const AGENT_ID_LINE: &str = "\nagentId: ";
+
+/// An `Agent` result (a foreground sub-agent's hand-back: a frame, the report with every line
+/// indented by two spaces, then its `agentId:` and usage lines) → the report as the sub-agent
+/// wrote it. Another form (an older version's plain text) is not read.
+pub fn agent_report(text: &str) -> Option<String> {
+    let start = text.find(REPORT_FOLLOWS)? + REPORT_FOLLOWS.len();
+    let end = start + text[start..].rfind(AGENT_ID_LINE)?;
+    let report = text[start..end]
+        .split('\n')
+        .map(|line| line.strip_prefix("  ").unwrap_or(line))
+        .collect::<Vec<_>>()
+        .join("\n");
+    Some(report)
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
+
+    use super::agent_report;
 
     use super::super::profiles::{Profile, Profiles};
 
@@ -232,17 +254,21 @@ mod tests {
             )
         );
         let task = r#"{"description":"Find","prompt":"Look","subagent_type":"general"}"#;
+        // A harness's kind of agent is not Claude Code's: its general agent runs, in the
+        // foreground (the answer is the call's result).
         assert_eq!(
-            claude()
-                .client("task", task, &["Agent".to_owned()])
-                .map(|c| c.0),
-            Some("Agent".into())
+            claude().client("task", task, &["Agent".to_owned()]),
+            Some((
+                "Agent".into(),
+                r#"{"description":"Find","prompt":"Look","run_in_background":false}"#.into()
+            ))
         );
         assert_eq!(
             claude().client("task", task, &["Task".to_owned()]),
             Some((
                 "Task".into(),
-                r#"{"description":"Find","prompt":"Look","subagent_type":"general"}"#.into()
+                r#"{"description":"Find","prompt":"Look","subagent_type":"general-purpose"}"#
+                    .into()
             ))
         );
         // Resuming a task by its id has no slot in Claude Code's tool: not expressible, never
@@ -250,5 +276,24 @@ mod tests {
         let resume =
             r#"{"description":"Find","prompt":"Look","subagent_type":"general","task_id":"t"}"#;
         assert_eq!(claude().client("task", resume, &["Task".to_owned()]), None);
+    }
+
+    #[test]
+    fn an_agent_result_is_the_report_unframed_and_unindented() {
+        let text = concat!(
+            "  <tools-used-before-summary>Bash</tools-used-before-summary>\n  \n",
+            "[Subagent hand-back] The text below is the final report of a subagent. The report follows:\n",
+            "  Found: README.md, notes.txt\n  Both are plain text files.\n  \n    - README.md (indented line)\n  - notes.txt\n",
+            "agentId: ab6f565526196b3e9 (use SendMessage with to: 'ab6f565526196b3e9' to continue this agent)\n",
+            "<usage>subagent_tokens: 15\ntool_uses: 1</usage>\n",
+            "<system-reminder>\n<total_tokens>1 tokens left</total_tokens>\n</system-reminder>"
+        );
+        assert_eq!(
+            agent_report(text).as_deref(),
+            Some(
+                "Found: README.md, notes.txt\nBoth are plain text files.\n\n  - README.md (indented line)\n- notes.txt"
+            )
+        );
+        assert_eq!(agent_report("Found: a.txt"), None);
     }
 }

@@ -3,15 +3,18 @@
 //! (`converter = "codex_shell"`). Each is a pair of plain functions, client arguments → neutral
 //! calls and a neutral call → client arguments, written in the dialect's own module; this table
 //! only lists them, so a new structural converter is one function pair in its agent's module and
-//! one line here. Result readers (a structured result text → the neutral words) are listed the
-//! same way.
+//! one line here. Result readers (a structured result text → the neutral words) and sub-agent
+//! collectors (`clients::subagent`) are listed the same way.
 //!
 //! Owns: the registry. Must not: convert anything itself.
 
 use serde_json::{Map, Value};
 
 use super::capability::Capability;
-use super::{claude_code, cline, codex, codex_responses, gemini_cli, kimi, pi, profiles};
+use super::subagent::Collector;
+use super::{
+    claude_code, cline, codex, codex_agents, codex_responses, gemini_cli, kimi, pi, profiles,
+};
 
 /// A client tool's arguments as neutral calls: one, or several when the tool does several things
 /// at once (pi's `edits[]`); `None` when they do not convert. The capability given is the one the
@@ -145,13 +148,27 @@ static REGISTRY: [Named; 20] = [
 pub type ResultReader = fn(&str) -> Option<String>;
 
 /// Every result reader (`output = "…"` in a profile file).
-static READERS: [(&str, ResultReader); 5] = [
+static READERS: [(&str, ResultReader); 7] = [
     ("shell_block", profiles::shell_block),
     ("kimi_system", profiles::kimi_system),
     ("cline_results", profiles::cline_results),
     ("codex_exec", codex_responses::exec_output),
     ("codex_patch", codex_responses::patch_output),
+    ("claude_agent_report", claude_code::agent_report),
+    ("gemini_agent_result", gemini_cli::agent_result),
 ];
+
+/// Every sub-agent collector (`collect = "…"` in a profile's `[subagent]`).
+static COLLECTORS: [Collector; 1] = [Collector {
+    name: "codex_wait_agent",
+    pending: codex_agents::pending_wait,
+    fold: codex_agents::fold,
+}];
+
+/// The sub-agent collector of that name.
+pub fn collector(name: &str) -> Option<&'static Collector> {
+    COLLECTORS.iter().find(|c| c.name == name)
+}
 
 /// The converter of that name.
 pub fn lookup(name: &str) -> Option<&'static Named> {

@@ -1,7 +1,8 @@
 //! The `gemini-cli` profile's structural converters (Gemini CLI 0.61, `profiles/gemini-cli.toml`
 //! holds its renames; Qwen Code, a fork, shares the shell result block in `profiles::results`):
 //! `read_file`'s line range ↔ the neutral offset and limit, `write_todos` ↔ the neutral todos, and
-//! `web_fetch`, which takes one prompt with the URL inside it. Pure.
+//! `web_fetch`, which takes one prompt with the URL inside it; an `invoke_agent` result is its
+//! sub-agent's structured output after a status header (`agent_result`). Pure.
 //!
 //! Owns: Gemini CLI's shapes. Must not: rename anything a data file can.
 
@@ -193,4 +194,43 @@ pub(crate) fn qwen_todos_to_neutral(
 
 pub(crate) fn neutral_to_qwen_todos(_: Capability, args: &Map<String, Value>) -> Option<Value> {
     todos_to_qwen(args)
+}
+
+/// How an `invoke_agent` result that reached its goal opens (0.61, captured), before the
+/// sub-agent's output as pretty JSON.
+const AGENT_FINISHED: &str = "Subagent '";
+const AGENT_GOAL: &str = " finished.\nTermination Reason: GOAL\nResult:\n";
+
+/// An `invoke_agent` result → the sub-agent's answer: the `response` of its output (the
+/// generalist's), or the `SummaryOfFindings` of a report (the codebase investigator's), else the
+/// output's JSON. A sub-agent that did not reach its goal is not read: its status is the result.
+pub fn agent_result(text: &str) -> Option<String> {
+    let rest = text.strip_prefix(AGENT_FINISHED)?;
+    let (_, output) = rest.split_once(AGENT_GOAL)?;
+    let value: Value = serde_json::from_str(output).ok()?;
+    let answer = ["response", "SummaryOfFindings"]
+        .iter()
+        .find_map(|key| value.get(*key).and_then(Value::as_str));
+    Some(match answer {
+        Some(answer) => answer.to_owned(),
+        None => output.trim().to_owned(),
+    })
+}
+
+#[cfg(test)]
+mod agent_tests {
+    use super::*;
+
+    #[test]
+    fn an_invoke_agent_result_is_the_sub_agent_s_response() {
+        let text = "Subagent 'generalist' finished.\nTermination Reason: GOAL\nResult:\n{\n  \"response\": \"Found: a.txt\\n  - b.txt\"\n}";
+        assert_eq!(
+            agent_result(text).as_deref(),
+            Some("Found: a.txt\n  - b.txt")
+        );
+        let report = "Subagent 'codebase_investigator' finished.\nTermination Reason: GOAL\nResult:\n{\"SummaryOfFindings\": \"auth lives in a.rs\", \"ExplorationTrace\": []}";
+        assert_eq!(agent_result(report).as_deref(), Some("auth lives in a.rs"));
+        let failed = "Subagent 'generalist' finished.\nTermination Reason: ERROR_NO_COMPLETE_TASK_CALL\nResult:\nAgent stopped";
+        assert_eq!(agent_result(failed), None);
+    }
 }

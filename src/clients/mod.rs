@@ -1,11 +1,12 @@
 //! The dialect layer: each agent's tools described once against neutral capabilities
 //! (`capability`; `profiles`: one data file per agent, named structural converters in
-//! `converters` and one module per agent: `codex`, `codex_responses`, `claude_code`, `pi`,
+//! `converters` and one module per agent: `codex`, `codex_responses`, `codex_agents`, `claude_code`, `pi`,
 //! `gemini_cli`, `cline`, `kimi`), serving the agent both as a client and as a harness's tool set;
 //! tools no profile names read by their name and schema (`infer`); how one request's client tools
 //! stand to the harness's and how the model's calls come back checked against the client's own
 //! schemas (`bridge`, `schema`); which parts of a user message are context rather than the
-//! user's words (`contextual`); how opencode quotes user text (`quote`) and reserialises its tool
+//! user's words (`contextual`); how a client's sub-agent requests are told apart and its answers
+//! read (`subagent`); how opencode quotes user text (`quote`) and reserialises its tool
 //! arguments (`args`); which tool names may be metric labels (`labels`). Pure and synchronous: no
 //! I/O, no axum.
 
@@ -15,6 +16,7 @@ pub mod capability;
 pub mod claude_code;
 pub mod cline;
 pub mod codex;
+pub mod codex_agents;
 pub mod codex_responses;
 pub mod contextual;
 pub mod converters;
@@ -26,3 +28,4 @@ pub mod pi;
 pub mod profiles;
 pub mod quote;
 pub mod schema;
+pub mod subagent;

@@ -88,6 +88,12 @@ pub struct Prepared {
     /// Tools of the client's sent upstream as the client defined them, with no harness
     /// counterpart (`x-harness-passthrough-tools`).
     pub passthrough_tools: Vec<String>,
+    /// The request is a client's sub-agent's, rebuilt as the harness's own sub-agent
+    /// (`clients::subagent`): never titled.
+    pub subagent: bool,
+    /// The turn is answered on the client's side with this call, not sent upstream (Codex's wait
+    /// for its sub-agent, `clients::subagent::Collector`).
+    pub local: Option<crate::clients::subagent::LocalCall>,
 }
 
 impl Prepared {
@@ -109,6 +115,8 @@ impl Prepared {
             response: ResponsePlan::Passthrough,
             dropped_tools: Vec::new(),
             passthrough_tools: Vec::new(),
+            subagent: false,
+            local: None,
         }
     }
 }

@@ -60,6 +60,8 @@ impl Harness for PlainChat {
             }),
             dropped_tools: Vec::new(),
             passthrough_tools: Vec::new(),
+            subagent: false,
+            local: None,
         })
     }
 

@@ -150,9 +150,14 @@ async fn serve(
     let processed = inbound::process(state, harness, front, &scoped, &body, memo_scope).await?;
     let (turn, started) = identified(state, harness, (call, front), &caller.owner, &processed)?;
     exchange.conversation_id = Some(turn.conversation.clone());
-    let mut title = turn.begin_title(processed.facts.as_ref(), started).await;
+    // A client's sub-agent is never titled: its facts serve only to identify its conversation.
+    let facts = processed.facts.as_ref();
+    let mut title = turn
+        .begin_title(facts, started, processed.prepared.subagent)
+        .await;
     exchange.after_answer = title.before_upstream().await;
 
+    let processed_model = processed.facts.as_ref().map(|f| f.model.clone());
     let Processed {
         prepared,
         renderer,
@@ -168,7 +173,15 @@ async fn serve(
         max_answer: state.config.limits.max_answer_bytes,
     };
     let mut answering = Answering::of(state, &prepared.response, &outbound, bounds);
-    let mut upstream = match turn.send(outbound, meter).await {
+    let sent = match &prepared.local {
+        // Answered on the client's side (Codex's wait for its sub-agent): nothing goes upstream.
+        Some(local) => Ok(crate::routes::local::answer(
+            local,
+            facts_model(processed_model.as_deref()),
+        )),
+        None => turn.send(outbound, meter).await,
+    };
+    let mut upstream = match sent {
         Ok(upstream) => upstream,
         Err(err) => {
             title.upstream_failed(&err);
@@ -193,6 +206,11 @@ async fn serve(
         out.insert("x-title-url", url);
     }
     Ok(response)
+}
+
+/// The model a local answer names: the request's, when it was read.
+fn facts_model(model: Option<&str>) -> &str {
+    model.unwrap_or("harness-proxy")
 }
 
 /// What the answer's own work needs besides the answer: a text-protocol harness's rules

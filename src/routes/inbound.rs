@@ -58,6 +58,8 @@ impl Processed {
                 response: ResponsePlan::Passthrough,
                 dropped_tools: Vec::new(),
                 passthrough_tools: Vec::new(),
+                subagent: false,
+                local: None,
             },
             facts,
             renderer: None,

@@ -12,6 +12,7 @@ pub mod front;
 pub mod gemini;
 pub mod health;
 pub mod inbound;
+pub mod local;
 pub mod messages;
 pub mod meter;
 pub mod proxy;

@@ -42,6 +42,7 @@ impl Turn<'_> {
         &self,
         facts: Option<&ConversationFacts>,
         started: bool,
+        subagent: bool,
     ) -> TitleTurn {
         let headers = &self.call.headers;
         // Owns what it needs: an exchange title is written when the answer has ended.
@@ -71,6 +72,7 @@ impl Turn<'_> {
                 conversation: &self.conversation,
                 facts,
                 started,
+                subagent,
                 harness: self.harness.name(),
                 protocol: self.front.protocol.name(),
                 title_request: &title_request,

@@ -160,7 +160,7 @@ fn check_case(case: &Value, profiles: &Profiles, harness: &Arc<HarnessTools>) ->
     for result in case["results"].as_array().unwrap() {
         let tool = result["tool"].as_str().unwrap();
         let text = result["text"].as_str().unwrap();
-        let got = bridge.history_output(tool, text);
+        let got = bridge.history_output(tool, None, text);
         expect(
             got == result["upstream"].as_str().unwrap(),
             format!("result of {tool}: {got:?}"),

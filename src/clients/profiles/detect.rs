@@ -57,6 +57,8 @@ struct ProfileFile {
     drop: Vec<String>,
     #[serde(default, rename = "result")]
     results: Vec<ResultRule>,
+    #[serde(default)]
+    subagent: crate::clients::subagent::Markers,
 }
 
 /// One alias as written: `capability` names a neutral capability (`harness` and `opencode`, the
@@ -226,6 +228,13 @@ fn parse(shown: &str, text: &str) -> Result<Profile, ProfileError> {
             resolve(alias).map_err(|message| error(format!("alias `{client}`: {message}")))
         })
         .collect::<Result<_, _>>()?;
+    if let Some(name) = file.subagent.collect.as_deref()
+        && converters::collector(name).is_none()
+    {
+        return Err(error(format!(
+            "unknown sub-agent collector `{name}`; known: codex_wait_agent"
+        )));
+    }
     Ok(Profile {
         name: file.name,
         user_agents: file.user_agents,
@@ -235,6 +244,7 @@ fn parse(shown: &str, text: &str) -> Result<Profile, ProfileError> {
         fingerprint: file.fingerprint,
         drop: file.drop,
         results: file.results,
+        subagent: file.subagent,
     })
 }
 

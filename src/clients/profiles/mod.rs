@@ -123,6 +123,8 @@ pub struct Profile {
     pub drop: Vec<String>,
     /// The agent's result texts, in the neutral words.
     pub results: Vec<ResultRule>,
+    /// How the agent's sub-agents' requests are told from its main thread's.
+    pub subagent: super::subagent::Markers,
 }
 
 /// The profile of a client no profile describes: its tools are read by inference

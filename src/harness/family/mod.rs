@@ -231,7 +231,7 @@ pub fn translate(items: &[Item], bridge: &Bridge) -> Vec<Item> {
                     continue;
                 };
                 let text = result.text();
-                let worded = bridge.history_output(tool, &text);
+                let worded = bridge.history_output(tool, result.call_id.as_deref(), &text);
                 let content = if worded == text {
                     result.content.clone()
                 } else {
@@ -297,6 +297,8 @@ pub fn prepared(body: &Value, bridge: Bridge, conversation: &Conversation) -> Pr
         }),
         dropped_tools,
         passthrough_tools,
+        subagent: false,
+        local: None,
     }
 }
 

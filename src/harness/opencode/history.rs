@@ -198,7 +198,10 @@ impl Converter<'_> {
         let text = result.text();
         let text = text.strip_prefix(NO_TRUNCATE_MARKER).unwrap_or(&text);
         let client_tool = self.call_tools.get(id).map_or("", String::as_str);
-        let content = self.options.bridge.history_output(client_tool, text);
+        let content = self
+            .options
+            .bridge
+            .history_output(client_tool, Some(id), text);
         let mut answered = false;
         for id in ids {
             let Some(pos) = self.awaiting.iter().position(|a| *a == id) else {

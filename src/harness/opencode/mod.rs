@@ -32,6 +32,7 @@ use crate::clients::bridge::{Bridge, Unmatched};
 use crate::clients::contextual::context_parts;
 use crate::clients::labels::ToolLabels;
 use crate::clients::profiles::{Profile, Profiles};
+use crate::clients::subagent::LocalCall;
 use crate::config::{ExtraTools, InstructionsMode, OpencodeConfig};
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
 use crate::conversation::{Conversation, Item, Message, Role, ToolDefinition};
@@ -84,6 +85,10 @@ pub struct Built {
     pub include_usage: bool,
     /// Translates upstream tool calls back into the client's dialect (non-identity profiles).
     pub calls: Option<Arc<dyn CallMapper>>,
+    /// Rebuilt as opencode's search agent because the client's sub-agent sent it.
+    pub subagent: bool,
+    /// Answered on the client's side, not sent upstream (`Prepared::local`).
+    pub local: Option<LocalCall>,
 }
 
 impl Opencode {
@@ -162,6 +167,14 @@ impl Opencode {
         let profile =
             self.profiles
                 .detect(headers, conversation.client.profile, &conversation.tools)?;
+        // A client whose sub-agent is two calls (Codex): its collecting call is made here, and
+        // each pair reads as the one call it stands for.
+        if let Some(collector) = profile.subagent.collector() {
+            if let Some(call) = (collector.pending)(&conversation.items) {
+                return Ok(Built::local(call, &conversation));
+            }
+            conversation.items = (collector.fold)(std::mem::take(&mut conversation.items));
+        }
         let mut bridge = self.bridge(profile.clone(), &conversation.tools);
         let mode = Mode::from_headers(headers)?;
         if let Some(mode) = mode {
@@ -171,7 +184,8 @@ impl Opencode {
         // is written: a large request then holds two copies at a time, not three.
         let client_items = std::mem::take(&mut conversation.items);
         let conversation = &conversation;
-        let flavour = self.flavour(&client_items);
+        let offered: Vec<&str> = conversation.tools.iter().filter_map(|t| t.name()).collect();
+        let (flavour, subagent) = self.flavour(&client_items, &profile, (headers, &offered));
         let env = self.env(&client_items, headers, now);
         let system =
             self.system_message(&client_items, &conversation.model, flavour, &env, &profile);
@@ -202,7 +216,9 @@ impl Opencode {
             reasoning_effort: conversation.options.reasoning_effort.as_deref(),
             prompt_cache_key: self.prompt_cache_key(conversation, headers),
         });
-        Ok(Built::of(body, bridge, conversation))
+        let mut built = Built::of(body, bridge, conversation);
+        built.subagent = subagent;
+        Ok(built)
     }
 
     /// The system message, then the client's history converted.
@@ -250,13 +266,32 @@ impl Opencode {
         &self.tool_labels
     }
 
-    /// Which of opencode's agents the client's system prompt is (the search agent, or the main one).
-    fn flavour(&self, client_items: &[Item]) -> Flavour {
+    /// Which of opencode's agents the request is: its system text's (the search agent, the task
+    /// agent, or the main one), else the search agent for a client's own sub-agent, told by the
+    /// markers of its profile (`clients::subagent`); and whether it was told that way.
+    fn flavour(
+        &self,
+        client_items: &[Item],
+        profile: &Profile,
+        (headers, offered): (&HeaderMap, &[&str]),
+    ) -> (Flavour, bool) {
         let system_texts: Vec<Cow<'_, str>> = messages(client_items)
             .filter(|m| m.role == Role::System)
             .map(|m| m.content.text())
             .collect();
-        Flavour::detect(&system_texts, &self.search_prompt)
+        match Flavour::detect(&system_texts, &self.search_prompt) {
+            Flavour::Main if !profile.subagent.is_empty() => {
+                let texts: Vec<&str> = system_texts.iter().map(AsRef::as_ref).collect();
+                let subagent = profile.subagent.matches(headers, &texts, offered);
+                let flavour = if subagent {
+                    Flavour::SearchAgent
+                } else {
+                    Flavour::Main
+                };
+                (flavour, subagent)
+            }
+            flavour => (flavour, false),
+        }
     }
 
     /// The `<env>` values: the proxy's headers, else what the client's own prompt says of where it
@@ -341,6 +376,22 @@ impl Built {
             client_stream: conversation.options.stream,
             include_usage: conversation.options.include_usage,
             calls,
+            subagent: false,
+            local: None,
+        }
+    }
+
+    /// A turn answered on the client's side with `call`: no body, the call as the client's own.
+    fn local(call: LocalCall, conversation: &Conversation) -> Self {
+        Self {
+            body: Bytes::new(),
+            dropped_tools: Vec::new(),
+            passthrough_tools: Vec::new(),
+            client_stream: conversation.options.stream,
+            include_usage: conversation.options.include_usage,
+            calls: None,
+            subagent: false,
+            local: Some(call),
         }
     }
 }
@@ -411,6 +462,8 @@ impl Harness for Opencode {
             }),
             dropped_tools: built.dropped_tools,
             passthrough_tools: built.passthrough_tools,
+            subagent: built.subagent,
+            local: built.local,
         })
     }
 }

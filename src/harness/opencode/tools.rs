@@ -204,6 +204,15 @@ impl Catalog {
                         }
                     }
                 }
+                // The search agent has its five tools and nothing else (the client's own
+                // sub-agent rebuilt as it: none of its write tools), but the tool the client's
+                // sub-agent must end with.
+                (Some(Binding::Kept), _, _)
+                    if flavour == Flavour::SearchAgent
+                        && !bridge.profile.subagent.keep.iter().any(|k| k == name) =>
+                {
+                    now_dropped.push(name);
+                }
                 (Some(Binding::Kept), _, _) | (_, REQUEST_USER_INPUT, Some(true)) => {
                     match to_raw(def) {
                         Some(raw) => {

@@ -201,6 +201,8 @@ pub fn prepared(
         }),
         dropped_tools,
         passthrough_tools,
+        subagent: false,
+        local: None,
     }
 }
 

@@ -42,6 +42,8 @@ pub struct TurnInfo<'a> {
     pub facts: Option<&'a ConversationFacts>,
     /// This turn starts its conversation (no client id, no anchor found).
     pub started: bool,
+    /// The request is a client's sub-agent's: never titled (its answer still anchors it).
+    pub subagent: bool,
     pub harness: &'static str,
     pub protocol: &'static str,
     /// The writer of the title request for a model (its body and upstream headers, as the turn's
@@ -124,7 +126,7 @@ impl TitleService {
         // A conversation started without a client id is titled on its first turn even when the
         // client wrote example exchanges before it (aider's few-shot): from what this turn asks.
         let due = facts.title_request || facts.initial_turn || turn.started;
-        if !due || !self.applies_to(turn.harness) {
+        if !due || turn.subagent || !self.applies_to(turn.harness) {
             return out;
         }
         // A title thread's request titles the conversation whose first words it quotes.

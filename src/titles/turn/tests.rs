@@ -51,6 +51,7 @@ fn info<'a>(conversation: &'a str, facts: &'a ConversationFacts, started: bool) 
         conversation,
         facts: Some(facts),
         started,
+        subagent: false,
         harness: "opencode",
         protocol: "chat",
         title_request: &no_request,

@@ -4,7 +4,7 @@
 //! # Layout
 //! - `cli`, `config`, `telemetry`: start-up (commands, layered config, logging and metrics).
 //! - `server`: router, middleware (request id, access log, concurrency limit), graceful `run`.
-//! - `routes`: thin handlers — `chat::handle` (the pipeline every protocol's route goes through),
+//! - `routes`: thin handlers — `pipeline::serve` (the pipeline every protocol's route goes through),
 //!   `inbound` (client bytes → model → harness), `answer`/`render` (the answer in the client's
 //!   protocol), `forward` (other `/v1/*`), `health`, `titles`, `ui`.
 //! - `conversation`: the protocol-neutral model every stage reads, and the answer events.

@@ -50,6 +50,9 @@ pub enum CliError {
     Stdin(#[source] std::io::Error),
     #[error("--protocol gemini needs --model (the model of the request's path)")]
     GeminiModel,
+    /// `--protocol` names no served front (clap's own check keeps this from a command line).
+    #[error("no client protocol is named `{name}`")]
+    UnknownProtocol { name: String },
     #[error("the request has nothing to title (not a Chat Completions body, or a helper call)")]
     NothingToTitle,
     /// The request `rewrite` was given is one `serve` would refuse, for this reason.

@@ -13,7 +13,6 @@ use super::{CliError, CommonArgs, load_config, process_host};
 use crate::config::Config;
 use crate::harness::{Harness, TitleAsk};
 use crate::prompts::Prompts;
-use crate::protocols::ClientProtocol;
 use crate::routes::RequestId;
 use crate::routes::front::Call;
 use crate::routes::inbound::{self, Processed};
@@ -28,8 +27,8 @@ pub struct RewriteArgs {
     #[arg(long = "header", value_name = "K:V")]
     pub headers: Vec<String>,
     /// The client protocol the request (on stdin) is in.
-    #[arg(long, value_enum, default_value = "chat")]
-    pub protocol: RewriteProtocol,
+    #[arg(long, default_value = "chat", value_parser = protocol_names())]
+    pub protocol: String,
     /// `--protocol gemini`: the model, which Gemini names in the request's path.
     #[arg(long, value_name = "MODEL")]
     pub model: Option<String>,
@@ -38,23 +37,13 @@ pub struct RewriteArgs {
     pub title: bool,
 }
 
-#[derive(Debug, Clone, Copy, clap::ValueEnum)]
-pub enum RewriteProtocol {
-    Chat,
-    Responses,
-    Messages,
-    Gemini,
-}
-
-impl RewriteProtocol {
-    fn protocol(self) -> ClientProtocol {
-        match self {
-            Self::Chat => ClientProtocol::Chat,
-            Self::Responses => ClientProtocol::Responses,
-            Self::Messages => ClientProtocol::Messages,
-            Self::Gemini => ClientProtocol::Gemini,
-        }
-    }
+/// `--protocol`'s values: the served fronts' names.
+fn protocol_names() -> clap::builder::PossibleValuesParser {
+    clap::builder::PossibleValuesParser::new(
+        crate::routes::FRONTS
+            .iter()
+            .map(|front| front.protocol.name()),
+    )
 }
 
 pub(super) fn run(common: &CommonArgs, args: &RewriteArgs) -> Result<ExitCode, CliError> {
@@ -89,10 +78,13 @@ fn rewritten(
     headers: HeaderMap,
     body: &bytes::Bytes,
 ) -> Result<Vec<u8>, CliError> {
-    let protocol = args.protocol.protocol();
-    let front = crate::routes::front(protocol);
+    let front =
+        crate::routes::front_named(&args.protocol).ok_or_else(|| CliError::UnknownProtocol {
+            name: args.protocol.clone(),
+        })?;
+    let protocol = front.protocol;
     let mut params = Vec::new();
-    if protocol == ClientProtocol::Gemini {
+    if protocol == crate::protocols::gemini::PROTOCOL {
         // Gemini names the model and the call in the path: a streamed turn, as Gemini CLI sends.
         let model = args.model.clone().ok_or(CliError::GeminiModel)?;
         params.push(("model".to_owned(), model));

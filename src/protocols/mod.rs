@@ -8,13 +8,15 @@
 //! answer side (shaper, fold, answer reader) serves Chat Completions clients directly. Adapters are
 //! pure and synchronous: no I/O, no axum. A protocol's parse sees the whole `Request` (method,
 //! the route's path parameters, query, headers, body), so what a protocol needs of the request
-//! is its own business. Adding a protocol = one folder here, one route file (its `Front`), one
-//! `ClientProtocol` variant.
+//! is its own business. Adding a protocol = one folder here (naming its `PROTOCOL`), one route
+//! file (its `Front`), and its line in `routes::FRONTS`, the one list of the protocols served.
+//! `upstream_error` reads what an upstream's error body says, for the protocols that reshape it.
 
 pub mod chat;
 pub mod gemini;
 pub mod messages;
 pub mod responses;
+pub mod upstream_error;
 
 use bytes::Bytes;
 use http::{HeaderMap, Method};
@@ -22,24 +24,20 @@ use http::{HeaderMap, Method};
 pub use crate::conversation::answer::{AnswerEvent, FinishReason, Usage};
 pub use chat::answer::ChatAnswerReader;
 
-/// The protocol a client spoke.
+/// The protocol a client spoke, by the name logs and metrics know it by. Each protocol's folder
+/// names its own (`chat::PROTOCOL`, …); which are served is `routes::FRONTS`' business.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClientProtocol {
-    Chat,
-    Responses,
-    Messages,
-    Gemini,
-}
+pub struct ClientProtocol(&'static str);
 
 impl ClientProtocol {
+    /// A protocol named `name` (lower case, one word: a metric label and a `--protocol` value).
+    pub const fn named(name: &'static str) -> Self {
+        Self(name)
+    }
+
     /// Label for logs and metrics.
     pub fn name(self) -> &'static str {
-        match self {
-            Self::Chat => "chat",
-            Self::Responses => "responses",
-            Self::Messages => "messages",
-            Self::Gemini => "gemini",
-        }
+        self.0
     }
 }
 

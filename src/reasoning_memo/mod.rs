@@ -36,7 +36,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::TitlesConfig;
+use crate::config::{StoreUrl, TitlesConfig};
 use crate::conversation::{Item, Reasoning, Role};
 use crate::titles::store::StoreError;
 use local::{Known, Local};
@@ -178,9 +178,19 @@ impl ReasoningMemo {
         Self::with_bounds(LOCAL_BOUNDS, shared)
     }
 
-    /// The memo over the backend `titles.store` names.
+    /// The memo over the backend `titles.store` names (none for `memory`: the local map is all
+    /// there is).
     pub fn open(config: &TitlesConfig) -> Result<Self, StoreError> {
-        Ok(Self::new(shared::open(config, STORE_BOUNDS)?))
+        let shared: Option<Arc<dyn SharedMemo>> = match &config.store {
+            StoreUrl::Memory => None,
+            StoreUrl::Sqlite(path) => Some(Arc::new(sqlite::SqliteMemo::open(path, STORE_BOUNDS)?)),
+            StoreUrl::Redis(url) => Some(Arc::new(redis::RedisMemo::open(
+                url,
+                &config.redis_prefix,
+                STORE_BOUNDS,
+            )?)),
+        };
+        Ok(Self::new(shared))
     }
 
     /// Remembers `reasoning` once as that of the answer whose calls have `call_ids` (the first

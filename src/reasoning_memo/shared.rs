@@ -11,7 +11,8 @@
 //! the same on every replica and scoped per caller: hex SHA-256 over the owner (already a
 //! caller-identity hash), a separator and the call id.
 //!
-//! Owns: the trait, the keys, the write tasks and their bound. Must not: be awaited by an
+//! Owns: the trait, the keys, the write tasks and their bound (which backend serves it is
+//! `ReasoningMemo::open`'s choice, in the folder's `mod`, above the backends). Must not: be awaited by an
 //! answer, fail a request, or keep an entry past `SHARED_TTL` or its backend's bounds.
 
 use std::sync::Arc;
@@ -22,8 +23,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
-use super::{Bounds, Evicted};
-use crate::config::{StoreUrl, TitlesConfig};
+use super::Evicted;
 use crate::titles::store::StoreError;
 
 /// How long another replica can find an answer's reasoning: a tool loop's next turn comes
@@ -68,23 +68,6 @@ pub fn key(owner: &str, call_id: &str) -> String {
     hash.update([0x1f]);
     hash.update(call_id.as_bytes());
     hex::encode(hash.finalize())
-}
-
-/// Opens the memo's side of the store `titles.store` names, within `bounds`; `None` for
-/// `memory`.
-pub fn open(
-    config: &TitlesConfig,
-    bounds: Bounds,
-) -> Result<Option<Arc<dyn SharedMemo>>, StoreError> {
-    Ok(match &config.store {
-        StoreUrl::Memory => None,
-        StoreUrl::Sqlite(path) => Some(Arc::new(super::sqlite::SqliteMemo::open(path, bounds)?)),
-        StoreUrl::Redis(url) => Some(Arc::new(super::redis::RedisMemo::open(
-            url,
-            &config.redis_prefix,
-            bounds,
-        )?)),
-    })
 }
 
 /// A shared store as the memo uses it.

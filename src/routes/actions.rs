@@ -35,9 +35,9 @@ use crate::conversation::mapping::CallMapper;
 use crate::protocols::chat::Folder;
 use crate::routes::answer::{Bounds, bounded};
 use crate::routes::correct::{HeldCall, MAX_CORRECTIONS, Resend, answered_calls, send};
-use crate::routes::proxy::is_event_stream;
 use crate::routes::render::KEEPALIVE_EVERY;
 use crate::sse::data_event;
+use crate::upstream::is_event_stream;
 use crate::upstream::{BodyStream, Upstream, UpstreamError, UpstreamResponse};
 
 /// What the answer of one text-harness request is worked out with.

@@ -19,10 +19,11 @@ use crate::error::ProxyError;
 use crate::protocols::chat::calls::{translate_completion, translate_completion_json};
 use crate::protocols::chat::shaper::ShapeError;
 use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
-use crate::protocols::{ClientProtocol, Renderer};
+use crate::routes::answer_end::AnswerFinished;
 use crate::routes::front::Front;
-use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
-use crate::upstream::{BodyStream, Interruption, UpstreamError, UpstreamResponse};
+use crate::routes::headers::client_headers;
+use crate::routes::passthrough_body::PassthroughBody;
+use crate::upstream::{BodyStream, Interruption, UpstreamError, UpstreamResponse, is_event_stream};
 
 /// What an answer may hold, from `limits`.
 #[derive(Debug, Clone, Copy)]
@@ -33,39 +34,14 @@ pub struct Bounds {
     pub max_answer: usize,
 }
 
-/// Maps the upstream answer to the client's: errors and passthrough untouched, otherwise reshaped.
-pub(crate) async fn respond(
-    upstream: UpstreamResponse,
-    plan: ResponsePlan,
-    render: Option<(Box<dyn Renderer>, bool)>,
-    bounds: Bounds,
-    front: &Front,
-) -> Result<Response, ProxyError> {
-    let finished = AnswerFinished::default();
-    let mut response = match render {
-        Some((renderer, client_stream)) => {
-            crate::routes::render::render(
-                upstream,
-                plan,
-                renderer,
-                client_stream,
-                &finished,
-                (bounds, front.upstream_error),
-            )
-            .await?
-        }
-        None => shape(upstream, plan, &finished, bounds, front.protocol).await?,
-    };
-    response.extensions_mut().insert(finished);
-    Ok(response)
-}
-
-async fn shape(
+/// The answer to a Chat Completions client: errors and passthrough untouched (a failed stream
+/// ending in the front's shape), otherwise reshaped.
+pub(crate) async fn answer(
     upstream: UpstreamResponse,
     plan: ResponsePlan,
     finished: &AnswerFinished,
     bounds: Bounds,
-    protocol: ClientProtocol,
+    front: &Front,
 ) -> Result<Response, ProxyError> {
     let max_event = bounds.max_event;
     let UpstreamResponse {
@@ -85,8 +61,10 @@ async fn shape(
                     // Only a Chat Completions answer is known to end with a finish or `DONE`.
                     .watching(
                         finished,
-                        status.is_success() && protocol == ClientProtocol::Chat,
+                        status.is_success() && front.protocol == crate::protocols::chat::PROTOCOL,
                     )
+                    // A stream in the client's protocol ends in its shape, whatever the route.
+                    .errors_as(front.stream_error)
                     .into_body(),
             ));
         }

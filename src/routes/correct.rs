@@ -23,7 +23,7 @@ use crate::conversation::mapping::CallMapper;
 use crate::protocols::chat::chunk::ChunkView;
 use crate::protocols::chat::end::{done_event, is_done};
 use crate::sse::{Decoder, data_event};
-use crate::upstream::{BodyStream, Outbound, Upstream, UpstreamResponse};
+use crate::upstream::{BodyStream, Outbound, Upstream, UpstreamError, UpstreamResponse};
 
 /// Corrections per client turn before the model's text is the answer.
 pub const MAX_CORRECTIONS: usize = 3;
@@ -122,7 +122,7 @@ struct State {
     body: BodyStream,
     decoder: Decoder,
     /// Events ready for the client.
-    out: VecDeque<Result<Bytes, crate::upstream::UpstreamError>>,
+    out: VecDeque<Result<Bytes, UpstreamError>>,
     /// Events held until the answer is decided: its calls, its finish, its end.
     held: Vec<Bytes>,
     /// The data of the events already passed on (text, reasoning), for the model's turn in a
@@ -208,11 +208,14 @@ impl State {
             let event = match self.decoder.next_event() {
                 Ok(Some(event)) => event,
                 Ok(None) => return,
-                Err(_) => {
-                    // Too large to look at: the shaper downstream reports it; nothing is held
-                    // back from it.
+                Err(too_large) => {
+                    // Too large to look at, and to pass on: the decoder holds its start, so the
+                    // shaper downstream would never see it. What was held goes, then the error
+                    // that ends the answer (dropping the upstream request with it).
                     self.release();
-                    self.give_up_holding();
+                    self.out
+                        .push_back(Err(UpstreamError::EventTooLarge(too_large.limit)));
+                    self.ended = true;
                     return;
                 }
             };

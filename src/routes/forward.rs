@@ -9,13 +9,13 @@ use axum::http::header;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ProxyError;
-use crate::routes::proxy::{
-    PassthroughBody, client_headers, is_event_stream, read_body, upstream_headers,
-};
+use crate::routes::extract::read_body;
+use crate::routes::headers::{client_headers, upstream_headers};
+use crate::routes::passthrough_body::PassthroughBody;
 use crate::routes::upstream_path::relative_path;
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
-use crate::upstream::Outbound;
+use crate::upstream::{Outbound, is_event_stream};
 
 pub async fn default_route(
     State(state): State<AppState>,

@@ -1,11 +1,13 @@
-//! A client protocol's front as the pipeline sees it: `Front` (its parse, its passthrough path,
-//! its error shape, its credential), `Call` (what a route hands `chat::handle` of the request)
-//! and `enter`, the route layer that gives a protocol its say before anything else reads the
-//! request: its own credential read into the proxy's, its error shape installed for every
-//! refusal on its routes.
+//! A client protocol's front as the server and the pipeline see it: `Front` (its routes, its
+//! parse, its passthrough path, its error shapes, its credential), `Mount` (what the server hands
+//! a front's routes), `Call` (what a route hands `pipeline::serve` of the request) and `enter`, the
+//! route layer that gives a protocol its say before anything else reads the request: its own
+//! credential read into the proxy's, its error shape installed for every refusal on its routes.
 //!
-//! Must not know any one protocol: each route file fills its own `Front`.
+//! Must not know any one protocol: each route file fills its own `Front`, and `routes::FRONTS`
+//! lists them.
 
+use axum::Router;
 use axum::extract::{FromRequestParts, RawPathParams, Request, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode};
@@ -15,6 +17,7 @@ use axum::response::{IntoResponse, Response};
 use crate::error::{ErrorShape, ProxyError};
 use crate::protocols::{self, ClientProtocol, Inbound};
 use crate::routes::RequestId;
+use crate::state::AppState;
 
 /// An inbound adapter's entry point: the client's request → the conversation model.
 pub type ParseFn = fn(&protocols::Request<'_>) -> Result<Inbound, ProxyError>;
@@ -22,10 +25,22 @@ pub type ParseFn = fn(&protocols::Request<'_>) -> Result<Inbound, ProxyError>;
 /// The upstream's error body (and status) → the same error in a protocol's shape.
 pub type UpstreamErrorShape = fn(StatusCode, &[u8]) -> Vec<u8>;
 
-/// The client protocol a route serves, and what the pipeline asks of it.
+/// The proxy's error code and message → the event that ends a stream in a protocol's shape.
+pub type StreamErrorShape = fn(&str, &str) -> String;
+
+/// What the server hands a front's routes when it mounts them.
+pub struct Mount<'a> {
+    /// `routes` behind every layer a request to the front passes (guard, key gate, admission,
+    /// the front's own `enter`, access log): where the Responses WebSocket sends each message.
+    pub layered: &'a dyn Fn(Router<AppState>) -> Router,
+}
+
+/// The client protocol a route serves, and what the server and the pipeline ask of it.
 #[derive(Clone, Copy)]
 pub struct Front {
     pub protocol: ClientProtocol,
+    /// Its routes (the server puts them behind the proxied routes' layers and `enter`).
+    pub routes: fn(&Mount<'_>) -> Router<AppState>,
     pub parse: ParseFn,
     /// `passthrough`: the upstream's own path (below the base URL) for this request; the
     /// client's query is put after it.
@@ -35,6 +50,10 @@ pub struct Front {
     /// The upstream's error answer to a translated request, in this protocol's shape; `None`:
     /// the body as it came (OpenAI's shape already).
     pub upstream_error: Option<UpstreamErrorShape>,
+    /// The event that ends a stream the proxy forwards as it came (passthrough's) when the
+    /// upstream fails mid-way, in this protocol's shape. (A stream the proxy renders ends the
+    /// renderer's way.)
+    pub stream_error: StreamErrorShape,
     /// Reads the protocol's own credential into the proxy's (`Authorization` or `x-api-key`, what
     /// the key gate, the caller's identity and the upstream key read) and out of the URI; run
     /// by `enter`, before anything else sees the request. Only fronts that `enter` use it.
@@ -47,22 +66,30 @@ impl Front {
     /// A front that renders errors in OpenAI's shape and reads credentials where the proxy does.
     pub const fn openai(
         protocol: ClientProtocol,
+        routes: fn(&Mount<'_>) -> Router<AppState>,
         parse: ParseFn,
         upstream_path: fn(&protocols::Request<'_>) -> String,
     ) -> Self {
         Self {
             protocol,
+            routes,
             parse,
             upstream_path,
             error: IntoResponse::into_response,
             upstream_error: None,
+            stream_error: openai_stream_error,
             adopt: |_| {},
             passthrough_key: None,
         }
     }
 }
 
-/// The route layer of a front with a shape or credential of its own (`server::front_routes`):
+/// OpenAI's `data: {"error": …}` event (Chat Completions, and the proxy's other `/v1/*` routes).
+pub fn openai_stream_error(code: &str, message: &str) -> String {
+    crate::api::error::sse_error_event(message, code)
+}
+
+/// The route layer of every front (`server::front_routes`):
 /// the protocol reads its credential (`Front::adopt`), and its error shape goes in the request's
 /// extensions (middlewares inside refuse in it) and the response's (`server::json_errors`).
 pub async fn enter(State(front): State<Front>, request: Request, next: Next) -> Response {
@@ -72,6 +99,14 @@ pub async fn enter(State(front): State<Front>, request: Request, next: Next) -> 
     let mut response = next.run(Request::from_parts(parts, body)).await;
     response.extensions_mut().insert(ErrorShape(front.error));
     response
+}
+
+/// A wrong method on a front's route, in the route's protocol shape (`ErrorShape`).
+pub async fn method_not_allowed(method: Method, request: Request) -> Response {
+    ErrorShape::of(request.extensions()).render(ProxyError::MethodNotAllowed {
+        method: method.to_string(),
+        path: request.uri().path().to_owned(),
+    })
 }
 
 /// What a route hands the pipeline of the request besides its body.

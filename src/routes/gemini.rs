@@ -1,5 +1,5 @@
 //! The Gemini API front (Gemini CLI): `POST /v1beta/models/{model}:streamGenerateContent`
-//! (and `:generateContent`) through the one pipeline (`chat::handle`), `:countTokens` answered
+//! (and `:generateContent`) through the one pipeline (`pipeline::serve`), `:countTokens` answered
 //! locally (of the request as its harness rebuilds it), `GET /v1beta/models[/{model}]` from the
 //! upstream's `/models`; the same under `/harness/{name}/` and with `/v1/` (POST only there:
 //! `GET /v1/models/{id}` is OpenAI's and is forwarded). `GeminiError` renders the proxy's errors
@@ -14,27 +14,30 @@ use axum::routing::{any, get, post};
 use bytes::Bytes;
 
 use crate::error::ProxyError;
-use crate::protocols::ClientProtocol;
 use crate::protocols::gemini::{self, error as google, models};
 use crate::routes::answer::{Bounds, collect};
-use crate::routes::chat;
-use crate::routes::front::{Call, Front};
-use crate::routes::proxy::{client_authorization, read_body};
+use crate::routes::count_tokens::{self, Counting};
+use crate::routes::front::{Call, Front, Mount};
+use crate::routes::headers::client_authorization;
+use crate::routes::pipeline;
+use crate::routes::render::upstream_failed;
 use crate::state::AppState;
 use crate::upstream::Outbound;
 
 pub const FRONT: Front = Front {
-    protocol: ClientProtocol::Gemini,
+    protocol: gemini::PROTOCOL,
+    routes,
     parse: gemini::parse,
     upstream_path: gemini::upstream_path,
     error: |err| GeminiError(err).into_response(),
     upstream_error: Some(|status, body| google::reshape(status.as_u16(), body)),
+    stream_error: google::stream_error,
     adopt: gemini::adopt,
     passthrough_key: Some(gemini::KEY_HEADER),
 };
 
-/// The front's routes; `server::router` puts them behind `front_routes`.
-pub fn routes() -> Router<AppState> {
+/// The front's routes.
+fn routes(_: &Mount<'_>) -> Router<AppState> {
     let model = || post(generate).get(one_model);
     Router::new()
         .route("/v1beta/models", get(list_models))
@@ -114,7 +117,7 @@ fn split_target(call: &mut Call) -> Option<String> {
 
 async fn generate(State(state): State<AppState>, mut call: Call, body: Body) -> Response {
     match split_target(&mut call).as_deref() {
-        Some(gemini::STREAM | gemini::GENERATE) => chat::handle(state, FRONT, call, body).await,
+        Some(gemini::STREAM | gemini::GENERATE) => pipeline::serve(state, FRONT, call, body).await,
         Some(gemini::COUNT_TOKENS) => count_tokens(&state, call, body)
             .await
             .unwrap_or_else(IntoResponse::into_response),
@@ -123,50 +126,18 @@ async fn generate(State(state): State<AppState>, mut call: Call, body: Body) -> 
 }
 
 /// `:countTokens`: `{"totalTokens": N}`, of the request as its harness sends it upstream
-/// (`rewritten_tokens`), within its bound (`limits.max_token_counts`; beyond it 503, to be
+/// (`routes::count_tokens`), within its bound (`limits.max_token_counts`; beyond it 503, to be
 /// retried).
 async fn count_tokens(state: &AppState, call: Call, body: Body) -> Result<Response, GeminiError> {
-    let body = read_body(&call.headers, body, state.config.limits.max_body_bytes).await?;
-    let harness = chat::pick_harness(state, &call)?;
-    let Some(permit) = state.token_count_slot().await else {
-        return Err(ProxyError::Busy("token counts running at once").into());
+    let counting = Counting {
+        as_sent: |body| gemini::count_tokens(body),
+        conversation: |call, body| {
+            let request = call.request(body);
+            gemini::count_conversation(body, request.param("model").unwrap_or_default())
+        },
     };
-    let tokens = tokio::task::spawn_blocking(move || {
-        let tokens = rewritten_tokens(harness.as_ref(), &call, &body);
-        drop(permit);
-        tokens
-    })
-    .await
-    .map_err(ProxyError::internal)??;
+    let tokens = count_tokens::count(state, call, body, counting).await?;
     Ok(json(&serde_json::json!({ "totalTokens": tokens })))
-}
-
-/// The request's input tokens as its harness sends it upstream: a rewriting harness replaces the
-/// client's system instruction and tools with its own (Gemini CLI's long prompt becomes
-/// opencode's), so the count is of the rebuilt Chat Completions body, images as it carries them;
-/// passthrough counts the client's request as it is.
-fn rewritten_tokens(
-    harness: &dyn crate::harness::Harness,
-    call: &Call,
-    body: &Bytes,
-) -> Result<usize, ProxyError> {
-    if !harness.rewrites() {
-        return gemini::count_tokens(body);
-    }
-    let model = call
-        .params
-        .iter()
-        .find(|(k, _)| k == "model")
-        .map_or("", |(_, v)| v.as_str());
-    let prepared = harness.prepare(crate::harness::HarnessRequest {
-        conversation: gemini::count_conversation(body, model)?,
-        chat_body: None,
-        headers: &call.headers,
-        now: chrono::Utc::now(),
-    })?;
-    Ok(crate::protocols::chat::tokens::estimate(
-        &prepared.upstream_body,
-    ))
 }
 
 fn json(value: &serde_json::Value) -> Response {
@@ -212,7 +183,8 @@ async fn one_model(State(state): State<AppState>, call: Call) -> Response {
 /// The most of the upstream's model list read.
 const MAX_MODEL_LIST: usize = 4 * 1024 * 1024;
 
-/// The ids of the upstream's `GET /models`; its error answer in Google's shape.
+/// The ids of the upstream's `GET /models`; its error answer in Google's shape, as the pipeline
+/// reshapes one (`render::upstream_failed`).
 async fn upstream_models(state: &AppState, call: &Call) -> Result<Vec<String>, Response> {
     let mut headers = HeaderMap::new();
     if let Ok(id) = HeaderValue::from_str(&call.id.0) {
@@ -232,22 +204,24 @@ async fn upstream_models(state: &AppState, call: &Call) -> Result<Vec<String>, R
         .send(outbound)
         .await
         .map_err(|e| GeminiError(e.into()).into_response())?;
+    if !upstream.status.is_success() {
+        // Read and reshaped as the pipeline reads an upstream's error answer.
+        let failed = upstream_failed(
+            upstream.status,
+            &upstream.headers,
+            upstream.body,
+            FRONT.upstream_error,
+        );
+        return Err(failed
+            .await
+            .unwrap_or_else(|e| GeminiError(e).into_response()));
+    }
     let bounds = Bounds {
         max_event: MAX_MODEL_LIST,
         max_answer: MAX_MODEL_LIST,
     };
-    let status = upstream.status;
     let body = collect(upstream.body, bounds)
         .await
         .map_err(|e| GeminiError(e).into_response())?;
-    if !status.is_success() {
-        let reshaped = google::reshape(status.as_u16(), &body);
-        let mut response = (status, reshaped).into_response();
-        response.headers_mut().insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        return Err(response);
-    }
     Ok(models::ids(&body))
 }

@@ -46,7 +46,7 @@ impl Processed {
         protocol: ClientProtocol,
         titled: bool,
     ) -> Self {
-        let facts = (protocol == ClientProtocol::Chat
+        let facts = (protocol == crate::protocols::chat::PROTOCOL
             && (titled || !crate::titles::identity::has_conversation_header(headers)))
         .then(|| Peek::parse(body))
         .flatten()
@@ -260,7 +260,7 @@ fn prepare_now(
     let client_stream = conversation.options.stream;
     let request = HarnessRequest {
         conversation,
-        chat_body: (front.protocol == ClientProtocol::Chat).then_some(body),
+        chat_body: (front.protocol == crate::protocols::chat::PROTOCOL).then_some(body),
         headers,
         now,
     };

@@ -104,7 +104,7 @@ impl Meter {
             .started
             .elapsed()
             .saturating_sub(Duration::from_nanos(self.waited.load(Ordering::Relaxed)));
-        let stream = crate::routes::proxy::is_event_stream(response.headers())
+        let stream = crate::upstream::is_event_stream(response.headers())
             .then(|| Raised::new(STREAMS_IN_FLIGHT, self.labels));
         let inner = std::mem::take(response.body_mut());
         *response.body_mut() = Body::new(MeteredBody {

@@ -1,21 +1,29 @@
-//! Thin handlers: extract → call → map. Shared plumbing for proxied requests lives in `proxy`.
+//! Thin handlers: extract → call → map. Every front's route (`FRONTS`) goes through one
+//! `pipeline`; what the proxied routes share has a file each: `extract` (path and body, bounded),
+//! `headers` (both ways), `passthrough_body` (an upstream body forwarded as it comes),
+//! `answer_end` (how an answer's end is known).
 
 pub mod actions;
 pub mod answer;
+pub mod answer_end;
+pub mod answering;
 pub mod cache_scope;
 pub mod chat;
 pub mod correct;
+pub mod count_tokens;
 pub mod dropped_tools;
 pub mod extract;
 pub mod forward;
 pub mod front;
 pub mod gemini;
+pub mod headers;
 pub mod health;
 pub mod inbound;
 pub mod local;
 pub mod messages;
 pub mod meter;
-pub mod proxy;
+pub mod passthrough_body;
+pub mod pipeline;
 pub mod render;
 pub mod responses;
 pub mod responses_ws;
@@ -24,19 +32,27 @@ pub mod turn;
 pub mod ui;
 pub mod upstream_path;
 
-// What the server's access log reads of a proxied answer, published here so it need not reach
-// into `proxy`: whether the answer ended normally, and whether it is a stream.
-pub use proxy::{AnswerFinished, is_event_stream};
+// What the server's access log reads of a proxied answer: whether the answer ended normally,
+// and whether it is a stream.
+pub use crate::upstream::is_event_stream;
+pub use answer_end::AnswerFinished;
 
-/// The front of a client protocol, as its route serves it.
-pub fn front(protocol: crate::protocols::ClientProtocol) -> front::Front {
-    use crate::protocols::ClientProtocol;
-    match protocol {
-        ClientProtocol::Chat => chat::FRONT,
-        ClientProtocol::Responses => responses::FRONT,
-        ClientProtocol::Messages => messages::FRONT,
-        ClientProtocol::Gemini => gemini::FRONT,
-    }
+/// Every client protocol the proxy serves, by its front: the one list a protocol joins (besides
+/// its folder under `protocols/` and its route file here). The server mounts each one's routes
+/// (`server::router`), `rewrite` takes its names for `--protocol`, metrics label by them.
+pub const FRONTS: &[front::Front] = &[
+    chat::FRONT,
+    responses::FRONT,
+    messages::FRONT,
+    gemini::FRONT,
+];
+
+/// The front named `name` (`ClientProtocol::name`).
+pub fn front_named(name: &str) -> Option<front::Front> {
+    FRONTS
+        .iter()
+        .copied()
+        .find(|front| front.protocol.name() == name)
 }
 
 /// The request's id: the client's `x-request-id` when sane, else a fresh UUID. Set by the server's

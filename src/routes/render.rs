@@ -17,9 +17,11 @@ use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};
 use crate::protocols::{AnswerEvent, ChatAnswerReader, Renderer};
 use crate::routes::answer::{Bounds, ShapedBody, apart, bounded, build, collect, translate_json};
+use crate::routes::answer_end::AnswerFinished;
 use crate::routes::front::UpstreamErrorShape;
-use crate::routes::proxy::{AnswerFinished, PassthroughBody, client_headers, is_event_stream};
-use crate::upstream::{BodyStream, UpstreamError, UpstreamResponse};
+use crate::routes::headers::client_headers;
+use crate::routes::passthrough_body::PassthroughBody;
+use crate::upstream::{BodyStream, UpstreamError, UpstreamResponse, is_event_stream};
 
 type ChatStream = Pin<Box<dyn Stream<Item = Bytes> + Send>>;
 
@@ -117,7 +119,7 @@ pub async fn render(
 
 /// The upstream's own error answer (OpenAI-shaped) with its status: as it came, or in the client
 /// protocol's shape (`Front::upstream_error`; the body read up to `MAX_ERROR_BODY`).
-async fn upstream_failed(
+pub(crate) async fn upstream_failed(
     status: StatusCode,
     headers: &HeaderMap,
     body: BodyStream,

@@ -3,7 +3,7 @@
 //! responses_websockets=…`), as a thin adapter. Each `response.create` message is read and made
 //! whole by `protocols::responses::socket`, then sent as the body of a `POST` to the same path,
 //! with the upgrade's headers, through `Frames`: the layers an HTTP request passes (browser guard,
-//! key gate, admission, access log) and its pipeline (`chat::handle`). The answer's SSE events go
+//! key gate, admission, access log) and its pipeline (`pipeline::serve`). The answer's SSE events go
 //! back one text message each (`sse::Decoder`), an error answer as one `error` event.
 //!
 //! Owns the socket's loop: one response at a time (a `response.create` meanwhile gets an error

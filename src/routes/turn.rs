@@ -1,4 +1,4 @@
-//! One proxied request once its conversation is known (`chat::handle` has read it, let the
+//! One proxied request once its conversation is known (`pipeline::serve` has read it, let the
 //! harness rebuild it and identified its conversation): its title turn with the title request the
 //! harness writes, its upstream request (the harness's body and headers, the path), its inspector
 //! record, its send, and the memo its answer feeds.
@@ -13,8 +13,8 @@ use crate::config::ReasoningMode;
 use crate::harness::{Harness, TitleAsk};
 use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::front::{Call, Front};
+use crate::routes::headers::{client_authorization, upstream_headers};
 use crate::routes::meter::Meter;
-use crate::routes::proxy::{client_authorization, upstream_headers};
 use crate::state::AppState;
 use crate::titles::answer_tap::MemoSink;
 use crate::titles::facts::ConversationFacts;

@@ -2,12 +2,13 @@
 //!
 //! Owns: the per-connection count (raised when hyper hands a request to the router, lowered when
 //! the response body is dropped, i.e. sent or abandoned) and `idle`, which resolves once the
-//! count has stayed at zero for the connection's bound; each request is handed its connection's
+//! count has stayed at zero for the connection's bound (`Timers`, from `limits`); each request is handed its connection's
 //! `routes::ConnectionScope` (for a socket the connection upgrades to). Must not: look at
 //! requests or bodies.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use axum::Router;
 use axum::body::Body;
@@ -16,7 +17,7 @@ use http_body::{Frame, SizeHint};
 use tokio::sync::watch;
 use tower::Service;
 
-use super::listen::Timers;
+use crate::config::LimitsConfig;
 use crate::routes::ConnectionScope;
 
 /// The router of one connection, counting its open requests into `busy`.
@@ -97,6 +98,25 @@ impl http_body::Body for Held {
 
     fn size_hint(&self) -> SizeHint {
         self.body.size_hint()
+    }
+}
+
+/// The time bounds of one connection, from `limits`.
+#[derive(Clone, Copy)]
+pub(super) struct Timers {
+    /// Until the first request (its first byte included), and hyper's HTTP/1 head-read timer:
+    /// both the slow-head bound and the silent-connection bound.
+    pub(super) head: Duration,
+    /// Between requests once one was served.
+    pub(super) keep_alive: Duration,
+}
+
+impl From<&LimitsConfig> for Timers {
+    fn from(limits: &LimitsConfig) -> Self {
+        Self {
+            head: limits.keep_alive_timeout.min(limits.request_read_timeout),
+            keep_alive: limits.keep_alive_timeout,
+        }
     }
 }
 

@@ -21,7 +21,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::activity;
+use super::activity::{self, Timers};
 use crate::config::LimitsConfig;
 use crate::routes::ConnectionScope;
 
@@ -90,25 +90,6 @@ impl Open {
 impl Drop for Open {
     fn drop(&mut self) {
         metrics::gauge!("harness_proxy_connections_open").decrement(1.0);
-    }
-}
-
-/// The time bounds of one connection, from `limits`.
-#[derive(Clone, Copy)]
-pub(super) struct Timers {
-    /// Until the first request (its first byte included), and hyper's HTTP/1 head-read timer:
-    /// both the slow-head bound and the silent-connection bound.
-    pub(super) head: Duration,
-    /// Between requests once one was served.
-    pub(super) keep_alive: Duration,
-}
-
-impl From<&LimitsConfig> for Timers {
-    fn from(limits: &LimitsConfig) -> Self {
-        Self {
-            head: limits.keep_alive_timeout.min(limits.request_read_timeout),
-            keep_alive: limits.keep_alive_timeout,
-        }
     }
 }
 

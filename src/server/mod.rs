@@ -13,17 +13,16 @@ pub mod open_files;
 use std::future::Future;
 use std::time::Duration;
 
+use axum::Router;
 use axum::extract::Request;
-use axum::handler::Handler;
 use axum::http::{Method, StatusCode};
 use axum::response::IntoResponse;
-use axum::routing::{any, get, post};
-use axum::{Extension, Router};
+use axum::routing::{any, get};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::error::{ErrorShape, InternalError, ProxyError};
+use crate::error::{InternalError, ProxyError};
 use crate::routes;
 use crate::state::AppState;
 
@@ -35,64 +34,22 @@ pub fn router(state: AppState) -> Router {
         &state.config.server,
     ));
     let guard = || axum::middleware::from_fn_with_state(policy.clone(), browser_guard::guard);
-    // Where a Responses WebSocket's messages go: the Responses `POST` routes behind the same
-    // layers as over HTTP (`routes::responses_ws`).
-    let responses_posts = Router::new()
-        .route("/v1/responses", post(routes::responses::route))
-        .route(
-            "/harness/{name}/v1/responses",
-            post(routes::responses::route),
-        );
-    let frames = routes::responses_ws::Frames(outer(
-        admitted(responses_posts, &state, guard()),
-        state.clone(),
-    ));
-    let socket = || get(routes::responses_ws::upgrade.layer(Extension(frames.clone())));
-    let proxied = Router::new()
-        .route("/v1/chat/completions", post(routes::chat::default_route))
-        .route(
-            "/harness/{name}/v1/chat/completions",
-            post(routes::chat::default_route),
-        )
-        .route(
-            "/v1/responses",
-            post(routes::responses::route).merge(socket()),
-        )
-        .route(
-            "/harness/{name}/v1/responses",
-            post(routes::responses::route).merge(socket()),
-        )
+    // Every client protocol's routes (`routes::FRONTS`), each behind the proxied routes' layers
+    // with the protocol's own say first (`front_routes`).
+    let mut fronts = Router::new();
+    for &front in routes::FRONTS {
+        let layered = |routes| outer(front_routes(routes, &state, guard(), front), state.clone());
+        let mount = routes::front::Mount { layered: &layered };
+        fronts = fronts.merge(front_routes((front.routes)(&mount), &state, guard(), front));
+    }
+    // The rest of `/v1/*` (`/v1/models`, `/v1/embeddings`, …), forwarded unchanged.
+    let forwarded = Router::new()
         .route("/v1/{*rest}", any(routes::forward::default_route))
         .route(
             "/harness/{name}/v1/{*rest}",
             any(routes::forward::path_route),
         );
-    let proxied = admitted(proxied, &state, guard());
-    // Anthropic Messages: every refusal in Anthropic's shape (the limiter's 503 a 529).
-    let messages = Router::new()
-        .route(
-            "/v1/messages",
-            post(routes::messages::route).fallback(method_not_allowed),
-        )
-        .route(
-            "/harness/{name}/v1/messages",
-            post(routes::messages::route).fallback(method_not_allowed),
-        )
-        .route(
-            "/v1/messages/count_tokens",
-            post(routes::messages::count_tokens).fallback(method_not_allowed),
-        )
-        .route(
-            "/harness/{name}/v1/messages/count_tokens",
-            post(routes::messages::count_tokens).fallback(method_not_allowed),
-        );
-    let messages = front_routes(messages, &state, guard(), routes::messages::FRONT);
-    let gemini = front_routes(
-        routes::gemini::routes(),
-        &state,
-        guard(),
-        routes::gemini::FRONT,
-    );
+    let forwarded = admitted(forwarded, &state, guard());
     let probes = Router::new()
         // Base-URL probes (Claude Code: `HEAD /api/hello` without its no-traffic flags).
         .route("/", get(routes::messages::hello))
@@ -123,14 +80,13 @@ pub fn router(state: AppState) -> Router {
         .route_layer(guard());
     let app = Router::new()
         .merge(console)
-        .merge(proxied)
-        .merge(messages)
-        .merge(gemini)
+        .merge(fronts)
+        .merge(forwarded)
         .merge(probes)
         .merge(titles)
         .route("/healthz", get(routes::health::healthz))
         .fallback(not_found)
-        .method_not_allowed_fallback(method_not_allowed);
+        .method_not_allowed_fallback(routes::front::method_not_allowed);
     outer(app, state)
 }
 
@@ -173,7 +129,7 @@ where
 
 /// A client protocol's routes behind the layers every proxied route has (`admitted`) with the
 /// protocol's own say first (`routes::front::enter`: its credential read, its error shape for
-/// every refusal).
+/// every refusal; OpenAI's for Chat and Responses).
 fn front_routes<G>(
     routes: Router<AppState>,
     state: &AppState,
@@ -198,14 +154,6 @@ async fn not_found(method: Method, request: Request) -> ProxyError {
         method: method.to_string(),
         path: request.uri().path().to_owned(),
     }
-}
-
-/// In the route's protocol shape when it has one (`ErrorShape`).
-async fn method_not_allowed(method: Method, request: Request) -> axum::response::Response {
-    ErrorShape::of(request.extensions()).render(ProxyError::MethodNotAllowed {
-        method: method.to_string(),
-        path: request.uri().path().to_owned(),
-    })
 }
 
 /// Serves until `shutdown` resolves, then stops accepting and lets in-flight requests finish for

@@ -12,17 +12,18 @@ mod calibrate;
 mod caller_auth;
 mod client_goldens;
 mod codex_tui;
+mod conformance;
 mod conversations;
 mod corrections;
 mod count_tokens;
 mod deploy;
 mod docs;
 mod errors;
+mod fronts;
 mod gemini;
 mod gemini_golden;
 mod golden;
 mod harness_goldens;
-mod harness_matrix;
 mod harness_prefix;
 mod images;
 mod interrupted;
@@ -59,3 +60,10 @@ mod tool_count;
 mod ui;
 mod upstream_url;
 mod user_words;
+
+/// The binary's closing lines: how many tests it skipped (counted as passed) and why. Named to
+/// sort last, so libtest starts it after every other test (`support::skip`).
+#[test]
+fn zz_skips_summary() {
+    support::skip::summary();
+}

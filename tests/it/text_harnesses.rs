@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use crate::harness_matrix::{FRONTS, Front};
+use crate::fronts::{FRONTS, Front};
 use crate::support::{FakeUpstream, Recorded, Reply, TestApp, test_config};
 
 /// A non-streamed Chat Completions answer: text, and calls given as (name, arguments).

@@ -30,6 +30,9 @@ pub use end::{DONE, EndWatch, ends_answer, is_done};
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 
+/// Chat Completions, as `routes::FRONTS` serves it.
+pub const PROTOCOL: super::ClientProtocol = super::ClientProtocol::named("chat");
+
 /// The upstream's Chat Completions path (below the base URL): where every translated request goes.
 pub const UPSTREAM_PATH: &str = "/chat/completions";
 

@@ -6,6 +6,8 @@
 
 use serde_json::{Value, json};
 
+use crate::protocols::upstream_error;
+
 /// Google's status name (`google.rpc.Code`) for an HTTP status.
 pub fn status_name(status: u16) -> &'static str {
     match status {
@@ -30,10 +32,10 @@ pub fn body(status: u16, message: &str) -> String {
         .to_string()
 }
 
-/// An upstream's error body in Google's shape for `status`, keeping its message (OpenAI's
-/// `{"error":{"message"}}`, a bare `{"message"}`, or text); one already in Google's shape stays.
+/// An upstream's error body in Google's shape for `status`, keeping its message
+/// (`protocols::upstream_error`); one already in Google's shape stays.
 pub fn reshape(status: u16, raw: &[u8]) -> Vec<u8> {
-    let parsed: Option<Value> = serde_json::from_slice(raw).ok();
+    let parsed = upstream_error::parsed(raw);
     let google = parsed.as_ref().is_some_and(|b| {
         b.pointer("/error/code").is_some_and(Value::is_u64)
             && b.pointer("/error/status").is_some_and(Value::is_string)
@@ -41,20 +43,7 @@ pub fn reshape(status: u16, raw: &[u8]) -> Vec<u8> {
     if google && let Some(parsed) = &parsed {
         return parsed.to_string().into_bytes();
     }
-    let message = parsed
-        .as_ref()
-        .and_then(|b| {
-            b.pointer("/error/message")
-                .or_else(|| b.get("message"))
-                .or_else(|| b.get("error").filter(|e| e.is_string()))
-        })
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| {
-            let text = String::from_utf8_lossy(raw).trim().to_owned();
-            (!text.is_empty() && parsed.is_none()).then_some(text)
-        })
-        .unwrap_or_else(|| format!("the upstream answered {status}"));
+    let message = upstream_error::message(status, raw, parsed.as_ref());
     body(status, &message).into_bytes()
 }
 

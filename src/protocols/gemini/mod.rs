@@ -30,6 +30,9 @@ use super::{Inbound, Request};
 use crate::conversation::{Conversation, Item, Part, ToolDefinition};
 use crate::error::ProxyError;
 
+/// The Gemini API, as `routes::FRONTS` serves it.
+pub const PROTOCOL: super::ClientProtocol = super::ClientProtocol::named("gemini");
+
 /// The streaming method; `generateContent` answers with one JSON.
 pub const STREAM: &str = "streamGenerateContent";
 pub const GENERATE: &str = "generateContent";

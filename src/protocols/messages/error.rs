@@ -1,8 +1,11 @@
 //! Anthropic's error shape `{"type":"error","error":{"type","message"}}`: the error type for a
 //! status, the body for the proxy's own errors (`body_for`, rendered once by
-//! `routes::messages::AnthropicError`), and an upstream's error body reshaped into it. Pure.
+//! `routes::messages::AnthropicError`), an upstream's error body reshaped into it, and the
+//! `error` event that ends a stream (`stream_error`: the renderer's, and passthrough's). Pure.
 
 use serde_json::{Value, json};
+
+use crate::protocols::upstream_error;
 
 /// Anthropic's error type for an HTTP status.
 pub fn error_type(status: u16) -> &'static str {
@@ -35,27 +38,23 @@ pub fn is_anthropic_error(body: &Value) -> bool {
 }
 
 /// An error body in Anthropic's shape for `status`, keeping the message of the original body
-/// (OpenAI `{"error":{"message"}}`, a bare `{"message"}`, or text).
+/// (`protocols::upstream_error`); one already in Anthropic's shape stays.
 pub fn reshape(status: u16, body: &[u8]) -> Vec<u8> {
-    let parsed: Option<Value> = serde_json::from_slice(body).ok();
+    let parsed = upstream_error::parsed(body);
     if let Some(parsed) = parsed.as_ref().filter(|b| is_anthropic_error(b)) {
         return parsed.to_string().into_bytes();
     }
-    let message = parsed
-        .as_ref()
-        .and_then(|b| {
-            b.pointer("/error/message")
-                .or_else(|| b.get("message"))
-                .or_else(|| b.get("error").filter(|e| e.is_string()))
-        })
-        .and_then(Value::as_str)
-        .map(str::to_owned)
-        .or_else(|| {
-            let text = String::from_utf8_lossy(body).trim().to_owned();
-            (!text.is_empty() && parsed.is_none()).then_some(text)
-        })
-        .unwrap_or_else(|| format!("the upstream answered {status}"));
+    let message = upstream_error::message(status, body, parsed.as_ref());
     body_for(error_type(status), &message).into_bytes()
+}
+
+/// The `error` event that ends a stream which failed after its head: `error` named as Anthropic's
+/// stream does, its data the error object.
+pub fn stream_error(code: &str, message: &str) -> String {
+    format!(
+        "event: error\ndata: {}\n\n",
+        body_for(error_type_for_code(code), message)
+    )
 }
 
 pub fn body_for(kind: &str, message: &str) -> String {

@@ -18,6 +18,9 @@ use self::request::MessagesRequest;
 use super::Inbound;
 use crate::error::ProxyError;
 
+/// Anthropic Messages, as `routes::FRONTS` serves it.
+pub const PROTOCOL: super::ClientProtocol = super::ClientProtocol::named("messages");
+
 /// The `ParseFn` of the Messages front.
 pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> {
     let request = read(body)?;

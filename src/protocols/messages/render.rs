@@ -10,7 +10,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::error::error_type_for_code;
+use super::error::stream_error;
 use super::request::BlockKind;
 use crate::conversation::seal::ReasoningSeal;
 use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
@@ -248,11 +248,7 @@ impl Renderer for MessagesRenderer {
                 out.push(event("message_stop", &json!({"type": "message_stop"})));
             }
             AnswerEvent::Error { message, code } => {
-                out.push(event(
-                    "error",
-                    &json!({"type": "error", "error": {
-                        "type": error_type_for_code(&code), "message": message}}),
-                ));
+                out.push(Bytes::from(stream_error(&code, &message)));
                 self.failed = Some(AnswerFailed { message, code });
             }
         }

@@ -36,6 +36,9 @@ use super::Inbound;
 use crate::conversation::{ClientInfo, Conversation, Options, ResponseFormat};
 use crate::error::ProxyError;
 
+/// Responses, as `routes::FRONTS` serves it.
+pub const PROTOCOL: super::ClientProtocol = super::ClientProtocol::named("responses");
+
 /// The client profile Codex gets on this front (its Responses-era tools: `exec_command`,
 /// `apply_patch`), picked by the same User-Agent / `originator` signs as the chat-era `codex`.
 pub const CODEX_PROFILE: &str = "codex-responses";
@@ -60,7 +63,7 @@ impl Stamp {
     }
 }
 
-/// The route's entry point (`routes::chat::ParseFn`).
+/// The route's entry point (`routes::front::ParseFn`).
 pub fn parse(body: &Bytes, headers: &HeaderMap) -> Result<Inbound, ProxyError> {
     parse_with(body, headers, Stamp::now())
 }

@@ -5,7 +5,9 @@
 //! `response.output_item.added`, its deltas (text inside `content_part.added`/`done`), its
 //! `…done` events and `response.output_item.done` with the whole item (without it Codex shows an
 //! empty answer and runs no tool); then `response.completed` (or `response.incomplete`) with the
-//! response id, output and usage. A failed answer ends with `response.failed`.
+//! response id, output and usage. A failed answer ends with `response.failed`; a stream this
+//! renderer did not make (passthrough's, the upstream's own) with the `error` event
+//! (`stream_error`).
 
 use std::sync::Arc;
 
@@ -17,6 +19,15 @@ use super::item::{IN_PROGRESS, Item, Kind};
 use crate::conversation::seal::ReasoningSeal;
 use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
 use crate::sse::named_event;
+
+/// The `error` event that ends a Responses stream which failed after its head, when the stream
+/// is not this renderer's (passthrough forwards the upstream's own events): the API's stream
+/// error event, `{"type":"error","code","message","param"}`. Its `sequence_number` is left out:
+/// the proxy does not read the stream it forwards, so it cannot know the next one.
+pub fn stream_error(code: &str, message: &str) -> String {
+    let data = json!({"type": "error", "code": code, "message": message, "param": null});
+    format!("event: error\ndata: {data}\n\n")
+}
 
 /// What the request said about its tools, for rendering calls to them.
 #[derive(Debug, Default, Clone)]

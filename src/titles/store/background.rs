@@ -12,15 +12,17 @@
 //! a call a request waits on (its priority would hold that request up).
 
 use std::panic::AssertUnwindSafe;
-use std::path::Path;
 use std::sync::mpsc;
 
 use rusqlite::Connection;
 
 use super::StoreError;
 
-/// How much lower than the process the writer runs (a nice value: 0 normal, 19 lowest).
+/// How much lower than the thread that opens the store the writer runs (nice values: 0 normal,
+/// 19 lowest; a process started under `nice -n 10` gets a writer at 19, the lowest there is).
 pub const NICE: i32 = 10;
+/// The lowest priority a nice value can say.
+const LOWEST: i32 = 19;
 /// The writer thread's name (what `top -H` and `/proc/…/task/*/comm` show).
 pub const THREAD_NAME: &str = "title-writer";
 
@@ -31,9 +33,8 @@ pub struct Background {
 }
 
 impl Background {
-    /// Opens the writer's own connection to `path` and starts its thread.
-    pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = super::sqlite::open_connection(path)?;
+    /// Starts the writer's thread on `conn`, a connection of its own (the store opens it).
+    pub fn start(conn: Connection) -> Result<Self, StoreError> {
         let (jobs, queue) = mpsc::channel::<Job>();
         std::thread::Builder::new()
             .name(THREAD_NAME.to_owned())
@@ -68,9 +69,12 @@ impl Background {
 
 #[cfg(target_os = "linux")]
 fn lower_priority() {
-    // On Linux `setpriority(PRIO_PROCESS, 0)` names the calling thread alone (each thread has its
-    // own nice value).
-    if rustix::process::setpriority_process(None, NICE).is_err() {
+    // On Linux `getpriority`/`setpriority(PRIO_PROCESS, 0)` name the calling thread alone (each
+    // thread has its own nice value, inherited from the thread that spawned it). `setpriority`
+    // sets an absolute value: the writer's is its spawner's plus `NICE`, so a process already
+    // running niced still has its writer below its requests.
+    let inherited = rustix::process::getpriority_process(None).unwrap_or(0);
+    if rustix::process::setpriority_process(None, (inherited + NICE).min(LOWEST)).is_err() {
         tracing::debug!("cannot lower the title writer's priority; it runs at the process's");
     }
 }
@@ -100,19 +104,23 @@ mod tests {
     #[tokio::test]
     async fn writes_run_on_a_thread_of_lower_priority_with_their_own_connection() {
         let dir = tempfile::tempdir().expect("dir");
-        let background = Background::open(&dir.path().join("w.db")).expect("open");
+        let conn = Connection::open(dir.path().join("w.db")).expect("open");
+        let background = Background::start(conn).expect("start");
         let sum = background
             .run(|c| c.query_row("SELECT 40 + 2", [], |r| r.get::<_, i64>(0)))
             .await
             .expect("run");
         assert_eq!(sum, 42);
-        let before = std::fs::read_to_string("/proc/self/stat").expect("stat");
-        let process_nice: i32 = before[before.rfind(')').expect(")") + 2..]
+        // The writer was spawned by this test's thread: `NICE` below it, whatever `nice` the run
+        // was started under (19 being the floor). The process's own value (its main thread's)
+        // is not the measure: libtest's threads may differ from it.
+        let own = std::fs::read_to_string("/proc/thread-self/stat").expect("stat");
+        let own_nice: i32 = own[own.rfind(')').expect(")") + 2..]
             .split(' ')
             .nth(16)
             .and_then(|n| n.parse().ok())
             .expect("nice");
-        assert_eq!(nice_of(THREAD_NAME), Some((process_nice + NICE).min(19)));
+        assert_eq!(nice_of(THREAD_NAME), Some((own_nice + 10).min(19)));
         let failed = background
             .run(|c| c.execute_batch("NOT SQL"))
             .await

@@ -103,7 +103,7 @@ impl SqliteStore {
         conn.execute_batch(SCHEMA).map_err(backend)?;
         Ok(Self {
             conn: Arc::new(Mutex::new(conn)),
-            background: Background::open(path)?,
+            background: Background::start(open_connection(path)?)?,
             identity: file_identity(path),
             path: path.to_owned(),
         })

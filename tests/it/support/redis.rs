@@ -15,7 +15,9 @@ use super::skip::{ran, skip};
 pub async fn shared_url(test: &str) -> Option<String> {
     let url = std::env::var("HARNESS_PROXY_TEST_REDIS_URL")
         .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-    match ping(&url).await {
+    // Decided (ran or skipped, recorded) before the summary may read the run's skips.
+    let checking = super::skip::Checking::start();
+    let decided = match ping(&url).await {
         Ok(()) => {
             ran(test);
             Some(url)
@@ -24,7 +26,9 @@ pub async fn shared_url(test: &str) -> Option<String> {
             test,
             &format!("no Redis at {url} ({err}); set HARNESS_PROXY_TEST_REDIS_URL to run it"),
         ),
-    }
+    };
+    drop(checking);
+    decided
 }
 
 async fn ping(url: &str) -> Result<(), String> {

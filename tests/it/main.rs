@@ -53,6 +53,7 @@ mod shapes;
 mod shutdown;
 mod sse_limits;
 mod startup;
+mod subagents;
 mod text_harnesses;
 mod title_exchange;
 mod titles;

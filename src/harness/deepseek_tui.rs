@@ -174,39 +174,38 @@ impl Harness for DeepseekTui {
     }
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
-        if self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
-        }
-        let conversation = request.conversation;
-        let bridge = self
-            .common
-            .bridge(&conversation, request.headers, &self.tools)?;
-        let items = translate(&conversation.items, &bridge);
-        let context = Context::of(&items, request.headers, request.now, &self.common.context);
-        let options = builder_k::Options {
-            keep: self.common.keeps(),
-            ..K_DS
-        };
-        let mut history = builder_k::build(&items, options);
-        builder_k::fill_reasoning(&mut history, OMITTED);
-        add_turn_meta(
-            &mut history,
-            &self.turn_meta(&context),
-            !self.common.keeps(),
-        );
-        let mut messages = vec![json!({"role": "system",
+        self.common.prepare(request, |request| {
+            let conversation = request.conversation;
+            let bridge = self
+                .common
+                .bridge(&conversation, request.headers, &self.tools)?;
+            let items = translate(&conversation.items, &bridge);
+            let context = Context::of(&items, request.headers, request.now, &self.common.context);
+            let options = builder_k::Options {
+                keep: self.common.keeps(),
+                ..K_DS
+            };
+            let mut history = builder_k::build(&items, options);
+            builder_k::fill_reasoning(&mut history, OMITTED);
+            add_turn_meta(
+                &mut history,
+                &self.turn_meta(&context),
+                !self.common.keeps(),
+            );
+            let mut messages = vec![json!({"role": "system",
             "content": self.system(&conversation.model, &context)})];
-        messages.extend(history);
-        let tools = self
-            .tools
-            .offered(&conversation.tools, &bridge, self.common.config.tools);
-        let mut body = json!({"model": conversation.model, "messages": messages,
+            messages.extend(history);
+            let tools = self
+                .tools
+                .offered(&conversation.tools, &bridge, self.common.config.tools);
+            let mut body = json!({"model": conversation.model, "messages": messages,
             "max_tokens": 64_000, "stream": true, "stream_options": {"include_usage": true}});
-        if !tools.is_empty() {
-            body["tools"] = Value::Array(tools);
-            body["tool_choice"] = json!("auto");
-        }
-        Ok(prepared(&body, bridge, &conversation))
+            if !tools.is_empty() {
+                body["tools"] = Value::Array(tools);
+                body["tool_choice"] = json!("auto");
+            }
+            Ok(prepared(&body, bridge, &conversation))
+        })
     }
 
     fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {

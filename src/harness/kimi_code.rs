@@ -113,41 +113,40 @@ impl Harness for KimiCode {
     }
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
-        if self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
-        }
-        let conversation = request.conversation;
-        let bridge = self
-            .common
-            .bridge(&conversation, request.headers, &self.tools)?;
-        let items = translate(&conversation.items, &bridge);
-        let context = Context::of(&items, request.headers, request.now, &self.common.context);
-        let options = builder_k::Options {
-            keep: self.common.keeps(),
-            ..K_CODE
-        };
-        let mut messages = vec![json!({"role": "system", "content": self.system(&context)})];
-        messages.extend(remind(builder_k::build(&items, options), &self.reminder));
-        let tools = self
-            .tools
-            .offered(&conversation.tools, &bridge, self.common.config.tools);
-        let thread = super::cache_key::for_request(
-            self.common.config.prompt_cache_key,
-            &conversation,
-            request.headers,
-        );
-        let mut body = json!({"model": conversation.model, "messages": messages,
+        self.common.prepare(request, |request| {
+            let conversation = request.conversation;
+            let bridge = self
+                .common
+                .bridge(&conversation, request.headers, &self.tools)?;
+            let items = translate(&conversation.items, &bridge);
+            let context = Context::of(&items, request.headers, request.now, &self.common.context);
+            let options = builder_k::Options {
+                keep: self.common.keeps(),
+                ..K_CODE
+            };
+            let mut messages = vec![json!({"role": "system", "content": self.system(&context)})];
+            messages.extend(remind(builder_k::build(&items, options), &self.reminder));
+            let tools = self
+                .tools
+                .offered(&conversation.tools, &bridge, self.common.config.tools);
+            let thread = super::cache_key::for_request(
+                self.common.config.prompt_cache_key,
+                &conversation,
+                request.headers,
+            );
+            let mut body = json!({"model": conversation.model, "messages": messages,
             "max_completion_tokens": 32_768});
-        if let Some(thread) = thread {
-            body["prompt_cache_key"] = json!(format!("session_{thread}"));
-        }
-        body["stream"] = json!(true);
-        body["stream_options"] = json!({"include_usage": true});
-        if !tools.is_empty() {
-            body["tools"] = Value::Array(tools);
-        }
-        body["thinking"] = json!({"type": "enabled", "keep": "all"});
-        Ok(prepared(&body, bridge, &conversation))
+            if let Some(thread) = thread {
+                body["prompt_cache_key"] = json!(format!("session_{thread}"));
+            }
+            body["stream"] = json!(true);
+            body["stream_options"] = json!({"include_usage": true});
+            if !tools.is_empty() {
+                body["tools"] = Value::Array(tools);
+            }
+            body["thinking"] = json!({"type": "enabled", "keep": "all"});
+            Ok(prepared(&body, bridge, &conversation))
+        })
     }
 
     fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {

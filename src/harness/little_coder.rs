@@ -86,31 +86,30 @@ impl Harness for LittleCoder {
     }
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
-        if self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
-        }
-        let conversation = request.conversation;
-        let bridge = self
-            .common
-            .bridge(&conversation, request.headers, &self.tools)?;
-        let items = translate(&conversation.items, &bridge);
-        let context = Context::of(&items, request.headers, request.now, &self.common.context);
-        let mut messages =
-            vec![json!({"role": "system", "content": self.system(&items, &context)})];
-        messages.extend(builder_p::build(&items, self.common.keeps()));
-        let tools = self
-            .tools
-            .offered(&conversation.tools, &bridge, self.common.config.tools);
-        let mut body = json!({"model": conversation.model, "messages": messages, "stream": true,
+        self.common.prepare(request, |request| {
+            let conversation = request.conversation;
+            let bridge = self
+                .common
+                .bridge(&conversation, request.headers, &self.tools)?;
+            let items = translate(&conversation.items, &bridge);
+            let context = Context::of(&items, request.headers, request.now, &self.common.context);
+            let mut messages =
+                vec![json!({"role": "system", "content": self.system(&items, &context)})];
+            messages.extend(builder_p::build(&items, self.common.keeps()));
+            let tools = self
+                .tools
+                .offered(&conversation.tools, &bridge, self.common.config.tools);
+            let mut body = json!({"model": conversation.model, "messages": messages, "stream": true,
             "stream_options": {"include_usage": true}, "store": false,
             "max_completion_tokens": 384_000});
-        if !tools.is_empty() {
-            body["tools"] = Value::Array(tools);
-        }
-        body["thinking"] = json!({"type": "enabled"});
-        body["reasoning_effort"] = json!("high");
-        body["temperature"] = json!(0.3);
-        Ok(prepared(&body, bridge, &conversation))
+            if !tools.is_empty() {
+                body["tools"] = Value::Array(tools);
+            }
+            body["thinking"] = json!({"type": "enabled"});
+            body["reasoning_effort"] = json!("high");
+            body["temperature"] = json!(0.3);
+            Ok(prepared(&body, bridge, &conversation))
+        })
     }
 
     fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {

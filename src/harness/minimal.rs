@@ -41,25 +41,24 @@ impl Harness for Minimal {
     }
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
-        if self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
-        }
-        let conversation = request.conversation;
-        let bridge = self
-            .common
-            .bridge(&conversation, request.headers, &self.tools)?;
-        let items = translate(&conversation.items, &bridge);
-        let mut messages = vec![json!({"role": "system", "content": self.system})];
-        messages.extend(builder_m::build(&items));
-        let tools = self
-            .tools
-            .offered(&conversation.tools, &bridge, self.common.config.tools);
-        let mut body = json!({"model": conversation.model, "messages": messages, "stream": true,
+        self.common.prepare(request, |request| {
+            let conversation = request.conversation;
+            let bridge = self
+                .common
+                .bridge(&conversation, request.headers, &self.tools)?;
+            let items = translate(&conversation.items, &bridge);
+            let mut messages = vec![json!({"role": "system", "content": self.system})];
+            messages.extend(builder_m::build(&items));
+            let tools = self
+                .tools
+                .offered(&conversation.tools, &bridge, self.common.config.tools);
+            let mut body = json!({"model": conversation.model, "messages": messages, "stream": true,
             "stream_options": {"include_usage": true}});
-        if !tools.is_empty() {
-            body["tools"] = Value::Array(tools);
-        }
-        Ok(prepared(&body, bridge, &conversation))
+            if !tools.is_empty() {
+                body["tools"] = Value::Array(tools);
+            }
+            Ok(prepared(&body, bridge, &conversation))
+        })
     }
 
     fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {

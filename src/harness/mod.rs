@@ -100,6 +100,25 @@ impl Prepared {
     /// The client's request as it was: its own Chat Completions bytes, else the conversation as a
     /// plain Chat Completions request (always streamed: the renderer of another protocol reads
     /// the events), its answer forwarded untouched.
+    /// A turn answered on the client's side with `call` (a client's own sub-agent machinery,
+    /// `clients::subagent::Collector`): nothing goes upstream, the call reaches the client as its own.
+    pub fn local(call: crate::clients::subagent::LocalCall, conversation: &Conversation) -> Self {
+        Self {
+            upstream_body: Bytes::new(),
+            rewritten: true,
+            response: ResponsePlan::Reshape(crate::conversation::mapping::Reshape {
+                client_stream: conversation.options.stream,
+                include_usage: conversation.options.include_usage,
+                calls: None,
+                actions: None,
+            }),
+            dropped_tools: Vec::new(),
+            passthrough_tools: Vec::new(),
+            subagent: false,
+            local: Some(call),
+        }
+    }
+
     pub fn unchanged(request: &HarnessRequest<'_>) -> Self {
         let upstream_body = match request.chat_body {
             Some(bytes) => bytes.clone(),

@@ -157,9 +157,7 @@ impl Harness for QwenCode {
     }
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
-        if self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
-        }
+        self.common.prepare(request, |request| {
         let conversation = request.conversation;
         let bridge = self
             .common
@@ -188,6 +186,7 @@ impl Harness for QwenCode {
             body["tools"] = Value::Array(tools);
         }
         Ok(prepared(&body, bridge, &conversation))
+        })
     }
 
     fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {

@@ -361,16 +361,14 @@ async fn gemini_cli_runs_its_generalist_as_the_search_agent_and_hands_back_a_tas
     assert_search_agent_then_task_result(&upstream, &["complete_task"]);
 }
 
-#[tokio::test]
-async fn codex_spawns_its_agent_the_proxy_waits_for_it_and_the_model_sees_one_task() {
-    let upstream = opencode_model().await;
-    let app = TestApp::start(test_config(&upstream.base_url())).await;
+/// Codex 0.171's tools as far as they matter here: its shell and its sub-agent namespace.
+fn codex_tools() -> Value {
     let function = |name: &str, properties: Value, required: Value| {
         json!({"type": "function", "name": name, "description": name, "strict": false,
             "parameters": {"type": "object", "properties": properties, "required": required,
                 "additionalProperties": false}})
     };
-    let tools = json!([
+    json!([
         function("exec_command", json!({"cmd": {"type": "string"}, "workdir": {"type": "string"}}), json!(["cmd"])),
         {"type": "namespace", "name": "multi_agent_v1", "description": "Sub-agents.", "tools": [
             function("spawn_agent", json!({"message": {"type": "string"}, "agent_type": {"type": "string"}}), json!([])),
@@ -378,59 +376,64 @@ async fn codex_spawns_its_agent_the_proxy_waits_for_it_and_the_model_sees_one_ta
                 "timeout_ms": {"type": "number", "maximum": 3_600_000}}), json!(["targets"])),
             function("close_agent", json!({"target": {"type": "string"}}), json!(["target"]))
         ]}
-    ]);
-    let developer = json!({"type": "message", "role": "developer", "content": [
-        {"type": "input_text", "text": "You are a coding agent running in the Codex CLI."}]});
-    let user = |text: &str| json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]});
-    let post = |input: Vec<Value>, sub: bool| {
-        let mut all = vec![developer.clone()];
-        all.extend(input);
-        let mut request = app
-            .post("/v1/responses")
-            .header("authorization", "Bearer sk-codex")
-            .header(
-                "user-agent",
-                "codex_exec/0.171.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.171.0)",
-            )
-            .header("originator", "codex_exec");
-        if sub {
-            request = request.header("x-openai-subagent", "collab_spawn");
-        }
-        request
-            .json(&json!({"model": "gpt-5.5", "stream": false, "input": all, "tools": tools}))
-            .send()
-    };
-    let call_of = |answer: &Value| {
-        answer["output"]
-            .as_array()
-            .expect("output")
-            .iter()
-            .find(|i| i["type"] == "function_call")
-            .cloned()
-            .expect("a call")
-    };
-    let ask = user("Find the files");
-    let answer: Value = post(vec![ask.clone()], false)
+    ])
+}
+
+fn codex_user(text: &str) -> Value {
+    json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]})
+}
+
+/// One Codex turn through `path` (its sub-agent's when `sub`), answered as one JSON response.
+async fn codex_turn(app: &TestApp, path: &str, input: Vec<Value>, sub: bool) -> Value {
+    let mut all = vec![json!({"type": "message", "role": "developer", "content": [
+        {"type": "input_text", "text": "You are a coding agent running in the Codex CLI."}]})];
+    all.extend(input);
+    let mut request = app
+        .post(path)
+        .header("authorization", "Bearer sk-codex")
+        .header(
+            "user-agent",
+            "codex_exec/0.171.0 (Debian 12.0.0; x86_64) xterm (codex_exec; 0.171.0)",
+        )
+        .header("originator", "codex_exec");
+    if sub {
+        request = request.header("x-openai-subagent", "collab_spawn");
+    }
+    let body = json!({"model": "gpt-5.5", "stream": false, "input": all, "tools": codex_tools()});
+    request
+        .json(&body)
+        .send()
         .await
-        .expect("turn 1")
+        .expect("POST /v1/responses")
         .json()
         .await
-        .expect("JSON");
-    let spawn = call_of(&answer);
+        .expect("JSON")
+}
+
+fn codex_call(answer: &Value) -> Value {
+    answer["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .cloned()
+        .expect("a call")
+}
+
+/// Codex through `path`: the model's sub-agent call reaches it as `spawn_agent{message}`; its
+/// sub-agent answers; the proxy waits for it on Codex's side (no upstream request) and the
+/// wait's answer goes up as the model's one call's result.
+async fn codex_sub_agent_run(app: &TestApp, upstream: &FakeUpstream, path: &str) {
+    let ask = codex_user("Find the files");
+    let spawn = codex_call(&codex_turn(app, path, vec![ask.clone()], false).await);
     assert_eq!(spawn["name"], "spawn_agent");
     let args: Value =
         serde_json::from_str(spawn["arguments"].as_str().expect("args")).expect("JSON");
     assert_eq!(args, json!({"message": ASK}));
 
-    let report: Value = post(vec![user(ASK)], true)
-        .await
-        .expect("sub-agent")
-        .json()
-        .await
-        .expect("JSON");
-    assert_eq!(report["output"][0]["content"][0]["text"], FOUND);
+    let report = codex_turn(app, path, vec![codex_user(ASK)], true).await;
+    assert_eq!(report["output"][0]["content"][0]["text"], FOUND, "{report}");
 
-    // Codex hands back the agent's name; the proxy waits for it, on Codex's side.
     let asked_before = upstream.main_requests().len();
     let agent = "019a8f3c-5d1e-7b2a-9c4d-1e2f3a4b5c6d";
     let mut history = vec![
@@ -439,13 +442,7 @@ async fn codex_spawns_its_agent_the_proxy_waits_for_it_and_the_model_sees_one_ta
         json!({"type": "function_call_output", "call_id": spawn["call_id"],
             "output": json!({"agent_id": agent, "nickname": "Nietzsche"}).to_string()}),
     ];
-    let answer: Value = post(history.clone(), false)
-        .await
-        .expect("turn 2")
-        .json()
-        .await
-        .expect("JSON");
-    let wait = call_of(&answer);
+    let wait = codex_call(&codex_turn(app, path, history.clone(), false).await);
     assert_eq!(wait["name"], "wait_agent");
     let args: Value =
         serde_json::from_str(wait["arguments"].as_str().expect("args")).expect("JSON");
@@ -459,13 +456,8 @@ async fn codex_spawns_its_agent_the_proxy_waits_for_it_and_the_model_sees_one_ta
     history.push(wait.clone());
     history.push(json!({"type": "function_call_output", "call_id": wait["call_id"],
         "output": json!({"status": {agent: {"completed": FOUND}}, "timed_out": false}).to_string()}));
-    history.push(user("<subagent_notification>\n{\"agent_id\":\"019a\",\"status\":\"completed\"}\n</subagent_notification>"));
-    let done: Value = post(history, false)
-        .await
-        .expect("turn 3")
-        .json()
-        .await
-        .expect("JSON");
+    history.push(codex_user("<subagent_notification>\n{\"agent_id\":\"019a\",\"status\":\"completed\"}\n</subagent_notification>"));
+    let done = codex_turn(app, path, history, false).await;
     let said = done["output"]
         .as_array()
         .expect("output")
@@ -473,5 +465,72 @@ async fn codex_spawns_its_agent_the_proxy_waits_for_it_and_the_model_sees_one_ta
         .find(|i| i["type"] == "message")
         .expect("a message");
     assert_eq!(said["content"][0]["text"], "Done.");
+}
+
+#[tokio::test]
+async fn codex_spawns_its_agent_the_proxy_waits_for_it_and_the_model_sees_one_task() {
+    let upstream = opencode_model().await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    codex_sub_agent_run(&app, &upstream, "/v1/responses").await;
     assert_search_agent_then_task_result(&upstream, &[]);
+}
+
+/// Through another harness whose agent has a sub-agent tool (Qwen Code's `agent`): the same
+/// capability, the same pair on Codex's side; the sub-agent is that harness's agent, untitled.
+#[tokio::test]
+async fn through_qwen_code_codex_s_sub_agent_is_the_harness_s_agent_tool() {
+    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+        if r.is_title() {
+            return Reply::sse(&[&text_chunk("Files listed"), DONE]);
+        }
+        let body = r.json();
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        // The sub-agent's conversation: the model's prompt as the user's words, not the main
+        // thread's ask (the harness may open with context of its own).
+        let said = |words: &str| {
+            messages
+                .iter()
+                .any(|m| m["role"] == "user" && m["content"].to_string().contains(words))
+        };
+        let sub = said(ASK) && !said("Find the files");
+        if sub {
+            return Reply::sse(&[&text_chunk(FOUND), &finish_chunk("stop"), DONE]);
+        }
+        if messages.last().is_some_and(|m| m["role"] == "tool") {
+            return Reply::sse(&[&text_chunk("Done."), &finish_chunk("stop"), DONE]);
+        }
+        let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a1",
+            "type": "function", "function": {"name": "agent", "arguments": json!({
+                "description": "Find files", "prompt": ASK}).to_string()}}]}}]});
+        Reply::sse(&[&format!("data: {call}\n\n"), &finish_chunk("tool_calls"), DONE])
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    codex_sub_agent_run(&app, &upstream, "/harness/qwen-code/v1/responses").await;
+    let requests = upstream.requests();
+    assert!(
+        requests
+            .iter()
+            .filter(|r| r.is_title())
+            .all(|r| !String::from_utf8_lossy(&r.body).contains(ASK)),
+        "a sub-agent is never titled"
+    );
+    let last = upstream
+        .main_requests()
+        .last()
+        .expect("the last turn")
+        .json();
+    let messages = last["messages"].as_array().expect("messages");
+    let result = messages.last().expect("a result");
+    // Qwen Code's builder sends a result as parts.
+    let text = result["content"][0]["text"].as_str().expect("a text part");
+    assert!(
+        text.starts_with("task_id: ses_") && text.contains(FOUND),
+        "{text}"
+    );
+    let call = &messages[messages.len() - 2]["tool_calls"][0]["function"];
+    assert_eq!(
+        call["name"], "agent",
+        "the model sees its own harness's call"
+    );
 }

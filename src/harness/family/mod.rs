@@ -22,7 +22,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::opencode::title::TitleRecogniser;
-use super::{HarnessError, Prepared};
+use super::{HarnessError, HarnessRequest, Prepared};
 use crate::clients::bridge::{Binding, Bridge, HarnessTools, Unmatched};
 use crate::clients::contextual;
 use crate::clients::labels::ToolLabels;
@@ -30,7 +30,7 @@ use crate::clients::profiles::{Profile, Profiles};
 use crate::config::{ExtraTools, ToolsPolicy};
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
 use crate::conversation::{
-    CallInput, Content, Conversation, Item, Part, ToolCall, ToolDefinition, ToolResult,
+    CallInput, Content, Conversation, Item, Part, Role, ToolCall, ToolDefinition, ToolResult,
 };
 use crate::prompts::{Builtin, PromptError, Prompts};
 
@@ -159,6 +159,53 @@ impl Common {
     /// The proxy's title request, when the operator titles this harness's conversations: plain.
     pub fn title_request(&self, ask: &super::TitleAsk<'_>) -> Bytes {
         super::plain_chat::title_body(&self.title_prompt, ask)
+    }
+
+    /// What every chat harness does before its own rebuild (`body`): a title request goes as it
+    /// came; a client whose sub-agent takes two calls (Codex) gets its collecting call from here,
+    /// and its history folded; and a request the client's markers call a sub-agent's is marked so
+    /// (never titled). A sub-agent's request is otherwise rebuilt as the harness's agent: the
+    /// reference's harnesses other than opencode have no search agent of their own here.
+    pub fn prepare(
+        &self,
+        mut request: HarnessRequest<'_>,
+        body: impl FnOnce(HarnessRequest<'_>) -> Result<Prepared, HarnessError>,
+    ) -> Result<Prepared, HarnessError> {
+        if self.is_title_request(&request.conversation) {
+            return Ok(Prepared::unchanged(&request));
+        }
+        let conversation = &mut request.conversation;
+        let profile = self.profiles.detect(
+            request.headers,
+            conversation.client.profile,
+            &conversation.tools,
+        )?;
+        if let Some(collector) = profile.subagent.collector() {
+            if let Some(call) = (collector.pending)(&conversation.items) {
+                return Ok(Prepared::local(call, conversation));
+            }
+            conversation.items = (collector.fold)(std::mem::take(&mut conversation.items));
+        }
+        let subagent = !profile.subagent.is_empty() && {
+            let systems: Vec<String> = conversation
+                .items
+                .iter()
+                .filter_map(|item| match item {
+                    Item::Message(m) if m.role == Role::System => {
+                        Some(m.content.text().into_owned())
+                    }
+                    _ => None,
+                })
+                .collect();
+            let systems: Vec<&str> = systems.iter().map(String::as_str).collect();
+            let offered: Vec<&str> = conversation.tools.iter().filter_map(|t| t.name()).collect();
+            profile
+                .subagent
+                .matches(request.headers, &systems, &offered)
+        };
+        let mut prepared = body(request)?;
+        prepared.subagent = subagent;
+        Ok(prepared)
     }
 
     /// The request's bridge: the client's tools (its profile from its headers and tools) against

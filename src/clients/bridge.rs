@@ -227,7 +227,11 @@ impl Bridge {
                 tool.binding = binding;
                 tool.via = via;
             }
+            // The tool a client's sub-agent must end with stays whatever `extra_tools` says:
+            // without it the sub-agent's answer never reaches its main thread.
+            let must_keep = profile.subagent.keep.contains(&tool.name);
             if tool.binding == Binding::Kept
+                && !must_keep
                 && (unmatched == Unmatched::Drop || profile.drops(&tool.name))
             {
                 tool.binding = Binding::Dropped;

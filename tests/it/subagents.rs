@@ -93,6 +93,10 @@ fn assert_search_agent_then_task_result(upstream: &FakeUpstream, kept: &[&str]) 
                 .all(|t| SEARCH_TOOLS.contains(&t.as_str()) || kept.contains(&t.as_str())),
         "the search agent's read-only tools only: {tools:?}"
     );
+    assert!(
+        kept.iter().all(|k| tools.iter().any(|t| t == k)),
+        "the tool its sub-agent must end with stays: {tools:?}"
+    );
     let user = sub[0]["messages"]
         .as_array()
         .expect("messages")

@@ -15,6 +15,9 @@ conversation (Chat: role "tool" messages; Messages: tool_result blocks); past th
 text. A call step names a tool the request must offer, else the answer is a PLAN ERROR text. A
 request without tools (a title or helper call) gets --title-text. With --text-only every request
 gets step N, N = the assistant messages already in it (steps {"raw_text": "..."}), tools or not.
+With --search-text a request whose system text holds opencode's search-agent prompt ("You are
+a file search specialist", the explore sub-agent a `task` call starts) gets that text whatever the
+plan, and is not counted in it: the main conversation follows the plan, the sub-agent answers.
 
   python3 scripts/agent-upstream.py --port 0 --record /tmp/rec.jsonl --workdir /tmp/w \\
       --plan-inline '[{"call":{"name":"bash","arguments":{"command":"echo hi > {cwd}/a.txt"}}},{"text":"done"}]'
@@ -77,8 +80,33 @@ def count_results(body, chat):
                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
 
 
+SEARCH_OPENING = "You are a file search specialist"
+
+
+def system_text(body):
+    """The request's system text: Chat/Responses system or developer messages, Messages `system`."""
+    parts = []
+    sysf = body.get("system")
+    if isinstance(sysf, str):
+        parts.append(sysf)
+    elif isinstance(sysf, list):
+        parts += [b.get("text", "") for b in sysf if isinstance(b, dict)]
+    for m in body.get("messages") or []:
+        if isinstance(m, dict) and m.get("role") in ("system", "developer"):
+            c = m.get("content")
+            parts += [c] if isinstance(c, str) else [b.get("text", "") for b in c or [] if isinstance(b, dict)]
+    return "\n".join(parts)
+
+
+def is_search_agent(body):
+    return SEARCH_OPENING in system_text(body)
+
+
 def decide(body, chat):
     """('text', str) or ('call', name, arguments) for this request."""
+    if ARGS.search_text is not None and is_search_agent(body):
+        print("search sub-agent request: answering --search-text", file=sys.stderr, flush=True)
+        return ("text", ARGS.search_text)
     if ARGS.text_only:
         n = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
         step = PLAN[min(n, len(PLAN) - 1)] if PLAN else {}
@@ -333,6 +361,8 @@ def main():
     ap.add_argument("--title-text", default="Scripted title")
     ap.add_argument("--text-only", action="store_true", help="answer raw_text steps, tools or not")
     ap.add_argument("--reasoning", action="store_true", help="stream a short reasoning first")
+    ap.add_argument("--search-text", help="answer a search sub-agent's requests (system text holds "
+                    "with opencode's search prompt) with this text, outside the plan")
     ARGS = ap.parse_args()
     ARGS.workdir = os.path.abspath(ARGS.workdir)
     if ARGS.plan:

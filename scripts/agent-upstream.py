@@ -15,6 +15,10 @@ conversation (Chat: role "tool" messages; Messages: tool_result blocks); past th
 text. A call step names a tool the request must offer, else the answer is a PLAN ERROR text. A
 request without tools (a title or helper call) gets --title-text. With --text-only every request
 gets step N, N = the assistant messages already in it (steps {"raw_text": "..."}), tools or not.
+With --search-plan (or --search-text TEXT, the plan [{"text": TEXT}]) a request whose system text
+holds opencode's search-agent prompt ("You are a file search specialist", the explore sub-agent a
+`task` call starts) is answered from that plan instead, by the same rule: the main conversation
+follows --plan, the sub-agent its own (e.g. Gemini CLI's sub-agent must end with complete_task).
 
   python3 scripts/agent-upstream.py --port 0 --record /tmp/rec.jsonl --workdir /tmp/w \\
       --plan-inline '[{"call":{"name":"bash","arguments":{"command":"echo hi > {cwd}/a.txt"}}},{"text":"done"}]'
@@ -36,6 +40,7 @@ from urllib.parse import parse_qs, urlsplit
 
 ARGS = None
 PLAN = []
+SEARCH_PLAN = []
 LOCK = threading.Lock()
 IDS = itertools.count(1)
 MODELS = ["gpt-4.1-mini", "claude-sonnet-4-5", "gemini-2.5-flash"]
@@ -55,8 +60,8 @@ def fill_cwd(value):
     return value
 
 
-def last_text():
-    for step in reversed(PLAN):
+def last_text(plan=None):
+    for step in reversed(PLAN if plan is None else plan):
         if "text" in step or "raw_text" in step:
             return step.get("text", step.get("raw_text"))
     return "ok"
@@ -77,19 +82,49 @@ def count_results(body, chat):
                for b in m["content"] if isinstance(b, dict) and b.get("type") == "tool_result")
 
 
+SEARCH_OPENING = "You are a file search specialist"
+
+
+def system_text(body):
+    """The request's system text: Chat/Responses system or developer messages, Messages `system`."""
+    parts = []
+    sysf = body.get("system")
+    if isinstance(sysf, str):
+        parts.append(sysf)
+    elif isinstance(sysf, list):
+        parts += [b.get("text", "") for b in sysf if isinstance(b, dict)]
+    for m in body.get("messages") or []:
+        if isinstance(m, dict) and m.get("role") in ("system", "developer"):
+            c = m.get("content")
+            parts += [c] if isinstance(c, str) else [b.get("text", "") for b in c or [] if isinstance(b, dict)]
+    return "\n".join(parts)
+
+
+def is_search_agent(body):
+    return SEARCH_OPENING in system_text(body)
+
+
 def decide(body, chat):
-    """('text', str) or ('call', name, arguments) for this request."""
+    """('text', str) or ('call', name, arguments, say) for this request."""
+    if SEARCH_PLAN and is_search_agent(body):
+        print("search sub-agent request: answering from the search plan", file=sys.stderr, flush=True)
+        return step_for(SEARCH_PLAN, body, chat)
     if ARGS.text_only:
         n = sum(1 for m in body.get("messages") or [] if m.get("role") == "assistant")
         step = PLAN[min(n, len(PLAN) - 1)] if PLAN else {}
         return ("text", step.get("raw_text", step.get("text", last_text())))
-    offered = tool_names(body)
-    if not offered:
+    if not tool_names(body):
         return ("text", ARGS.title_text)
+    return step_for(PLAN, body, chat)
+
+
+def step_for(plan, body, chat):
+    """Step N of the plan, N = the tool results already in the request's conversation."""
+    offered = tool_names(body)
     n = count_results(body, chat)
-    if n >= len(PLAN):
-        return ("text", last_text())
-    step = PLAN[n]
+    if n >= len(plan):
+        return ("text", last_text(plan))
+    step = plan[n]
     if "call" not in step:
         return ("text", step.get("text", step.get("raw_text", "")))
     name = step["call"]["name"]
@@ -323,7 +358,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    global ARGS, PLAN
+    global ARGS, PLAN, SEARCH_PLAN
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--port", type=int, default=0)
     ap.add_argument("--record", help="append one JSON line per request to this file")
@@ -333,6 +368,9 @@ def main():
     ap.add_argument("--title-text", default="Scripted title")
     ap.add_argument("--text-only", action="store_true", help="answer raw_text steps, tools or not")
     ap.add_argument("--reasoning", action="store_true", help="stream a short reasoning first")
+    ap.add_argument("--search-text", help="answer a search sub-agent's requests (system text holds "
+                    "opencode's search prompt) with this text, outside the plan")
+    ap.add_argument("--search-plan", help="JSON file: the steps for a search sub-agent's requests")
     ARGS = ap.parse_args()
     ARGS.workdir = os.path.abspath(ARGS.workdir)
     if ARGS.plan:
@@ -340,6 +378,11 @@ def main():
             PLAN = json.load(f)
     elif ARGS.plan_inline:
         PLAN = json.loads(ARGS.plan_inline)
+    if ARGS.search_plan:
+        with open(ARGS.search_plan) as f:
+            SEARCH_PLAN = json.load(f)
+    elif ARGS.search_text is not None:
+        SEARCH_PLAN = [{"text": ARGS.search_text}]
     server = ThreadingHTTPServer(("127.0.0.1", ARGS.port), Handler)
     server.daemon_threads = True
     print(f"listening on http://127.0.0.1:{server.server_address[1]}", flush=True)

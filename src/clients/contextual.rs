@@ -63,6 +63,18 @@ const HOOK_PROMPT_OPEN: &str = "<hook_prompt";
 const HOOK_PROMPT_CLOSE: &str = "</hook_prompt>";
 const HOOK_RUN_ID: &str = "hook_run_id";
 
+/// Whether a user text is the setup turn of Gemini CLI's family (tagged or bare), which the agent
+/// follows with a reply of its own that is context too.
+pub fn is_setup_turn(text: &str) -> bool {
+    let text = text.trim_start();
+    let text = text
+        .strip_prefix("<session_context>")
+        .map_or(text, str::trim_start);
+    SETUP_OPENINGS
+        .iter()
+        .any(|opening| text.starts_with(opening))
+}
+
 /// Whether a user message is context and nothing else: at least one of its text parts is
 /// contextual and every other text part is blank. A message with no text part (an image alone)
 /// is the user's.

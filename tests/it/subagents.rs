@@ -249,7 +249,9 @@ async fn qwen_code_runs_its_agent_as_the_search_agent_and_hands_back_a_task_resu
         serde_json::from_str(call["function"]["arguments"].as_str().expect("args")).expect("JSON");
     assert_eq!(
         args,
-        json!({"description": "Find files", "prompt": ASK, "run_in_background": false})
+        json!({"description": "Find files", "prompt": ASK, "run_in_background": false,
+            "subagent_type": "general-purpose"}),
+        "its general agent, named (without one it forks), in the foreground"
     );
 
     let sub_system = "You are a general-purpose agent. Given the user's message, you should use the tools available to complete the task.";

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use super::body::{OutCall, OutFunction, OutImage, OutMessage, OutPart};
 use crate::clients::args::reserialize_arguments;
 use crate::clients::bridge::Bridge;
-use crate::clients::contextual::words_of;
+use crate::clients::contextual::{is_setup_turn, words_of};
 use crate::clients::quote::quote_prompt;
 use crate::config::{HistoryMode, ReasoningMode};
 use crate::conversation::{Content, Item, Message, Part, Role, ToolCall, ToolResult};
@@ -48,6 +48,8 @@ struct Converter<'a> {
     call_tools: HashMap<String, String>,
     /// The opencode call ids a client call became, by the client's id.
     expanded: HashMap<String, Vec<String>>,
+    /// The last message was an agent's setup turn (context only), whose own reply follows it.
+    after_setup: bool,
 }
 
 /// Converts the client's items (system messages and reasoning are ignored here).
@@ -64,6 +66,7 @@ pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> 
         result_images: Vec::new(),
         call_tools: HashMap::new(),
         expanded: HashMap::new(),
+        after_setup: false,
     };
     for item in items {
         if !matches!(item, Item::ToolResult(_)) {
@@ -92,11 +95,16 @@ impl Converter<'_> {
     }
 
     fn message(&mut self, message: &Message) {
+        let after_setup = std::mem::take(&mut self.after_setup);
         match message.role {
+            // The agent's reply to its own setup turn ("Got it. Thanks for the context!", Qwen
+            // Code's) is context as the turn is: it answers nothing the user said.
+            Role::Assistant if after_setup => {}
             Role::Assistant => self.assistant_text(message),
             Role::User => {
                 // Only the parts that are context go; the user's words always reach the model.
                 let Some(text) = words_of(&message.content) else {
+                    self.after_setup = is_setup_turn(&message.content.text());
                     return;
                 };
                 self.discard();

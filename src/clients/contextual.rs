@@ -75,6 +75,22 @@ pub fn is_setup_turn(text: &str) -> bool {
         .any(|opening| text.starts_with(opening))
 }
 
+/// How Claude Code's note before an image it read for an `@file` mention opens (2.1.332,
+/// captured: a reminder message of its own, then the image alone in the next user message).
+const READ_NOTE_OPENING: &str = "Called the Read tool with the following input:";
+
+/// The words of Claude Code's note naming the file of the image that follows (the reminder's
+/// text without its tags), if `text` is one. Alone it is context; before the image it is what
+/// says which file the image is.
+pub fn image_note(text: &str) -> Option<&str> {
+    let inner = text
+        .trim()
+        .strip_prefix("<system-reminder>")?
+        .strip_suffix("</system-reminder>")?
+        .trim();
+    inner.starts_with(READ_NOTE_OPENING).then_some(inner)
+}
+
 /// Whether a user message is context and nothing else: at least one of its text parts is
 /// contextual and every other text part is blank. A message with no text part (an image alone)
 /// is the user's.

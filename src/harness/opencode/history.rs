@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use super::body::{OutCall, OutFunction, OutImage, OutMessage, OutPart};
 use crate::clients::args::reserialize_arguments;
 use crate::clients::bridge::Bridge;
-use crate::clients::contextual::{is_setup_turn, words_of};
+use crate::clients::contextual::{image_note as image_note_of, is_setup_turn, words_of};
 use crate::clients::quote::quote_prompt;
 use crate::config::{HistoryMode, ReasoningMode};
 use crate::conversation::{Content, Item, Message, Part, Role, ToolCall, ToolResult};
@@ -50,6 +50,9 @@ struct Converter<'a> {
     expanded: HashMap<String, Vec<String>>,
     /// The last message was an agent's setup turn (context only), whose own reply follows it.
     after_setup: bool,
+    /// The last message was an agent's note naming the file of an image (`image_note`): the
+    /// text of the image's message when that message has no words of its own.
+    image_note: Option<String>,
 }
 
 /// Converts the client's items (system messages and reasoning are ignored here).
@@ -67,6 +70,7 @@ pub fn convert(items: &[Item], options: &HistoryOptions<'_>) -> Vec<OutMessage> 
         call_tools: HashMap::new(),
         expanded: HashMap::new(),
         after_setup: false,
+        image_note: None,
     };
     for item in items {
         if !matches!(item, Item::ToolResult(_)) {
@@ -96,6 +100,7 @@ impl Converter<'_> {
 
     fn message(&mut self, message: &Message) {
         let after_setup = std::mem::take(&mut self.after_setup);
+        let image_note = self.image_note.take();
         match message.role {
             // The agent's reply to its own setup turn ("Got it. Thanks for the context!", Qwen
             // Code's) is context as the turn is: it answers nothing the user said.
@@ -104,16 +109,24 @@ impl Converter<'_> {
             Role::User => {
                 // Only the parts that are context go; the user's words always reach the model.
                 let Some(text) = words_of(&message.content) else {
-                    self.after_setup = is_setup_turn(&message.content.text());
+                    let context = message.content.text();
+                    self.after_setup = is_setup_turn(&context);
+                    self.image_note = image_note_of(&context).map(str::to_owned);
                     return;
                 };
                 self.discard();
+                let wordless = text.is_empty();
                 let content = if self.options.quote_user {
                     quote_prompt(&text)
                 } else {
                     text
                 };
                 let images = images(&message.content);
+                // An image with no words of its own says which file it is by the note before it.
+                let content = match image_note {
+                    Some(note) if wordless && !images.is_empty() => note,
+                    _ => content,
+                };
                 if images.is_empty() {
                     self.out.push(OutMessage::user(content));
                 } else {

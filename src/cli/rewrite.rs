@@ -101,6 +101,12 @@ fn rewritten(
         query: None,
         headers,
     };
+    // The prompt-cache scope `serve` stamps: the conversation the client names, for its caller.
+    let caller = crate::titles::identity::Caller::from_headers(
+        &call.headers,
+        config.auth.admin_token.as_deref(),
+    );
+    let call = crate::routes::cache_scope::stamped(&call, &caller.owner).into_owned();
     let processed = if harness.rewrites() {
         let context = inbound::Context {
             seal: crate::state::reasoning_seal(config)?,

@@ -75,9 +75,12 @@ async fn rewrite_prints_what_the_server_sends_upstream_for_every_protocol() {
     ];
     for (protocol, path, body) in cases {
         let seen = upstream.count();
+        // A conversation the client names: its prompt-cache key is the caller's scope of it.
+        let session = format!("conv-{protocol}");
         let response = app
             .post(path)
             .header("x-api-key", "sk-client")
+            .header("x-session-id", &session)
             .json(&body)
             .send()
             .await
@@ -88,7 +91,15 @@ async fn rewrite_prints_what_the_server_sends_upstream_for_every_protocol() {
         let sent = &sent[seen..];
         let main = sent.iter().find(|r| !r.is_title()).expect("main request");
         let title = sent.iter().find(|r| r.is_title()).expect("title request");
-        let mut args = vec!["--protocol", protocol];
+        let session_header = format!("x-session-id:{session}");
+        let mut args = vec![
+            "--protocol",
+            protocol,
+            "--header",
+            "x-api-key:sk-client",
+            "--header",
+            &session_header,
+        ];
         if protocol == "gemini" {
             args.extend(["--model", "mock-model"]);
         }

@@ -45,7 +45,21 @@ pub fn exchange_digest(
 /// A user text's own digest: an agent loop answers one user text many times, so it is hashed
 /// once, not once per answer.
 fn text_digest(text: &str) -> ExchangeDigest {
-    Sha256::digest(text.as_bytes()).into()
+    let mut hasher = Sha256::new();
+    hash_normalized(&mut hasher, text);
+    hasher.finalize().into()
+}
+
+/// Hashes `text` without the whitespace around it and at its lines' ends: a client that reads its
+/// history back from a file of its own (aider's `--restore-chat-history`, from markdown with a
+/// `  ` at every line's end) sends the same exchange with whitespace that never meant anything.
+fn hash_normalized(hasher: &mut Sha256, text: &str) {
+    for (n, line) in text.trim().split('\n').enumerate() {
+        if n > 0 {
+            hasher.update(b"\n");
+        }
+        hasher.update(line.trim_end().as_bytes());
+    }
 }
 
 fn exchange_of(
@@ -66,7 +80,7 @@ fn exchange_of(
     let mut hasher = Sha256::new();
     hasher.update(b"exchange\0");
     hasher.update(user);
-    hasher.update(answer.as_bytes());
+    hash_normalized(&mut hasher, answer);
     Some(hasher.finalize().into())
 }
 

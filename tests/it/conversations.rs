@@ -187,6 +187,33 @@ async fn aider_first_real_turn_is_titled_and_two_aider_sessions_stay_apart() {
     assert_eq!(titles_of(&upstream).len(), 2);
 }
 
+/// aider's `--restore-chat-history` (0.86, seen through the proxy): a new session's first request
+/// holds the earlier session's exchange read back from its markdown history, the user's words with
+/// aider's trailing `  \n` and the answer with blank lines around it, between its own examples.
+/// It is the earlier conversation, found again: no second conversation, no second title.
+#[tokio::test]
+async fn aider_s_restored_history_continues_its_conversation() {
+    let upstream = upstream().await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let (a, a_title, a_answer) =
+        turn(&app, "k", &aider_first_request("remember the word banana")).await;
+    assert!(a_title.is_some());
+    title_of(&app, "k", &a).await;
+
+    let mut restored = aider_first_request("what word did I ask you to remember");
+    let question = restored.pop().expect("the question");
+    restored.insert(5, user("remember the word banana  \n"));
+    restored.insert(6, assistant(&format!("\n{a_answer}\n\n")));
+    restored.push(question);
+    let (b, b_title, _) = turn(&app, "k", &restored).await;
+    assert_eq!(
+        (b, b_title),
+        (a, None),
+        "the restored conversation, not a new one"
+    );
+    assert_eq!(titles_of(&upstream).len(), 1);
+}
+
 /// A script that does not stream, and whose first answer is a tool call with no text: the call's
 /// id (unique per answer) anchors the conversation.
 #[tokio::test]

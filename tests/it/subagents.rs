@@ -540,3 +540,90 @@ async fn through_qwen_code_codex_s_sub_agent_is_the_harness_s_agent_tool() {
         "the model sees its own harness's call"
     );
 }
+
+/// DeepSeek-TUI's sub-agent session, opened with a prompt, is the capability too: the model's
+/// `agent_open` reaches Claude Code as its `Agent`, and the report goes back as that call's result.
+#[tokio::test]
+async fn through_deepseek_tui_agent_open_is_claude_code_s_agent() {
+    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+        if r.is_title() {
+            return Reply::sse(&[&text_chunk("Files listed"), DONE]);
+        }
+        let body = r.json();
+        let messages = body["messages"].as_array().cloned().unwrap_or_default();
+        if messages.last().is_some_and(|m| m["role"] == "tool") {
+            return Reply::sse(&[&text_chunk("Done."), &finish_chunk("stop"), DONE]);
+        }
+        let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_o1",
+            "type": "function", "function": {"name": "agent_open", "arguments": json!({
+                "name": "finder", "prompt": ASK}).to_string()}}]}}]});
+        Reply::sse(&[&format!("data: {call}\n\n"), &finish_chunk("tool_calls"), DONE])
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let mut tools: Vec<Value> = golden_tools("claude-code")
+        .into_iter()
+        .map(|(name, schema)| json!({"name": name, "description": name, "input_schema": schema}))
+        .collect();
+    tools.push(json!({"name": "Agent", "description": "Launch a new agent", "input_schema": {
+        "type": "object", "properties": {"description": {"type": "string"}, "prompt": {"type": "string"},
+            "run_in_background": {"type": "boolean"}},
+        "required": ["description", "prompt"], "additionalProperties": false}}));
+    let post = |messages: Value| {
+        app.post("/harness/deepseek-tui/v1/messages")
+            .header("x-api-key", "sk-claude")
+            .header("anthropic-version", "2023-06-01")
+            .header("user-agent", "claude-cli/2.1.332 (external, sdk-cli)")
+            .json(&json!({"model": "m", "max_tokens": 32000, "stream": false,
+                "system": [{"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."}],
+                "messages": messages, "tools": tools}))
+            .send()
+    };
+    let ask = json!({"role": "user", "content": [{"type": "text", "text": "Find the files"}]});
+    let answer: Value = post(json!([ask.clone()]))
+        .await
+        .expect("turn 1")
+        .json()
+        .await
+        .expect("JSON");
+    let call = answer["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .expect("a tool_use")
+        .clone();
+    assert_eq!(call["name"], "Agent");
+    assert_eq!(
+        call["input"],
+        json!({"description": "finder", "prompt": ASK, "run_in_background": false})
+    );
+    let frame = format!(
+        "[Subagent hand-back] The text below is the final report of a subagent. The report follows:\n  {FOUND}\nagentId: a1 (use SendMessage with to: 'a1' to continue this agent)"
+    );
+    let history = json!([ask, {"role": "assistant", "content": [call.clone()]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"], "content": frame}]}]);
+    let done: Value = post(history)
+        .await
+        .expect("turn 2")
+        .json()
+        .await
+        .expect("JSON");
+    assert_eq!(done["content"][0]["text"], "Done.");
+    let last = upstream
+        .main_requests()
+        .last()
+        .expect("turn 2 upstream")
+        .json();
+    let messages = last["messages"].as_array().expect("messages");
+    let text = messages.last().expect("result")["content"].to_string();
+    assert!(
+        text.contains("task_id: ses_")
+            && text.contains(&format!("<task_result>\\n{FOUND}\\n</task_result>")),
+        "{text}"
+    );
+    assert_eq!(
+        messages[messages.len() - 2]["tool_calls"][0]["function"]["name"],
+        "agent_open"
+    );
+}

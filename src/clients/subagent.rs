@@ -13,6 +13,9 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::conversation::Item;
+use crate::conversation::action::{
+    ActionReader, Answer, Attempts, HarnessCall, Retry, RetryKind, Verdict,
+};
 
 /// How one agent's sub-agent requests say what they are. Any marker that matches is enough;
 /// none set: the agent's sub-agents are not told apart.
@@ -35,6 +38,64 @@ pub struct Markers {
     /// The collector of an agent whose sub-agent takes more than one call (`Collector`), by name.
     #[serde(default)]
     pub collect: Option<String>,
+    /// The call a sub-agent must end with, made of its model's final words (`Finish`).
+    #[serde(default)]
+    pub finish: Option<Finish>,
+}
+
+/// The call an agent's sub-agent must end with, when its model answers in words instead (Gemini
+/// CLI's `complete_task{result: {response}}`: a sub-agent that ends in text fails there, and a
+/// harness's search agent, which answers in text, knows nothing of it).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Finish {
+    pub tool: String,
+    /// Where the words go in its arguments, key by key.
+    pub path: Vec<String>,
+}
+
+/// The rule of a sub-agent's answers with a `Finish`: its model's calls go as they are; its
+/// final words become the finishing call (delivered as any call, checked against the client's
+/// schema); a finishing call the client cannot run gets one plain turn asking for it.
+pub struct FinishReader {
+    pub harness: &'static str,
+    pub finish: Finish,
+}
+
+impl ActionReader for FinishReader {
+    fn harness(&self) -> &'static str {
+        self.harness
+    }
+
+    fn read(&self, answer: &Answer<'_>, _attempts: Attempts) -> Verdict {
+        if !answer.calls.is_empty() {
+            return Verdict::Calls;
+        }
+        let words = answer.text.trim();
+        if words.is_empty() {
+            return Verdict::Final;
+        }
+        let arguments = self.finish.path.iter().rev().fold(
+            serde_json::Value::from(words),
+            |inner, key| serde_json::json!({ key: inner }),
+        );
+        Verdict::Act(vec![HarnessCall {
+            name: self.finish.tool.clone(),
+            arguments: arguments.to_string(),
+        }])
+    }
+
+    fn cannot_run(&self, _action: &HarnessCall) -> Retry {
+        Retry {
+            kind: RetryKind::Correction,
+            keep_answer: true,
+            turn: format!(
+                "Finish by calling the `{}` tool with your answer.",
+                self.finish.tool
+            ),
+            replaces_earlier: false,
+        }
+    }
 }
 
 /// A call the proxy makes on the client's side, in the client's own tool, without the upstream.
@@ -157,6 +218,42 @@ mod tests {
         let by_tool: Markers = toml::from_str(r#"tools = ["complete_task"]"#).expect("markers");
         assert!(by_tool.matches(&HeaderMap::new(), &[], &["read_file", "complete_task"]));
         assert!(!by_tool.matches(&HeaderMap::new(), &[], &["read_file", "invoke_agent"]));
+    }
+
+    #[test]
+    fn a_sub_agent_that_must_finish_with_a_call_gets_its_words_as_that_call() {
+        let reader = FinishReader {
+            harness: "opencode",
+            finish: Finish {
+                tool: "complete_task".into(),
+                path: vec!["result".into(), "response".into()],
+            },
+        };
+        let words = Answer {
+            text: " Found: a.txt\n",
+            calls: &[],
+        };
+        assert_eq!(
+            reader.read(&words, Attempts::default()),
+            Verdict::Act(vec![HarnessCall {
+                name: "complete_task".into(),
+                arguments: r#"{"result":{"response":"Found: a.txt"}}"#.into(),
+            }])
+        );
+        let calls = [crate::conversation::action::AnswerCall {
+            name: "read_file",
+            arguments: "{}",
+        }];
+        let calling = Answer {
+            text: "",
+            calls: &calls,
+        };
+        assert_eq!(reader.read(&calling, Attempts::default()), Verdict::Calls);
+        let nothing = Answer {
+            text: " ",
+            calls: &[],
+        };
+        assert_eq!(reader.read(&nothing, Attempts::default()), Verdict::Final);
     }
 
     #[test]

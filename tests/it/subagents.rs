@@ -333,16 +333,22 @@ async fn gemini_cli_runs_its_generalist_as_the_search_agent_and_hands_back_a_tas
         vec![json!({"role": "user", "parts": [{"text": ASK}]})],
         declarations(Some(complete)),
     );
+    // The search agent answers in words; Gemini CLI's sub-agent must end with complete_task.
     let report: Value = post(sub)
         .await
         .expect("sub-agent")
         .json()
         .await
         .expect("JSON");
-    assert_eq!(
-        report["candidates"][0]["content"]["parts"][0]["text"],
-        FOUND
-    );
+    let finished = report["candidates"][0]["content"]["parts"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .find_map(|p| p.get("functionCall"))
+        .unwrap_or_else(|| panic!("a complete_task call: {report}"))
+        .clone();
+    assert_eq!(finished["name"], "complete_task");
+    assert_eq!(finished["args"], json!({"result": {"response": FOUND}}));
 
     let result = format!(
         "Subagent 'generalist' finished.\nTermination Reason: GOAL\nResult:\n{}",

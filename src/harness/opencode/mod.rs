@@ -32,8 +32,9 @@ use crate::clients::bridge::{Bridge, Unmatched};
 use crate::clients::contextual::context_parts;
 use crate::clients::labels::ToolLabels;
 use crate::clients::profiles::{Profile, Profiles};
-use crate::clients::subagent::LocalCall;
+use crate::clients::subagent::{FinishReader, LocalCall};
 use crate::config::{ExtraTools, InstructionsMode, OpencodeConfig};
+use crate::conversation::action::ActionReader;
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
 use crate::conversation::{Conversation, Item, Message, Role, ToolDefinition};
 use crate::prompts::Prompts;
@@ -89,6 +90,8 @@ pub struct Built {
     pub subagent: bool,
     /// Answered on the client's side, not sent upstream (`Prepared::local`).
     pub local: Option<LocalCall>,
+    /// The rule of a client's sub-agent's answers (`clients::subagent::FinishReader`).
+    pub actions: Option<Arc<dyn ActionReader>>,
 }
 
 impl Opencode {
@@ -216,8 +219,15 @@ impl Opencode {
             reasoning_effort: conversation.options.reasoning_effort.as_deref(),
             prompt_cache_key: self.prompt_cache_key(conversation, headers),
         });
+        let finish = profile.subagent.finish.clone().filter(|_| subagent);
         let mut built = Built::of(body, bridge, conversation);
         built.subagent = subagent;
+        built.actions = finish.map(|finish| {
+            Arc::new(FinishReader {
+                harness: "opencode",
+                finish,
+            }) as Arc<dyn ActionReader>
+        });
         Ok(built)
     }
 
@@ -378,6 +388,7 @@ impl Built {
             calls,
             subagent: false,
             local: None,
+            actions: None,
         }
     }
 
@@ -392,6 +403,7 @@ impl Built {
             calls: None,
             subagent: false,
             local: Some(call),
+            actions: None,
         }
     }
 }
@@ -458,7 +470,7 @@ impl Harness for Opencode {
                 client_stream: built.client_stream,
                 include_usage: built.include_usage,
                 calls: built.calls,
-                actions: None,
+                actions: built.actions,
             }),
             dropped_tools: built.dropped_tools,
             passthrough_tools: built.passthrough_tools,

@@ -13,7 +13,8 @@ use serde_json::{Map, Value};
 use super::capability::Capability;
 use super::subagent::Collector;
 use super::{
-    claude_code, cline, codex, codex_agents, codex_responses, gemini_cli, kimi, pi, profiles,
+    claude_code, cline, codex, codex_agents, codex_code_mode, codex_responses, gemini_cli, kimi,
+    pi, profiles,
 };
 
 /// A client tool's arguments as neutral calls: one, or several when the tool does several things
@@ -45,7 +46,7 @@ const fn named(name: &'static str, to_neutral: ToNeutral, from_neutral: FromNeut
 }
 
 /// Every named converter, by the module of the agent whose tool it converts.
-static REGISTRY: [Named; 20] = [
+static REGISTRY: [Named; 21] = [
     named(
         "codex_shell",
         codex::shell_to_neutral,
@@ -70,6 +71,11 @@ static REGISTRY: [Named; 20] = [
         "codex_apply_patch",
         codex_responses::patch_to_neutral,
         codex_responses::neutral_to_patch,
+    ),
+    named(
+        "codex_script",
+        codex_code_mode::script_to_neutral,
+        codex_code_mode::neutral_to_script,
     ),
     named(
         "claude_bash",
@@ -148,12 +154,13 @@ static REGISTRY: [Named; 20] = [
 pub type ResultReader = fn(&str) -> Option<String>;
 
 /// Every result reader (`output = "…"` in a profile file).
-static READERS: [(&str, ResultReader); 7] = [
+static READERS: [(&str, ResultReader); 8] = [
     ("shell_block", profiles::shell_block),
     ("kimi_system", profiles::kimi_system),
     ("cline_results", profiles::cline_results),
     ("codex_exec", codex_responses::exec_output),
     ("codex_patch", codex_responses::patch_output),
+    ("codex_script", codex_code_mode::script_output),
     ("claude_agent_report", claude_code::agent_report),
     ("gemini_agent_result", gemini_cli::agent_result),
 ];

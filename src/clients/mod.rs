@@ -17,6 +17,7 @@ pub mod claude_code;
 pub mod cline;
 pub mod codex;
 pub mod codex_agents;
+pub mod codex_code_mode;
 pub mod codex_responses;
 pub mod contextual;
 pub mod converters;

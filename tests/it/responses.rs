@@ -519,3 +519,99 @@ async fn codex_s_own_title_request_is_forwarded_translated_and_teed_into_the_tit
     let record = crate::titles::settled(&app, SESSION, "sk-codex").await;
     assert_eq!(record["title"], "Fix the flaky test", "{record}");
 }
+
+/// Codex 0.171 with its GPT-6 models (its default model, seen through the proxy): no `tools`,
+/// its tools inside an `additional_tools` input item, the shell and patches reached only from
+/// the freeform JavaScript `exec`, the base prompt after that item. opencode's tools are offered
+/// upstream, the base prompt is not a user turn, and a `bash` call reaches Codex as an `exec`
+/// script whose output goes back as the bash result.
+#[tokio::test]
+async fn codex_code_mode_runs_as_opencode_through_its_exec_tool() {
+    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+        if r.is_title() {
+            return Reply::sse(&[DONE]);
+        }
+        if String::from_utf8_lossy(&r.body).contains("\"role\":\"tool\"") {
+            return Reply::sse(&[&text_chunk("Done."), &finish_chunk("stop"), DONE]);
+        }
+        let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_x1",
+            "type": "function", "function": {"name": "bash", "arguments": "{\"command\":\"echo hi\",\"description\":\"Say hi\"}"}}]}}]});
+        Reply::sse(&[&format!("data: {call}\n\n"), &finish_chunk("tool_calls"), DONE])
+    })
+    .await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let tools = json!({"type": "additional_tools", "id": "at_1", "role": "developer", "tools": [
+        {"type": "namespace", "name": "functions", "description": "", "tools": [
+            {"type": "custom", "name": "exec", "description": "Run JavaScript code to orchestrate/compose tool calls",
+             "format": {"type": "grammar", "syntax": "lark", "definition": "start: SOURCE\nSOURCE: /[\\s\\S]+/"}},
+            {"type": "function", "name": "wait", "description": "Wait on an exec cell.", "strict": false,
+             "parameters": {"type": "object", "properties": {"cell_id": {"type": "string"}}, "required": ["cell_id"]}}]},
+        {"type": "namespace", "name": "clock", "description": "", "tools": [
+            {"type": "function", "name": "sleep", "description": "Sleep.", "strict": false,
+             "parameters": {"type": "object", "properties": {"duration_ms": {"type": "number"}}, "required": ["duration_ms"]}}]}
+    ]});
+    let base = "You are Codex, an agent based on GPT-6.";
+    let input = |more: Vec<Value>| {
+        let mut all = vec![
+            tools.clone(),
+            json!({"type": "message", "role": "developer", "content": [{"type": "input_text", "text": base}]}),
+            json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "say hi"}]}),
+        ];
+        all.extend(more);
+        json!({"model": "gpt-6.2-sol", "stream": false, "input": all})
+    };
+    let answer: Value = post_codex(&app, &input(vec![]))
+        .await
+        .json()
+        .await
+        .expect("JSON");
+    let call = answer["output"]
+        .as_array()
+        .expect("output")
+        .iter()
+        .find(|i| i["type"] == "custom_tool_call")
+        .unwrap_or_else(|| panic!("an exec call: {answer}"))
+        .clone();
+    assert_eq!(call["name"], "exec");
+    assert_eq!(
+        call["input"],
+        r#"text(await tools.exec_command({"cmd":"echo hi"}));"#
+    );
+    let first = upstream.main_requests()[0].json();
+    let offered: Vec<&str> = first["tools"]
+        .as_array()
+        .expect("tools offered")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    for tool in ["bash", "write", "edit"] {
+        assert!(offered.contains(&tool), "{tool} in {offered:?}");
+    }
+    assert!(
+        !first["messages"].to_string().contains(base),
+        "the base prompt is Codex's, replaced by opencode's, never a user turn"
+    );
+
+    let done: Value = post_codex(
+        &app,
+        &input(vec![
+            call.clone(),
+            json!({"type": "custom_tool_call_output", "call_id": call["call_id"],
+                "output": "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nhi\n"}),
+        ]),
+    )
+    .await
+    .json()
+    .await
+    .expect("JSON");
+    assert!(done.to_string().contains("Done."), "{done}");
+    let second = upstream.main_requests().last().expect("turn 2").json();
+    let messages = second["messages"].as_array().expect("messages");
+    assert_eq!(messages.last().expect("result")["content"], "hi\n");
+    let bash = &messages[messages.len() - 2]["tool_calls"][0]["function"];
+    assert_eq!(bash["name"], "bash");
+    assert_eq!(
+        serde_json::from_str::<Value>(bash["arguments"].as_str().expect("args")).expect("JSON")["command"],
+        "echo hi"
+    );
+}

@@ -38,7 +38,9 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Result<Vec<I
     // An assistant message without content, until we know whether calls follow it: then it is only
     // the opening of their turn (no message of its own), else an empty answer.
     let mut contentless_answer: Option<usize> = None;
-    for (position, item) in items.into_iter().enumerate() {
+    // No message came before (an `additional_tools` item may).
+    let mut first_message = true;
+    for item in items {
         let item = match item {
             InputItem::Reasoning(raw) => {
                 out.push(Item::Reasoning(reasoning(raw)));
@@ -56,10 +58,11 @@ pub fn items(instructions: Option<String>, input: Option<Input>) -> Result<Vec<I
                     _ => Role::User,
                 };
                 // Codex's base prompt is the first developer message, the counterpart of the
-                // chat-era system message.
-                if role == Role::Developer && position == 0 && !system_given {
+                // chat-era system message (after its `additional_tools` item, if any).
+                if role == Role::Developer && first_message && !system_given {
                     role = Role::System;
                 }
+                first_message = false;
                 contentless_answer =
                     (role == Role::Assistant && item.content.is_none()).then_some(out.len());
                 out.push(Item::Message(Message {

@@ -31,7 +31,7 @@ use http::HeaderMap;
 use serde_json::Value;
 
 use self::render::ResponseRenderer;
-use self::request::{ResponsesRequest, TextFormat};
+use self::request::{Input, InputItem, ResponsesRequest, TextFormat};
 use super::Inbound;
 use crate::conversation::{ClientInfo, Conversation, Options, ResponseFormat};
 use crate::error::ProxyError;
@@ -103,9 +103,9 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
         });
     let ResponsesRequest {
         model,
-        input,
+        mut input,
         instructions,
-        tools,
+        mut tools,
         tool_choice,
         parallel_tool_calls,
         reasoning,
@@ -117,6 +117,16 @@ pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbo
         text,
         ..
     } = request;
+    // Tools offered inside the input are offered as those in `tools` are.
+    if let Some(Input::Items(items)) = &mut input {
+        for item in items.iter_mut() {
+            if let InputItem::Other(item) = item
+                && item.kind.as_deref() == Some("additional_tools")
+            {
+                tools.append(&mut item.tools);
+            }
+        }
+    }
     let tools = tools::convert(tools);
     let mut extra = serde_json::Map::new();
     // Chat Completions has the same field: a plain rendering forwards it.

@@ -96,6 +96,10 @@ pub struct Item {
     /// `function_call_output` / `custom_tool_call_output`.
     #[serde(default)]
     pub output: Option<MessageContent>,
+    /// `additional_tools`: tools offered inside the input (Codex 0.171 with its GPT-6 models
+    /// offers all of its tools this way, none in `tools`).
+    #[serde(default)]
+    pub tools: Vec<ToolSpec>,
 }
 
 /// Message content or a tool output: a string or a list of typed parts.

@@ -596,8 +596,10 @@ async fn codex_code_mode_runs_as_opencode_through_its_exec_tool() {
         &app,
         &input(vec![
             call.clone(),
-            json!({"type": "custom_tool_call_output", "call_id": call["call_id"],
-                "output": "Exit code: 0\nWall time: 0.1 seconds\nOutput:\nhi\n"}),
+            // As Codex 0.171 answers an exec script (captured): a header, then what it gave `text`.
+            json!({"type": "custom_tool_call_output", "call_id": call["call_id"], "output": [
+                {"type": "input_text", "text": "Script completed\nWall time 0.2 seconds\nOutput:\n"},
+                {"type": "input_text", "text": "{\"chunk_id\":\"364249\",\"exit_code\":0,\"output\":\"hi\\n\"}"}]}),
         ]),
     )
     .await

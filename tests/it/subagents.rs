@@ -72,6 +72,30 @@ fn golden_tools(client: &str) -> serde_json::Map<String, Value> {
     golden["tools"].as_object().expect("tools").clone()
 }
 
+/// Claude Code 2.1.332's tools (its golden) and its `Agent`, as the Messages front takes them.
+fn claude_tools() -> Vec<Value> {
+    let mut tools: Vec<Value> = golden_tools("claude-code")
+        .into_iter()
+        .map(|(name, schema)| json!({"name": name, "description": name, "input_schema": schema}))
+        .collect();
+    tools.push(json!({"name": "Agent", "description": "Launch a new agent", "input_schema": {
+        "type": "object", "properties": {"description": {"type": "string"}, "prompt": {"type": "string"},
+            "subagent_type": {"type": "string"}, "model": {"type": "string"}, "run_in_background": {"type": "boolean"}},
+        "required": ["description", "prompt"], "additionalProperties": false}}));
+    tools
+}
+
+/// The one tool_use block of a Messages answer.
+fn tool_use(answer: &Value) -> Value {
+    answer["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .expect("a tool_use")
+        .clone()
+}
+
 /// The upstream's view of the run: the sub-agent's request is opencode's search agent (its
 /// prompt, read-only tools only, the model's prompt as written) and no title asks about it; the
 /// main thread's last request ends on the task result with the sub-agent's answer whole.
@@ -138,14 +162,7 @@ fn assert_search_agent_then_task_result(upstream: &FakeUpstream, kept: &[&str]) 
 async fn claude_code_runs_its_agent_as_the_search_agent_and_hands_back_a_task_result() {
     let upstream = opencode_model().await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    let mut tools: Vec<Value> = golden_tools("claude-code")
-        .into_iter()
-        .map(|(name, schema)| json!({"name": name, "description": name, "input_schema": schema}))
-        .collect();
-    tools.push(json!({"name": "Agent", "description": "Launch a new agent", "input_schema": {
-        "type": "object", "properties": {"description": {"type": "string"}, "prompt": {"type": "string"},
-            "subagent_type": {"type": "string"}, "model": {"type": "string"}, "run_in_background": {"type": "boolean"}},
-        "required": ["description", "prompt"], "additionalProperties": false}}));
+    let tools = claude_tools();
     let main = |messages: Value| {
         json!({"model": "m", "max_tokens": 32000, "stream": false,
             "system": [{"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.332"},
@@ -171,13 +188,7 @@ async fn claude_code_runs_its_agent_as_the_search_agent_and_hands_back_a_task_re
         .json()
         .await
         .expect("JSON");
-    let call = answer["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .find(|b| b["type"] == "tool_use")
-        .expect("a tool_use")
-        .clone();
+    let call = tool_use(&answer);
     assert_eq!(call["name"], "Agent");
     assert_eq!(
         call["input"],
@@ -567,14 +578,7 @@ async fn through_deepseek_tui_agent_open_is_claude_code_s_agent() {
     })
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    let mut tools: Vec<Value> = golden_tools("claude-code")
-        .into_iter()
-        .map(|(name, schema)| json!({"name": name, "description": name, "input_schema": schema}))
-        .collect();
-    tools.push(json!({"name": "Agent", "description": "Launch a new agent", "input_schema": {
-        "type": "object", "properties": {"description": {"type": "string"}, "prompt": {"type": "string"},
-            "run_in_background": {"type": "boolean"}},
-        "required": ["description", "prompt"], "additionalProperties": false}}));
+    let tools = claude_tools();
     let post = |messages: Value| {
         app.post("/harness/deepseek-tui/v1/messages")
             .header("x-api-key", "sk-claude")
@@ -592,13 +596,7 @@ async fn through_deepseek_tui_agent_open_is_claude_code_s_agent() {
         .json()
         .await
         .expect("JSON");
-    let call = answer["content"]
-        .as_array()
-        .expect("content")
-        .iter()
-        .find(|b| b["type"] == "tool_use")
-        .expect("a tool_use")
-        .clone();
+    let call = tool_use(&answer);
     assert_eq!(call["name"], "Agent");
     assert_eq!(
         call["input"],

@@ -107,6 +107,7 @@ fn rewritten(
             memo: None,
             max_image_bytes: config.limits.max_image_bytes,
             max_tools: config.limits.max_tools,
+            max_tool_schema_bytes: config.limits.max_tool_schema_bytes,
         };
         inbound::process_offline(
             harness.as_ref(),

@@ -211,6 +211,42 @@ impl ToolDefinition {
             Self::Other { name, .. } => name.as_deref(),
         }
     }
+
+    /// Whether its parameters schema (an opaque tool's whole definition), as JSON text, takes
+    /// more than `limit` bytes (`limits.max_tool_schema_bytes`). Counted without building the
+    /// text, stopping at the limit. A freeform tool's schema is the bridge's own, never large.
+    pub fn schema_exceeds(&self, limit: usize) -> bool {
+        let schema = match self {
+            Self::Function(f) => f.parameters.as_ref(),
+            Self::Freeform(_) => None,
+            Self::Other { raw, .. } => Some(raw),
+        };
+        schema.is_some_and(|schema| json_len(schema, limit).is_none())
+    }
+}
+
+/// `value`'s length as JSON text, `None` once it passes `limit`.
+pub fn json_len(value: &Value, limit: usize) -> Option<usize> {
+    /// Counts what is written and refuses past the limit, so serialising stops there.
+    struct Count {
+        written: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.written += buf.len();
+            if self.written > self.limit {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count { written: 0, limit };
+    serde_json::to_writer(&mut count, value).ok()?;
+    Some(count.written)
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -317,13 +317,26 @@ pub const CODEX_USER_AGENTS: [&str; 3] = ["codex_exec/", "codex_cli_rs/", "codex
 /// The decoded size of a `data:` URL's payload (base64: three bytes per four characters); 0 for
 /// any other URL.
 fn inline_bytes(url: &str) -> usize {
-    let Some(data) = url.strip_prefix("data:") else {
+    // A URL parser drops leading spaces and controls, and a scheme is case-insensitive (RFC
+    // 3986), as is `;base64`: `DATA:` is a data URL too (issue 30 item 6: a 22 MiB image went
+    // upstream that way).
+    let url = url.trim_start_matches(|c: char| c <= ' ');
+    let Some(data) = url
+        .get(..5)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("data:"))
+        .map(|_| &url[5..])
+    else {
         return 0;
     };
     let Some((header, payload)) = data.split_once(',') else {
         return 0;
     };
-    if header.ends_with(";base64") {
+    let base64 = header
+        .len()
+        .checked_sub(7)
+        .and_then(|at| header.get(at..))
+        .is_some_and(|end| end.eq_ignore_ascii_case(";base64"));
+    if base64 {
         payload.trim_end_matches('=').len() * 3 / 4
     } else {
         payload.len()

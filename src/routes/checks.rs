@@ -50,10 +50,17 @@ impl Checks {
         if cost < BLOCKING_CHECK_BYTES {
             return decide();
         }
-        // A closed semaphore is never closed here; without a slot the work still runs, off the
-        // runtime.
-        let _slot = self.slots.acquire().await.ok();
-        match tokio::task::spawn_blocking(decide).await {
+        // The slot goes with the work, not with this future: a client that hangs up drops the
+        // wait for the answer, but the work runs on to its end, and the slot stays taken until
+        // then, so hang-ups cannot pile up checks beyond one per core. (The slots are never
+        // closed; were they, the work would still run, off the runtime.)
+        let slot = self.slots.clone().acquire_owned().await.ok();
+        let work = move || {
+            let decided = decide();
+            drop(slot);
+            decided
+        };
+        match tokio::task::spawn_blocking(work).await {
             Ok(decided) => decided,
             // The check panicked: the same panic as if it had run here.
             Err(failed) => std::panic::resume_unwind(
@@ -74,5 +81,81 @@ impl Calls for Vec<(String, String)> {
     fn each(&self) -> impl Iterator<Item = (&str, &str)> {
         self.iter()
             .map(|(name, arguments)| (name.as_str(), arguments.as_str()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+    use std::sync::mpsc::{Receiver, Sender, channel};
+
+    use super::*;
+    use crate::conversation::mapping::{CallRoute, Delivered, Outcome};
+
+    /// A mapper whose every check is heavy and waits for the test's go.
+    struct Held {
+        started: Mutex<Sender<()>>,
+        go: Mutex<Receiver<()>>,
+    }
+
+    impl CallMapper for Held {
+        fn route(&self, _: &str) -> CallRoute {
+            CallRoute::Translate
+        }
+        fn to_client(&self, name: &str, arguments: &str) -> Delivered {
+            let _ = self.started.lock().map(|s| s.send(()));
+            let _ = self.go.lock().map(|g| g.recv());
+            Delivered {
+                name: name.to_owned(),
+                arguments: arguments.to_owned(),
+                outcome: Outcome::AsMade,
+            }
+        }
+        fn check_cost(&self, _: &str, _: &str) -> usize {
+            BLOCKING_CHECK_BYTES
+        }
+        fn profile(&self) -> &str {
+            "held"
+        }
+        fn profile_label(&self) -> String {
+            "held".into()
+        }
+        fn tool_label(&self, _: &str) -> String {
+            "other".into()
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_check_whose_client_hung_up_keeps_its_slot_until_it_ends() {
+        let (started_tx, started) = channel();
+        let (go, go_rx) = channel();
+        let checks = Checks {
+            mapper: Arc::new(Held {
+                started: Mutex::new(started_tx),
+                go: Mutex::new(go_rx),
+            }),
+            slots: Arc::new(Semaphore::new(1)),
+        };
+        let calls = vec![("bash".to_owned(), "{}".to_owned())];
+        let waiting = tokio::spawn({
+            let checks = checks.clone();
+            async move { checks.undeliverable(calls).await }
+        });
+        // The signal: the check runs, on the blocking pool, in the one slot.
+        tokio::task::spawn_blocking(move || started.recv())
+            .await
+            .expect("joined")
+            .expect("the check started");
+        // The client hangs up: the wait is dropped, the work is not, nor its slot.
+        waiting.abort();
+        assert!(waiting.await.is_err_and(|e| e.is_cancelled()));
+        assert_eq!(checks.slots.available_permits(), 0);
+        go.send(()).expect("the check waits");
+        let slot = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            checks.slots.clone().acquire_owned(),
+        )
+        .await;
+        assert!(slot.is_ok(), "the slot comes back once the check ends");
     }
 }

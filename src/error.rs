@@ -31,6 +31,10 @@ pub enum ProxyError {
         "the request offers {count} tools, over the limit of {limit} (limits.max_tools); offer fewer tools"
     )]
     TooManyTools { count: usize, limit: usize },
+    #[error(
+        "the parameters schema of tool `{tool}` takes more than {limit} bytes (limits.max_tool_schema_bytes); offer a smaller schema"
+    )]
+    ToolSchemaTooLarge { tool: String, limit: usize },
     #[error("cannot read the request body: {0}")]
     BodyRead(String),
     #[error("no route for {method} {path}")]
@@ -124,9 +128,10 @@ impl ProxyError {
             | Self::InvalidRequest { .. }
             | Self::UnknownHarness { .. }
             | Self::BodyRead(_) => StatusCode::BAD_REQUEST,
-            Self::BodyTooLarge { .. } | Self::ImagesTooLarge { .. } | Self::TooManyTools { .. } => {
-                StatusCode::PAYLOAD_TOO_LARGE
-            }
+            Self::BodyTooLarge { .. }
+            | Self::ImagesTooLarge { .. }
+            | Self::TooManyTools { .. }
+            | Self::ToolSchemaTooLarge { .. } => StatusCode::PAYLOAD_TOO_LARGE,
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => StatusCode::NOT_FOUND,
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
@@ -151,6 +156,7 @@ impl ProxyError {
             Self::BodyTooLarge { .. } => "request_too_large",
             Self::ImagesTooLarge { .. } => "images_too_large",
             Self::TooManyTools { .. } => "too_many_tools",
+            Self::ToolSchemaTooLarge { .. } => "tool_schema_too_large",
             Self::BodyRead(_) => "invalid_body",
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
@@ -186,9 +192,10 @@ impl ProxyError {
                 "invalid_request"
             }
             Self::UnknownHarness { .. } => "unknown_harness",
-            Self::BodyTooLarge { .. } | Self::ImagesTooLarge { .. } | Self::TooManyTools { .. } => {
-                "too_large"
-            }
+            Self::BodyTooLarge { .. }
+            | Self::ImagesTooLarge { .. }
+            | Self::TooManyTools { .. }
+            | Self::ToolSchemaTooLarge { .. } => "too_large",
             Self::NotFound { .. } | Self::ResourceNotFound { .. } => "not_found",
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::Unauthorized(_) => "unauthorized",
@@ -238,6 +245,7 @@ impl ProxyError {
             | Self::BodyTooLarge { .. }
             | Self::ImagesTooLarge { .. }
             | Self::TooManyTools { .. }
+            | Self::ToolSchemaTooLarge { .. }
             | Self::BodyRead(_)
             | Self::NotFound { .. }
             | Self::MethodNotAllowed { .. }

@@ -106,13 +106,14 @@ fn rewritten(
         &call.headers,
         config.auth.admin_token.as_deref(),
     );
-    let call = crate::routes::cache_scope::stamped(&call, &caller.owner).into_owned();
+    let call = crate::routes::cache_scope::stamped(&call, &caller.owner);
     let processed = if harness.rewrites() {
         let context = inbound::Context {
             seal: crate::state::reasoning_seal(config)?,
             memo: None,
             max_image_bytes: config.limits.max_image_bytes,
             max_tools: config.limits.max_tools,
+            max_tool_schema_bytes: config.limits.max_tool_schema_bytes,
         };
         inbound::process_offline(
             harness.as_ref(),

@@ -28,6 +28,7 @@ use super::infer;
 use super::labels::ToolLabels;
 use super::profiles::{Alias, Profile};
 use super::schema::{Check, ToolSchema};
+use super::verdicts::Verdicts;
 use crate::conversation::ToolDefinition;
 use crate::conversation::answer::deliverable;
 use crate::conversation::mapping::{CallMapper, CallRoute, Delivered, Outcome};
@@ -154,6 +155,8 @@ pub struct Bridge {
     /// The tool names its calls are counted under (`with_labels`); without them, every call's
     /// tool is `other`.
     labels: Option<Arc<ToolLabels>>,
+    /// Each complete call's delivery, decided once (`to_client` is asked more than once).
+    verdicts: Verdicts,
 }
 
 impl Bridge {
@@ -244,6 +247,7 @@ impl Bridge {
             by_name,
             by_harness,
             labels: None,
+            verdicts: Verdicts::default(),
         };
         bridge.mark_exact();
         bridge
@@ -676,35 +680,12 @@ impl CallMapper for Bridge {
     }
 
     fn to_client(&self, name: &str, arguments: &str) -> Delivered {
-        let Some(tool) = self.target(name) else {
-            return as_made(name, arguments, Outcome::Invalid);
-        };
-        let translated = self.translate(tool, name, arguments);
-        if let Some(args) = translated.filter(|a| tool.schema.check(a) != Check::Invalid) {
-            let text = args.to_string();
-            let outcome = if tool.name == name && text == arguments {
-                Outcome::AsMade
-            } else {
-                Outcome::Translated
-            };
-            return Delivered {
-                name: tool.name.clone(),
-                arguments: text,
-                outcome,
-            };
-        }
-        // As made only when the client declares every argument the model gave (or declares none
-        // at all): a call never reaches a client with fields it did not declare.
-        let raw_fits = parse_object(arguments).is_some_and(|raw| {
-            (tool.schema.is_open() || raw.keys().all(|key| tool.schema.declares(key)))
-                && tool.schema.check(&Value::Object(raw)) != Check::Invalid
-        });
-        let outcome = if raw_fits {
-            Outcome::AsMade
-        } else {
-            Outcome::Invalid
-        };
-        as_made(&tool.name, arguments, outcome)
+        self.verdicts
+            .get_or(name, arguments, || self.decide(name, arguments))
+    }
+
+    fn check_cost(&self, name: &str, arguments: &str) -> usize {
+        self.target(name).map_or(0, |tool| tool.schema.cost()) + arguments.len()
     }
 
     fn profile(&self) -> &str {
@@ -778,6 +759,43 @@ impl CallMapper for Bridge {
             why.push_str(&format!(". `{name}` takes: {}", takes.join(", ")));
         }
         why
+    }
+}
+
+impl Bridge {
+    /// A complete call as the client gets it: converted and checked against the client's
+    /// schema, else as made if that validates, else reported (`CallMapper::to_client`, which
+    /// keeps what this decides).
+    fn decide(&self, name: &str, arguments: &str) -> Delivered {
+        let Some(tool) = self.target(name) else {
+            return as_made(name, arguments, Outcome::Invalid);
+        };
+        let translated = self.translate(tool, name, arguments);
+        if let Some(args) = translated.filter(|a| tool.schema.check(a) != Check::Invalid) {
+            let text = args.to_string();
+            let outcome = if tool.name == name && text == arguments {
+                Outcome::AsMade
+            } else {
+                Outcome::Translated
+            };
+            return Delivered {
+                name: tool.name.clone(),
+                arguments: text,
+                outcome,
+            };
+        }
+        // As made only when the client declares every argument the model gave (or declares none
+        // at all): a call never reaches a client with fields it did not declare.
+        let raw_fits = parse_object(arguments).is_some_and(|raw| {
+            (tool.schema.is_open() || raw.keys().all(|key| tool.schema.declares(key)))
+                && tool.schema.check(&Value::Object(raw)) != Check::Invalid
+        });
+        let outcome = if raw_fits {
+            Outcome::AsMade
+        } else {
+            Outcome::Invalid
+        };
+        as_made(&tool.name, arguments, outcome)
     }
 }
 

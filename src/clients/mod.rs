@@ -4,7 +4,7 @@
 //! `gemini_cli`, `cline`, `kimi`), serving the agent both as a client and as a harness's tool set;
 //! tools no profile names read by their name and schema (`infer`); how one request's client tools
 //! stand to the harness's and how the model's calls come back checked against the client's own
-//! schemas (`bridge`, `schema`); which parts of a user message are context rather than the
+//! schemas (`bridge`, `schema`, each call decided once: `verdicts`); which parts of a user message are context rather than the
 //! user's words (`contextual`); how a client's sub-agent requests are told apart and its answers
 //! read (`subagent`); how opencode quotes user text (`quote`) and reserialises its tool
 //! arguments (`args`); which tool names may be metric labels (`labels`). Pure and synchronous: no
@@ -30,3 +30,4 @@ pub mod profiles;
 pub mod quote;
 pub mod schema;
 pub mod subagent;
+pub mod verdicts;

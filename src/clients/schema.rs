@@ -13,11 +13,13 @@ use std::sync::OnceLock;
 use serde_json::{Map, Value};
 
 /// One tool's parameters schema, its validator built on first use (most tools of a request are
-/// never called).
+/// never called) and then kept: one compile per tool per request, however many calls it gets.
 #[derive(Debug)]
 pub struct ToolSchema {
     schema: Option<Value>,
     validator: OnceLock<Option<jsonschema::Validator>>,
+    /// Its length as JSON text, measured on first use (`cost`).
+    size: OnceLock<usize>,
 }
 
 /// What checking a call against a schema found.
@@ -35,7 +37,19 @@ impl ToolSchema {
         Self {
             schema,
             validator: OnceLock::new(),
+            size: OnceLock::new(),
         }
+    }
+
+    /// About what compiling it and checking a call against it cost: its length as JSON text
+    /// (bounded by `limits.max_tool_schema_bytes` when it came from a client).
+    pub fn cost(&self) -> usize {
+        *self.size.get_or_init(|| {
+            self.schema
+                .as_ref()
+                .and_then(|schema| crate::conversation::json_len(schema, usize::MAX))
+                .unwrap_or(0)
+        })
     }
 
     pub fn value(&self) -> Option<&Value> {

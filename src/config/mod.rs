@@ -152,6 +152,11 @@ pub struct LimitsConfig {
     /// shape. Real agents offer tens (Claude Code with many MCP servers a few hundred); the bound
     /// caps what one request makes the tool bridge and schema checks spend.
     pub max_tools: usize,
+    /// Bytes of one tool's parameters schema (as JSON text) in a rewritten request; beyond it
+    /// 413 `tool_schema_too_large` in the client's shape, before any tool work. Real agents'
+    /// schemas take a few KiB (large MCP ones tens); the bound caps what compiling and checking
+    /// one schema against the model's calls can cost.
+    pub max_tool_schema_bytes: usize,
     /// Requests served at once; beyond it clients get 503 with `Retry-After`. A request takes its
     /// slot once its body has been read, so slow senders cannot hold slots.
     pub max_concurrent_requests: usize,
@@ -187,6 +192,7 @@ impl Default for LimitsConfig {
             max_body_bytes: 32 * 1024 * 1024,
             max_image_bytes: 20 * 1024 * 1024,
             max_tools: 2048,
+            max_tool_schema_bytes: 256 * 1024,
             max_concurrent_requests: 1024,
             max_sse_event_bytes: crate::sse::DEFAULT_MAX_EVENT_BYTES,
             request_read_timeout: Duration::from_secs(30),

@@ -48,6 +48,12 @@ pub trait CallMapper: Send + Sync {
     fn route(&self, name: &str) -> CallRoute;
     /// The client's call for a complete `Translate` call.
     fn to_client(&self, name: &str, arguments: &str) -> Delivered;
+    /// About what deciding a complete call costs (`to_client`, `deliverable`), in bytes of the
+    /// schema it is checked against and of its arguments: the route decides a large answer's
+    /// calls on the blocking pool (`routes::checks`).
+    fn check_cost(&self, _name: &str, arguments: &str) -> usize {
+        arguments.len()
+    }
     /// Profile name, for logs.
     fn profile(&self) -> &str;
     /// The profile as a metric label (clipped).

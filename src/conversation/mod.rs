@@ -211,6 +211,42 @@ impl ToolDefinition {
             Self::Other { name, .. } => name.as_deref(),
         }
     }
+
+    /// Whether its parameters schema (an opaque tool's whole definition), as JSON text, takes
+    /// more than `limit` bytes (`limits.max_tool_schema_bytes`). Counted without building the
+    /// text, stopping at the limit. A freeform tool's schema is the bridge's own, never large.
+    pub fn schema_exceeds(&self, limit: usize) -> bool {
+        let schema = match self {
+            Self::Function(f) => f.parameters.as_ref(),
+            Self::Freeform(_) => None,
+            Self::Other { raw, .. } => Some(raw),
+        };
+        schema.is_some_and(|schema| json_len(schema, limit).is_none())
+    }
+}
+
+/// `value`'s length as JSON text, `None` once it passes `limit`.
+pub fn json_len(value: &Value, limit: usize) -> Option<usize> {
+    /// Counts what is written and refuses past the limit, so serialising stops there.
+    struct Count {
+        written: usize,
+        limit: usize,
+    }
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.written += buf.len();
+            if self.written > self.limit {
+                return Err(std::io::Error::other("over the limit"));
+            }
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count { written: 0, limit };
+    serde_json::to_writer(&mut count, value).ok()?;
+    Some(count.written)
 }
 
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -281,13 +317,26 @@ pub const CODEX_USER_AGENTS: [&str; 3] = ["codex_exec/", "codex_cli_rs/", "codex
 /// The decoded size of a `data:` URL's payload (base64: three bytes per four characters); 0 for
 /// any other URL.
 fn inline_bytes(url: &str) -> usize {
-    let Some(data) = url.strip_prefix("data:") else {
+    // A URL parser drops leading spaces and controls, and a scheme is case-insensitive (RFC
+    // 3986), as is `;base64`: `DATA:` is a data URL too (issue 30 item 6: a 22 MiB image went
+    // upstream that way).
+    let url = url.trim_start_matches(|c: char| c <= ' ');
+    let Some(data) = url
+        .get(..5)
+        .filter(|scheme| scheme.eq_ignore_ascii_case("data:"))
+        .map(|_| &url[5..])
+    else {
         return 0;
     };
     let Some((header, payload)) = data.split_once(',') else {
         return 0;
     };
-    if header.ends_with(";base64") {
+    let base64 = header
+        .len()
+        .checked_sub(7)
+        .and_then(|at| header.get(at..))
+        .is_some_and(|end| end.eq_ignore_ascii_case(";base64"));
+    if base64 {
         payload.trim_end_matches('=').len() * 3 / 4
     } else {
         payload.len()

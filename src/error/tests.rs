@@ -67,6 +67,15 @@ fn table() -> Vec<(ProxyError, u16, Level, &'static str)> {
             "too_large",
         ),
         (
+            ProxyError::ToolSchemaTooLarge {
+                tool: "bash".into(),
+                limit: 1,
+            },
+            413,
+            Level::DEBUG,
+            "too_large",
+        ),
+        (
             ProxyError::NotFound {
                 method: method.clone(),
                 path: path.clone(),

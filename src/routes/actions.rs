@@ -34,6 +34,7 @@ use crate::conversation::action::{
 use crate::conversation::mapping::CallMapper;
 use crate::protocols::chat::Folder;
 use crate::routes::answer::{Bounds, bounded};
+use crate::routes::checks::Checks;
 use crate::routes::correct::{HeldCall, MAX_CORRECTIONS, Resend, answered_calls, send};
 use crate::routes::render::KEEPALIVE_EVERY;
 use crate::sse::data_event;
@@ -46,6 +47,8 @@ pub(crate) struct Acting {
     pub(crate) outbound: Resend,
     pub(crate) reader: Arc<dyn ActionReader>,
     pub(crate) mapper: Arc<dyn CallMapper>,
+    /// Where a large answer's calls are checked (`routes::checks`): the large rewrites' slots.
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
     pub(crate) bounds: Bounds,
     /// SSE comments while the proxy works: a Chat Completions client that streams.
     pub(crate) heartbeat: bool,
@@ -292,9 +295,14 @@ async fn decide(first: BodyStream, sse: bool, acting: Acting) -> Result<Bytes, U
         outbound,
         reader,
         mapper,
+        slots,
         bounds,
         ..
     } = acting;
+    let checks = Checks {
+        mapper: mapper.clone(),
+        slots,
+    };
     let harness = reader.harness();
     let base: Option<Value> = serde_json::from_slice(&outbound.body).ok();
     let mut appended: Vec<Value> = Vec::new();
@@ -321,6 +329,21 @@ async fn decide(first: BodyStream, sse: bool, acting: Acting) -> Result<Bytes, U
             },
             attempts,
         );
+        // The calls asked about below, decided first (off the runtime when large); the asks
+        // below are then look-ups.
+        let asked: Vec<(String, String)> = match &verdict {
+            Verdict::Act(candidates) => candidates
+                .iter()
+                .map(|c| (c.name.clone(), c.arguments.clone()))
+                .collect(),
+            Verdict::Calls => answer
+                .calls
+                .iter()
+                .map(|(_, name, arguments)| (name.to_string(), arguments.to_string()))
+                .collect(),
+            Verdict::Final | Verdict::Retry(_) => Vec::new(),
+        };
+        checks.undeliverable(asked).await;
         let retry: Retry = match verdict {
             Verdict::Final => return Ok(answer.answer(&reader.final_text(&answer.text), None)),
             Verdict::Act(candidates) => {

@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::conversation::mapping::CallMapper;
 use crate::protocols::chat::chunk::ChunkView;
 use crate::protocols::chat::end::{done_event, is_done};
+use crate::routes::checks::{Calls, Checks};
 use crate::sse::{Decoder, data_event};
 use crate::upstream::{BodyStream, Outbound, Upstream, UpstreamError, UpstreamResponse};
 
@@ -33,6 +34,8 @@ pub(crate) struct Corrector {
     pub(crate) upstream: Arc<Upstream>,
     pub(crate) outbound: Resend,
     pub(crate) mapper: Arc<dyn CallMapper>,
+    /// Where a large answer's calls are checked (`routes::checks`): the large rewrites' slots.
+    pub(crate) slots: Arc<tokio::sync::Semaphore>,
     /// `limits.max_sse_event_bytes`.
     pub(crate) max_event: usize,
     /// `limits.max_answer_bytes`: the most held or remembered of one answer; past it the answer
@@ -115,6 +118,13 @@ struct Call {
     id: String,
     name: String,
     arguments: String,
+}
+
+impl Calls for BTreeMap<u32, Call> {
+    fn each(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.values()
+            .map(|call| (call.name.as_str(), call.arguments.as_str()))
+    }
 }
 
 struct State {
@@ -311,11 +321,17 @@ impl State {
             self.out.push_back(Ok(event.raw));
         }
         let mapper = self.corrector.mapper.clone();
+        let checks = Checks {
+            mapper: mapper.clone(),
+            slots: self.corrector.slots.clone(),
+        };
+        let (calls, undeliverable) = checks.undeliverable(std::mem::take(&mut self.calls)).await;
+        self.calls = calls;
         let bad: Vec<u32> = self
             .calls
-            .iter()
-            .filter(|(_, call)| !mapper.deliverable(&call.name, &call.arguments))
-            .map(|(index, _)| *index)
+            .keys()
+            .zip(undeliverable)
+            .filter_map(|(index, bad)| bad.then_some(*index))
             .collect();
         if bad.is_empty() {
             self.release();

@@ -12,7 +12,7 @@ use crate::error::ProxyError;
 use crate::routes::extract::read_body;
 use crate::routes::headers::{client_headers, upstream_headers};
 use crate::routes::passthrough_body::PassthroughBody;
-use crate::routes::upstream_path::relative_path;
+use crate::routes::upstream_path::{forwardable_query, relative_path};
 use crate::routes::{RequestId, ResponseFacts};
 use crate::state::AppState;
 use crate::upstream::{Outbound, is_event_stream};
@@ -63,9 +63,10 @@ async fn forward(
         code: "invalid_path",
     })?;
     let body = read_body(&parts.headers, body, state.config.limits.max_body_bytes).await?;
-    if let Some(query) = parts.uri.query() {
+    // The client's parameters, never one named like a credential.
+    if let Some(query) = parts.uri.query().and_then(forwardable_query) {
         path.push('?');
-        path.push_str(query);
+        path.push_str(&query);
     }
     let outbound = Outbound {
         method: parts.method.clone(),

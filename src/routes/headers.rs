@@ -87,7 +87,8 @@ pub fn client_authorization(client: &HeaderMap, translated: bool) -> Option<Head
     Some(value)
 }
 
-/// The upstream's end-to-end response headers. `reshaped` drops length and type, which change.
+/// The upstream's end-to-end response headers. `reshaped` drops length and type, which change,
+/// and what names the model server (`Server`, `X-Powered-By`): the answer is the proxy's.
 pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
     let mut out = HeaderMap::with_capacity(upstream.len());
     for (name, value) in upstream {
@@ -95,10 +96,13 @@ pub fn client_headers(upstream: &HeaderMap, reshaped: bool) -> HeaderMap {
             continue;
         }
         if reshaped
-            && matches!(
+            && (matches!(
                 *name,
-                header::CONTENT_LENGTH | header::CONTENT_TYPE | header::CONTENT_ENCODING
-            )
+                header::CONTENT_LENGTH
+                    | header::CONTENT_TYPE
+                    | header::CONTENT_ENCODING
+                    | header::SERVER
+            ) || name.as_str() == "x-powered-by")
         {
             continue;
         }

@@ -101,6 +101,7 @@ pub(crate) async fn process(
         memo: memo.clone(),
         max_image_bytes: state.config.limits.max_image_bytes,
         max_tools: state.config.limits.max_tools,
+        max_tool_schema_bytes: state.config.limits.max_tool_schema_bytes,
     };
     if body.len() < BLOCKING_PREPARE_BYTES {
         let request = call.request(body);
@@ -143,6 +144,7 @@ pub(crate) struct Context {
     pub(crate) memo: Option<(std::sync::Arc<ReasoningMemo>, String)>,
     pub(crate) max_image_bytes: usize,
     pub(crate) max_tools: usize,
+    pub(crate) max_tool_schema_bytes: usize,
 }
 
 /// The client's request in the model, before the harness rebuilds it.
@@ -204,13 +206,24 @@ fn parse_now(front: Front, request: &Request<'_>, context: Context) -> Result<Pa
         memo,
         max_image_bytes,
         max_tools,
+        max_tool_schema_bytes,
     } = context;
     let mut inbound = (front.parse)(request)?;
-    let count = inbound.conversation.tools.len();
-    if count > max_tools {
+    let tools = &inbound.conversation.tools;
+    if tools.len() > max_tools {
         return Err(ProxyError::TooManyTools {
-            count,
+            count: tools.len(),
             limit: max_tools,
+        });
+    }
+    // Before the bridge compiles or checks any of them: a schema's size bounds what that costs.
+    if let Some(tool) = tools
+        .iter()
+        .find(|tool| tool.schema_exceeds(max_tool_schema_bytes))
+    {
+        return Err(ProxyError::ToolSchemaTooLarge {
+            tool: crate::clients::labels::clip(tool.name().unwrap_or("(unnamed)")),
+            limit: max_tool_schema_bytes,
         });
     }
     let size = inbound.conversation.image_bytes();

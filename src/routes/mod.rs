@@ -9,6 +9,7 @@ pub mod answer_end;
 pub mod answering;
 pub mod cache_scope;
 pub mod chat;
+pub mod checks;
 pub mod correct;
 pub mod count_tokens;
 pub mod dropped_tools;

@@ -187,6 +187,11 @@ impl Stream for PassthroughBody {
                         if watch.ended() {
                             finished.set();
                         }
+                        // The upstream's own error event was the client's one error: nothing
+                        // follows it, and the answer was not complete.
+                        if watch.failed() {
+                            finished.interrupt();
+                        }
                         told || finished.is_set()
                     });
                     if self.must_end && !ended {

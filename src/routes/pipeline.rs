@@ -138,7 +138,7 @@ async fn flow(
     let caller = Caller::from_headers(&call.headers, state.config.auth.admin_token.as_deref());
     // A rewriting harness sees the turn's prompt-cache scope (`routes::cache_scope`).
     let scoped = if harness.rewrites() {
-        crate::routes::cache_scope::stamped(call, &caller.owner)
+        std::borrow::Cow::Owned(crate::routes::cache_scope::stamped(call, &caller.owner))
     } else {
         std::borrow::Cow::Borrowed(call)
     };

@@ -15,6 +15,7 @@ use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::front::{Call, Front};
 use crate::routes::headers::{client_authorization, upstream_headers};
 use crate::routes::meter::Meter;
+use crate::routes::upstream_path::forwardable_query;
 use crate::state::AppState;
 use crate::titles::answer_tap::MemoSink;
 use crate::titles::facts::ConversationFacts;
@@ -106,7 +107,9 @@ impl Turn<'_> {
                 .add_upstream_headers(&mut headers, &self.conversation);
         }
         // A translated request's query belongs to the client's protocol (Claude Code's
-        // `?beta=true`), not to Chat Completions: it is not forwarded.
+        // `?beta=true`), not to Chat Completions, and a rebuilt one is the proxy's own (what the
+        // upstream needs of a query is in `upstream.base_url`): neither is forwarded. What goes
+        // as the client sent it keeps its parameters, never one named like a credential.
         let path = if translated {
             UPSTREAM_PATH.to_owned()
         } else {
@@ -114,7 +117,8 @@ impl Turn<'_> {
                 rename_key(&mut headers, name);
             }
             let path = (self.front.upstream_path)(&call.request(client_body));
-            match call.query.as_deref() {
+            let query = call.query.as_deref().filter(|_| !rewritten);
+            match query.and_then(forwardable_query) {
                 Some(q) => format!("{path}?{q}"),
                 None => path,
             }

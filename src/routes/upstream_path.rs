@@ -38,6 +38,45 @@ const SEGMENT: &AsciiSet = &CONTROLS
     .add(b'|')
     .add(b'}');
 
+/// What of a client's query goes upstream: its parameters in their order, without any whose
+/// name looks like a credential (`key`, `api_key`, `access_token`, `client_secret`, …, read
+/// decoded and case-insensitively), which the model server must get from the proxy's key, never
+/// in a URL that servers, proxies and the inspector show. `None` when nothing is left.
+pub fn forwardable_query(query: &str) -> Option<String> {
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.is_empty())
+        .filter(|pair| {
+            let name = pair.split_once('=').map_or(*pair, |(name, _)| name);
+            !names_a_credential(name)
+        })
+        .collect();
+    (!kept.is_empty()).then(|| kept.join("&"))
+}
+
+/// Parameter names (decoded, lower case, `-` and `_` dropped) holding any of these are taken for
+/// a credential; a harmless name caught by them is only left out.
+const CREDENTIAL_WORDS: [&str; 7] = [
+    "key",
+    "token",
+    "secret",
+    "password",
+    "passwd",
+    "auth",
+    "credential",
+];
+
+fn names_a_credential(raw: &str) -> bool {
+    let plus_as_space = raw.replace('+', " ");
+    let decoded = percent_decode(plus_as_space.as_bytes()).decode_utf8_lossy();
+    let name: String = decoded
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_' | ' ' | '.'))
+        .flat_map(char::to_lowercase)
+        .collect();
+    CREDENTIAL_WORDS.iter().any(|word| name.contains(word))
+}
+
 /// How many further decodings are tried when looking for a hidden dot segment or separator.
 const DEEP_DECODINGS: usize = 4;
 
@@ -168,5 +207,19 @@ mod tests {
         ] {
             assert_eq!(relative_path(raw), Err(PathError::DoubleEncoded), "{raw}");
         }
+    }
+
+    #[test]
+    fn a_query_loses_every_parameter_named_like_a_credential() {
+        assert_eq!(
+            forwardable_query("key=S&api-version=1&Access_Token=S&%6Bey=S&x=1").as_deref(),
+            Some("api-version=1&x=1")
+        );
+        assert_eq!(
+            forwardable_query("api_key=S&API-KEY=S&client_secret=S"),
+            None
+        );
+        assert_eq!(forwardable_query("beta=true").as_deref(), Some("beta=true"));
+        assert_eq!(forwardable_query(""), None);
     }
 }

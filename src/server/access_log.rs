@@ -70,27 +70,37 @@ pub async fn access_log(
         .and_then(sane_request_id)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     request.extensions_mut().insert(RequestId(id.clone()));
-    let method = request.method().to_string();
-    let path = request.uri().path().to_owned();
     let span = tracing::info_span!("request", request_id = %id);
+    // Written if this future is dropped before the response exists: the client went away while
+    // the upstream had not answered (hyper drops the handler), still one line and one count.
+    let mut unanswered = Unanswered {
+        log: Some(AccessLog {
+            request_id: id.clone(),
+            method: request.method().to_string(),
+            path: request.uri().path().to_owned(),
+            status: CLIENT_CLOSED_REQUEST,
+            facts: ResponseFacts::default(),
+            error: None,
+            started,
+        }),
+        state: state.clone(),
+    };
     let response = tracing::Instrument::instrument(next.run(request), span).await;
     let (mut parts, body) = response.into_parts();
     if let Ok(value) = HeaderValue::from_str(&id) {
         parts.headers.insert("x-request-id", value);
     }
-    let log = AccessLog {
-        request_id: id,
-        method,
-        path,
-        status: parts.status.as_u16(),
-        facts: parts
+    // Answered: the line is the logged body's, written when the body ends.
+    let mut log = unanswered.log.take();
+    if let Some(log) = log.as_mut() {
+        log.status = parts.status.as_u16();
+        log.facts = parts
             .extensions
             .get::<ResponseFacts>()
             .copied()
-            .unwrap_or_default(),
-        error: parts.extensions.get::<ErrorCode>().map(|c| c.0),
-        started,
-    };
+            .unwrap_or_default();
+        log.error = parts.extensions.get::<ErrorCode>().map(|c| c.0);
+    }
     let permit = parts
         .extensions
         .remove::<PermitSlot>()
@@ -108,13 +118,37 @@ pub async fn access_log(
             inner: body,
             bytes: 0,
             length,
-            log: Some(log),
+            log,
             finished,
             state,
             _stream: stream,
             _permit: permit,
         }),
     )
+}
+
+/// nginx's "client closed request": the status a request's line and count get when its client
+/// went away before any response existed.
+const CLIENT_CLOSED_REQUEST: u16 = 499;
+
+/// The access-log line of a request whose handler is still running; written on drop, when the
+/// handler was dropped with it (the client hung up before the response head).
+struct Unanswered {
+    log: Option<AccessLog>,
+    state: AppState,
+}
+
+impl Drop for Unanswered {
+    fn drop(&mut self) {
+        if let Some(log) = self.log.take() {
+            let outcome = if self.state.is_cutting() {
+                "shutdown"
+            } else {
+                "client_disconnected"
+            };
+            log.emit(0, outcome);
+        }
+    }
 }
 
 /// Carries the request slot from admission to the logged body, which holds it until the last

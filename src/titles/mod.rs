@@ -12,6 +12,7 @@
 pub mod anchors;
 mod answer;
 pub mod answer_tap;
+mod breaker;
 pub mod bus;
 pub mod facts;
 pub mod follow;

@@ -20,6 +20,7 @@ use tokio_util::task::TaskTracker;
 
 use super::anchors::Anchors;
 use super::answer::{error_message, read_limited, stream_text};
+use super::breaker::Breaker;
 use super::bus::{Bus, Notice};
 use super::job::{TitleJob, TitleRequest};
 use super::known::Known;
@@ -74,6 +75,8 @@ pub struct TitleService {
     anchors: Arc<Anchors>,
     /// Conversations known to have a record already: not claimed again.
     known: Known,
+    /// Whether a claim may wait on the store (not while it hangs).
+    breaker: Breaker,
     /// Titles generated lately, by what they were generated from.
     pub(super) recent: RecentTitles,
     /// First turns' claims waiting for their client's own title request.
@@ -142,6 +145,7 @@ impl TitleService {
             cancel: CancellationToken::new(),
             anchors: Arc::new(Anchors::default()),
             known: Known::default(),
+            breaker: Breaker::default(),
             recent: RecentTitles::default(),
             threads: TitleThreads::default(),
             reasoning_memo,
@@ -183,7 +187,23 @@ impl TitleService {
         let record = self.pending_record(owner, id, model, harness, protocol);
         // Running here already: no store round trip needed.
         let live = self.live.register(record)?;
-        match self.claim_in_time(&live).await {
+        // A store that did not answer the last claim is not waited on again for a while: the
+        // turn goes untitled at once (`breaker`).
+        if !self.breaker.admit() {
+            store_error("claim_skipped");
+            tracing::debug!(
+                "the title store did not answer a claim lately; no title for this conversation"
+            );
+            self.live.remove(owner, id);
+            return None;
+        }
+        let claimed = self.claim_in_time(&live).await;
+        if claimed.is_some() {
+            self.breaker.answered();
+        } else {
+            self.breaker.timed_out();
+        }
+        match claimed {
             Some(Ok(true)) => {
                 self.known.insert(owner, id);
                 self.mirror(&live);
@@ -196,7 +216,10 @@ impl TitleService {
             }
             None => {
                 store_error("claim");
-                tracing::warn!("title store too slow; no title for this conversation");
+                tracing::warn!(
+                    "title store too slow; no title for this conversation (claims do not wait on it for the next {})",
+                    humantime::format_duration(super::breaker::OPEN_FOR)
+                );
             }
         }
         self.live.remove(owner, id);

@@ -14,6 +14,8 @@ use crate::titles::store::memory::MemoryStore;
 struct Counting {
     inner: MemoryStore,
     claims: AtomicUsize,
+    /// Claims never answer while set (a Redis that is stopped, not down).
+    hang: std::sync::atomic::AtomicBool,
     /// Calls of `finish_many` (batches of outcomes).
     batches: AtomicUsize,
 }
@@ -22,6 +24,9 @@ struct Counting {
 impl TitleStore for Counting {
     async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError> {
         self.claims.fetch_add(1, Ordering::SeqCst);
+        if self.hang.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
         self.inner.claim(record).await
     }
     async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
@@ -80,6 +85,7 @@ fn counted_service() -> (Arc<TitleService>, Arc<Counting>) {
     let store = Arc::new(Counting {
         inner: MemoryStore::new(1_000),
         claims: AtomicUsize::new(0),
+        hang: std::sync::atomic::AtomicBool::new(false),
         batches: AtomicUsize::new(0),
     });
     let service = Arc::new(TitleService::new(titles, store.clone(), upstream).expect("service"));
@@ -207,4 +213,42 @@ async fn a_listing_writes_what_is_gathering_first() {
     assert_eq!(listed.len(), 3);
     assert!(listed.iter().all(|r| r.status == Status::Done));
     assert_eq!(store.batches.load(Ordering::SeqCst), 1);
+}
+
+/// Issue 30 item 6: while the store hangs, every first turn waited the whole claim timeout. After
+/// one claim the store did not answer, first turns neither wait nor reach the store; after a
+/// while one claim probes it, and an answer closes the breaker. On tokio's paused clock: "no
+/// wait" is no time passing at all, not a wall-clock margin.
+#[tokio::test(start_paused = true)]
+async fn while_the_store_hangs_first_turns_do_not_wait_on_their_claims() {
+    let (service, store) = counted_service();
+    let claim = |id: &'static str| {
+        let service = service.clone();
+        async move { service.claim("o", id, "m", "opencode", "chat").await }
+    };
+    store.hang.store(true, Ordering::SeqCst);
+    let started = tokio::time::Instant::now();
+    assert!(claim("conv_1").await.is_none());
+    assert!(
+        started.elapsed() >= CLAIM_TIMEOUT,
+        "the first waits the claim timeout"
+    );
+    let at = tokio::time::Instant::now();
+    assert!(claim("conv_2").await.is_none());
+    assert_eq!(
+        at.elapsed(),
+        Duration::ZERO,
+        "the next does not wait at all"
+    );
+    assert_eq!(
+        store.claims.load(Ordering::SeqCst),
+        1,
+        "nor reach the store"
+    );
+    // Later, one claim probes the store, which answers now: claims wait on it again.
+    store.hang.store(false, Ordering::SeqCst);
+    tokio::time::advance(crate::titles::breaker::OPEN_FOR).await;
+    assert!(claim("conv_3").await.is_some(), "the probe claims");
+    assert!(claim("conv_4").await.is_some(), "closed again");
+    assert_eq!(store.claims.load(Ordering::SeqCst), 3);
 }

@@ -252,7 +252,7 @@ async fn claude_code_reads_cache_read_input_tokens_and_the_uncached_rest() {
     assert_one_derived_key(&bodies, "3f1c2a9e-cache");
 }
 
-/// Codex: its own `prompt_cache_key` goes upstream as it is; `input_tokens_details` and
+/// Codex: its own `prompt_cache_key` goes upstream scoped by its caller; `input_tokens_details` and
 /// `output_tokens_details` carry the cached and reasoning tokens.
 #[tokio::test]
 async fn codex_s_own_key_goes_upstream_and_it_reads_cached_and_reasoning_tokens() {
@@ -294,10 +294,44 @@ async fn codex_s_own_key_goes_upstream_and_it_reads_cached_and_reasoning_tokens(
             REASONING_TOKENS
         );
     }
-    assert_eq!(
-        cache_keys(&bodies),
-        vec![Some("019a0000-cache".to_owned()); 3]
+    // Its own key, scoped by its caller: the same on every turn, never the key as sent.
+    assert_one_derived_key(&bodies, "019a0000-cache");
+}
+
+/// Issue 30 item 6: a key the client names in its body is scoped by its caller, so a caller
+/// echoing another's key (or another's derived key) does not land on its cache.
+#[tokio::test]
+async fn two_callers_naming_the_same_own_key_get_two_upstream_keys() {
+    let upstream = FakeUpstream::fixed(crate::support::Reply::sse(&[
+        &crate::support::sse::text_chunk("hi"),
+        &crate::support::sse::finish_chunk("stop"),
+        crate::support::sse::DONE,
+    ]))
+    .await;
+    let app = app_plain(&upstream).await;
+    let body = json!({"model": "m", "stream": false, "input": "hello",
+        "prompt_cache_key": "shared-key"});
+    for key in ["Bearer sk-a", "Bearer sk-b", "Bearer sk-a"] {
+        post(&app, "/v1/responses", &[("authorization", key)], &body).await;
+    }
+    let keys = cache_keys(
+        &upstream
+            .main_requests()
+            .iter()
+            .map(|r| r.json())
+            .collect::<Vec<_>>(),
     );
+    assert_eq!(keys.len(), 3, "{keys:?}");
+    assert!(keys.iter().flatten().all(|k| k != "shared-key"), "{keys:?}");
+    assert_ne!(keys[0], keys[1], "two callers, two keys");
+    assert_eq!(keys[0], keys[2], "one caller, one key");
+}
+
+async fn app_plain(upstream: &FakeUpstream) -> TestApp {
+    let mut config = test_config(&upstream.base_url());
+    config.opencode.prompt_cache_key = ON;
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    TestApp::start(config).await
 }
 
 /// Gemini CLI: no conversation id, so no key; its conversation is found by its first exchange,

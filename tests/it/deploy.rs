@@ -1254,6 +1254,60 @@ fn compose_replicas_run_with_the_shared_redis_store_over_the_images_default() {
     assert!(compose["secrets"]["reasoning_key"]["file"].is_string());
 }
 
+/// Issue 30 item 6: under podman the container's resolv.conf lists aardvark-dns and then the
+/// host's resolvers, which do not know the replicas' names; nginx asks its resolvers in turn, so
+/// one replica was always unresolvable. The balancer's entrypoint keeps only the first, the
+/// network's own. What runs here is the script's choice on each runtime's resolv.conf; nginx
+/// under podman itself is not run (no container runtime in the suite).
+#[test]
+fn the_balancer_asks_only_the_container_network_s_resolver() {
+    use std::os::unix::fs::PermissionsExt;
+    let compose = compose();
+    let lb = &compose["services"]["lb"];
+    let mount = strings(&lb["volumes"])
+        .into_iter()
+        .find(|v| v.contains("nginx-resolver.envsh"))
+        .expect("the lb mounts the resolver script");
+    let (source, rest) = mount.split_once(':').unwrap();
+    let target = rest.split(':').next().unwrap();
+    // Sourced after the image's own resolver list is made, before the template is rendered.
+    let name = target.strip_prefix("/docker-entrypoint.d/").expect(target);
+    assert!(name.ends_with(".envsh"), "{name}");
+    assert!(name > "15-local-resolvers.envsh" && name < "20-envsubst-on-templates.sh");
+    let script = deploy_dir().join(source);
+    let mode = std::fs::metadata(&script).unwrap().permissions().mode();
+    assert!(
+        mode & 0o111 != 0,
+        "the entrypoint sources only executable .envsh files"
+    );
+    for (resolv_conf, expected) in [
+        // podman (netavark + aardvark-dns): the network's gateway, then the host's.
+        (
+            "search dns.podman\nnameserver 10.89.0.1\nnameserver 192.168.1.1\n",
+            "10.89.0.1",
+        ),
+        // Docker: its embedded DNS alone.
+        ("nameserver 127.0.0.11\noptions ndots:0\n", "127.0.0.11"),
+        ("nameserver fd00::1\nnameserver 10.0.0.1\n", "[fd00::1]"),
+    ] {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        std::fs::write(file.path(), resolv_conf).unwrap();
+        let out = std::process::Command::new("sh")
+            .args(["-c", ". \"$0\"; printf %s \"$NGINX_LOCAL_RESOLVERS\""])
+            .arg(&script)
+            .env("RESOLV_CONF", file.path())
+            .env("NGINX_LOCAL_RESOLVERS", "10.89.0.1 192.168.1.1")
+            .output()
+            .expect("sh runs");
+        assert!(out.status.success(), "{out:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "{resolv_conf:?}"
+        );
+    }
+}
+
 #[test]
 fn nginx_re_resolves_the_replicas_and_gives_up_on_a_gone_one_fast() {
     let image = Image::from_dockerfile();

@@ -4,7 +4,9 @@
 //! the README, ARCHITECTURE.md and docs/ link nothing outside the repository, and every reference
 //! a source comment, script or golden case's description makes (a file path, a section of
 //! `docs/wire.md`) resolves inside the repository, naming no document the repository does not
-//! hold.
+//! hold; every test RELIABILITY.md cites exists (`cited`).
+
+mod cited;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

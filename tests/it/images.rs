@@ -172,6 +172,30 @@ async fn images_over_the_limit_are_a_413_in_each_client_s_shape() {
     assert_eq!(status, 200, "{answer}");
 }
 
+/// A data URL is one whatever the case of its scheme (RFC 2397 via RFC 3986: schemes are
+/// case-insensitive) or of `;base64`, and a URL parser drops leading spaces: `DATA:` counts too
+/// (issue 30 item 6: a 22 MiB image written `DATA:` went upstream).
+#[tokio::test]
+async fn an_upper_case_data_url_counts_against_max_image_bytes() {
+    let upstream = upstream().await;
+    let mut config = test_config(&upstream.base_url());
+    config.limits.max_image_bytes = 30;
+    let app = TestApp::start(config).await;
+    for url in [
+        format!("DATA:image/png;base64,{}", "A".repeat(44)),
+        format!("Data:image/png;BASE64,{}", "A".repeat(44)),
+        format!(" data:image/png;base64,{}", "A".repeat(44)),
+    ] {
+        let chat = json!({"model": "mock-model", "messages": [{"role": "user", "content": [
+            {"type": "image_url", "image_url": {"url": url}}
+        ]}]});
+        let (status, error) = post(&app, "/v1/chat/completions", &chat).await;
+        assert_eq!(status, 413, "{url}: {error}");
+        assert_eq!(error["error"]["code"], "images_too_large", "{error}");
+    }
+    assert!(upstream.main_requests().is_empty());
+}
+
 /// Gemini CLI's pasted image (`inlineData`) reaches the upstream as opencode's `image_url` part,
 /// and one over the limit is a 413 in Google's error shape, nothing sent.
 #[tokio::test]

@@ -119,6 +119,30 @@ async fn an_upstream_error_event_mid_stream_reaches_a_chat_client_once() {
 }
 
 #[tokio::test]
+async fn an_upstream_error_event_then_a_close_reaches_a_passthrough_client_once() {
+    // Issue 30 item 6: the upstream's own error event is the stream's end as far as the client
+    // is concerned; `passthrough` added `upstream_interrupted` after it.
+    for close in ["", "\n"] {
+        let upstream = RawUpstream::start(close_delimited(&format!(
+            "{}{UPSTREAM_ERROR}{close}",
+            text_chunk("partial")
+        )))
+        .await;
+        let app = app_before(&upstream).await;
+        let text = read_all(app.chat("passthrough", &chat_body(true)).await).await;
+        let errors: Vec<String> = data_lines(&text)
+            .into_iter()
+            .filter(|d| d.contains("\"error\""))
+            .collect();
+        assert_eq!(errors.len(), 1, "{text:?}");
+        assert!(
+            errors[0].contains("overloaded"),
+            "the upstream's own: {text:?}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn upstream_garbage_is_one_rule_streaming_or_folded() {
     for garbage in [
         "data: not a chunk at all\n\n",

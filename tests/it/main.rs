@@ -47,6 +47,7 @@ mod retry_after;
 mod rewrite;
 mod rotated_key;
 mod routing;
+mod schema_cost;
 mod schema_props;
 mod secrets;
 mod shapes;

@@ -84,3 +84,54 @@ async fn a_stream_cut_after_its_first_byte_is_not_retried() {
         "retried after bytes reached the client"
     );
 }
+
+/// Issue 30 item 6: the upstream's `Server` (and `X-Powered-By`) named the model server to
+/// clients on answers the proxy rewrote; they are the upstream's, not the answer's.
+#[tokio::test]
+async fn a_rewritten_answer_does_not_name_the_upstream_server() {
+    let upstream = FakeUpstream::fixed(Reply::Stream {
+        steps: vec![
+            Step::Send(text_chunk("hi").into_bytes()),
+            Step::Send(DONE.as_bytes().to_vec()),
+        ],
+        headers: vec![
+            ("server", "model-server/9.9".to_owned()),
+            ("x-powered-by", "model-server".to_owned()),
+        ],
+    })
+    .await;
+    let mut config = test_config(&upstream.base_url());
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    let app = TestApp::start(config).await;
+    for stream in [true, false] {
+        let response = app.chat("opencode", &chat_body(stream)).await;
+        assert_eq!(response.status(), 200);
+        for name in ["server", "x-powered-by"] {
+            assert!(
+                response
+                    .headers()
+                    .get_all(name)
+                    .iter()
+                    .all(|v| !v.to_str().unwrap_or_default().contains("model-server")),
+                "stream {stream}: {:?}",
+                response.headers()
+            );
+        }
+        read_all(response).await;
+    }
+    let messages = app
+        .post("/v1/messages")
+        .json(
+            &serde_json::json!({"model": "m", "max_tokens": 10, "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]}),
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(messages.status(), 200);
+    assert!(
+        messages.headers().get("server").is_none(),
+        "{:?}",
+        messages.headers()
+    );
+}

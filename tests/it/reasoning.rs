@@ -133,7 +133,8 @@ async fn claude_code_s_thinking_block_brings_the_reasoning_back_in_its_signature
         .expect("a thinking block");
     assert_eq!(thinking["thinking"], THINKING_TEXT);
     let signature = thinking["signature"].as_str().expect("a signature");
-    assert!(signature.starts_with("hpr1."), "{signature}");
+    assert_unreadable(signature);
+    assert!(signature.starts_with("hpr2."), "{signature}");
     let call = content
         .iter()
         .find(|b| b["type"] == "tool_use")
@@ -177,6 +178,21 @@ async fn a_forged_signature_is_ignored_not_an_error() {
     );
 }
 
+/// Issue 30 item 6: the seal is encrypted, not only signed (`encrypted_content` decoded to the
+/// reasoning text): no part of the reasoning can be read out of it.
+fn assert_unreadable(seal: &str) {
+    use base64::Engine;
+    let payload = seal.split_once('.').map_or(seal, |(_, payload)| payload);
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(payload)
+        .expect("base64url");
+    let words = &THINKING_TEXT.as_bytes()[..THINKING_TEXT.len().min(12)];
+    assert!(
+        !bytes.windows(words.len()).any(|w| w == words),
+        "the reasoning reads in the clear in {seal}"
+    );
+}
+
 fn codex_turn(history: Vec<Value>) -> Value {
     let mut input = vec![
         json!({"type": "message", "role": "user", "content": [{"type": "input_text", "text": "list the files"}]}),
@@ -203,10 +219,11 @@ async fn codex_s_reasoning_item_brings_the_reasoning_back_in_its_encrypted_conte
         .find(|i| i["type"] == "reasoning")
         .cloned()
         .expect("a reasoning item");
+    assert_unreadable(reasoning["encrypted_content"].as_str().unwrap_or_default());
     assert!(
         reasoning["encrypted_content"]
             .as_str()
-            .is_some_and(|e| e.starts_with("hpr1.")),
+            .is_some_and(|e| e.starts_with("hpr2.")),
         "{reasoning}"
     );
     let call = output

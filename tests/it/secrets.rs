@@ -172,3 +172,48 @@ async fn a_client_that_hangs_up_after_its_answer_is_not_logged_as_a_disconnect()
         ]
     );
 }
+
+/// Issue 30 item 6: a client that hung up before the upstream's answer began left no access-log
+/// line and no `requests_total` count (the handler was dropped before the line is written); it
+/// gets both, as `client_disconnected` with nginx's 499, "client closed request".
+#[tokio::test]
+async fn a_client_that_hangs_up_before_the_upstream_answers_is_logged_and_counted() {
+    let upstream = FakeUpstream::fixed(Reply::Hang).await;
+    let proxy = Proxy::start(
+        &upstream.base_url(),
+        &[
+            ("HARNESS_PROXY__LOG_FORMAT", "json"),
+            ("HARNESS_PROXY__TITLES__ORDER", "off"),
+        ],
+    )
+    .await;
+    let url = format!("{}/v1/chat/completions", proxy.base);
+    let waiting = tokio::spawn(async move {
+        let body = serde_json::json!({"model": "m", "stream": true,
+            "messages": [{"role": "user", "content": "hi"}]});
+        reqwest::Client::new()
+            .post(url)
+            .header("x-harness", "opencode")
+            .json(&body)
+            .send()
+            .await
+    });
+    // The signal: the request is upstream, whose answer never begins. Then the client goes.
+    upstream.wait_for_requests(1).await;
+    waiting.abort();
+    let _ = waiting.await;
+    let logs = proxy.wait_for_logs(|logs| !outcomes(logs).is_empty()).await;
+    assert_eq!(outcomes(&logs), ["client_disconnected"], "{logs}");
+    let metrics = reqwest::get(format!("{}/metrics", proxy.base))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let counted = metrics.lines().any(|line| {
+        line.starts_with("harness_proxy_requests_total{")
+            && line.contains("code=\"499\"")
+            && line.ends_with(" 1")
+    });
+    assert!(counted, "{metrics}");
+}

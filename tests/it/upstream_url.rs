@@ -157,3 +157,54 @@ async fn with_inbound_keys_the_client_s_key_goes_upstream_only_when_configured()
         "{logs}"
     );
 }
+
+/// Issue 30 item 6: the Chat route forwarded the client's query string, so `?key=` reached the
+/// upstream URL and the inspector. A rebuilt request is the proxy's own (what the upstream needs
+/// of a query is in `upstream.base_url`); `passthrough` keeps the client's parameters but never
+/// one named like a credential.
+#[tokio::test]
+async fn the_chat_route_forwards_no_client_query_when_it_rebuilds_and_no_credential_ever() {
+    let upstream = FakeUpstream::fixed(Reply::sse(&[
+        &crate::support::sse::text_chunk("hi"),
+        crate::support::sse::DONE,
+    ]))
+    .await;
+    let mut config = test_config(&upstream.base_url());
+    config.inspect.enabled = true;
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    let app = TestApp::start(config).await;
+    let query = format!("key={QUERY_SECRET}&api-version=2024-10&Access_Token={QUERY_SECRET}");
+    for path in [
+        format!("/harness/opencode/v1/chat/completions?{query}"),
+        format!("/harness/passthrough/v1/chat/completions?{query}"),
+    ] {
+        let response = app
+            .post(&path)
+            .bearer_auth("sk-caller")
+            .json(&chat_body(true))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "{path}");
+        read_all(response).await;
+    }
+    let paths: Vec<String> = upstream
+        .main_requests()
+        .iter()
+        .map(|r| r.path.clone())
+        .collect();
+    assert_eq!(
+        paths,
+        [
+            "/v1/chat/completions",
+            "/v1/chat/completions?api-version=2024-10"
+        ],
+        "rebuilt: no query; passthrough: the client's parameters without the credentials"
+    );
+    let inspected = app
+        .get_json("/ui/api/inspect", "sk-caller")
+        .await
+        .to_string();
+    assert!(inspected.contains("chat/completions"), "{inspected:.600}");
+    assert!(!inspected.contains(QUERY_SECRET), "{inspected:.600}");
+}

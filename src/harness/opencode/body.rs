@@ -21,7 +21,7 @@ pub struct UpstreamBody<'a> {
     pub reasoning_effort: Option<&'a str>,
     /// Last, so the reference's fields keep their places (`opencode.prompt_cache_key`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub prompt_cache_key: Option<&'a str>,
+    pub prompt_cache_key: Option<std::borrow::Cow<'a, str>>,
 }
 
 #[derive(Debug, Serialize)]

@@ -414,7 +414,7 @@ impl Opencode {
         &self,
         conversation: &'a Conversation,
         headers: &'a HeaderMap,
-    ) -> Option<&'a str> {
+    ) -> Option<std::borrow::Cow<'a, str>> {
         super::cache_key::for_request(self.config.prompt_cache_key, conversation, headers)
     }
 }

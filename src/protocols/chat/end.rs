@@ -65,6 +65,9 @@ pub struct EndWatch {
 enum Watch {
     Open,
     Ended,
+    /// The upstream's own error event went by (`{"error": …}`): the client was told the answer
+    /// failed, by the upstream's words; it is neither complete nor cut.
+    Failed,
     /// An event grew past the decoder's limit: whether the answer ended cannot be told.
     Unknown,
 }
@@ -90,6 +93,10 @@ impl EndWatch {
                     self.close(Watch::Ended);
                     break;
                 }
+                Ok(Some(event)) if event.data.as_deref().is_some_and(super::is_error_event) => {
+                    self.close(Watch::Failed);
+                    break;
+                }
                 Ok(Some(_)) => {}
                 Ok(None) => break,
                 Err(_) => {
@@ -106,11 +113,20 @@ impl EndWatch {
     pub fn finish(&mut self) -> bool {
         if self.state == Watch::Open
             && let Some(event) = self.decoder.finish()
-            && event.data.as_deref().is_some_and(ends_answer)
+            && let Some(data) = event.data.as_deref()
         {
-            self.close(Watch::Ended);
+            if ends_answer(data) {
+                self.close(Watch::Ended);
+            } else if super::is_error_event(data) {
+                self.close(Watch::Failed);
+            }
         }
         self.state != Watch::Open
+    }
+
+    /// Whether the upstream's own error event went by (the answer failed; the client knows).
+    pub fn failed(&self) -> bool {
+        self.state == Watch::Failed
     }
 
     /// Whether the end went by.
@@ -172,6 +188,21 @@ mod tests {
         let mut watch = EndWatch::new(1024);
         assert!(!watch.observe(format!("data: {text}\n\ndata: {}", &FINISH[..50]).as_bytes()));
         assert!(!watch.finish());
+    }
+
+    #[test]
+    fn the_upstream_s_own_error_event_is_told_not_cut_nor_ended() {
+        let error = r#"{"error":{"message":"overloaded","code":"overloaded"}}"#;
+        for stream in [format!("data: {error}\n\n"), format!("data: {error}")] {
+            let mut watch = EndWatch::new(1024);
+            watch.observe(stream.as_bytes());
+            assert!(watch.finish(), "{stream:?}");
+            assert!(watch.failed() && !watch.ended(), "{stream:?}");
+        }
+        let mut watch = EndWatch::new(1024);
+        watch.observe(br#"data: {"error":null,"choices":[]}"#);
+        watch.observe(b"\n\n");
+        assert!(!watch.finish(), "a null error is no error");
     }
 
     #[test]

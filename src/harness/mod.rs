@@ -34,7 +34,7 @@ use http::HeaderMap;
 
 use crate::clients::labels::ToolLabels;
 use crate::clients::profiles::Profiles;
-use crate::config::Config;
+use crate::config::{Config, Wire};
 use crate::conversation::Conversation;
 use crate::conversation::mapping::ResponsePlan;
 use crate::prompts::Prompts;
@@ -134,6 +134,17 @@ pub trait Harness: Send + Sync {
         false
     }
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError>;
+    /// Whether this harness can address an upstream of `wire`: every harness writes Chat
+    /// Completions; only those with a Messages form (claude-code, claude-code-bare, zcode) and
+    /// `passthrough` (which forwards what it is given) also speak to a Messages upstream.
+    fn speaks(&self, wire: Wire) -> bool {
+        wire == Wire::Chat
+    }
+    /// The upstream path of the requests this harness writes, relative to `upstream.base_url`
+    /// (Chat Completions' unless the harness writes a Messages request).
+    fn upstream_path(&self) -> &'static str {
+        "/chat/completions"
+    }
     /// Headers a request this harness rebuilt carries besides the client's end-to-end ones, once
     /// the route knows the conversation: what the client it poses as sends (opencode's thread
     /// headers name the conversation). None by default.
@@ -238,6 +249,16 @@ impl Registry {
     /// The tool names that are metric labels as they are (`clients::labels`).
     pub fn tool_labels(&self) -> &ToolLabels {
         &self.tool_labels
+    }
+
+    /// The harnesses that speak `wire`, comma-separated, for error messages.
+    pub fn speaking(&self, wire: Wire) -> String {
+        self.harnesses
+            .iter()
+            .filter(|(_, h)| h.speaks(wire))
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     pub fn names(&self) -> String {

@@ -74,6 +74,7 @@ async fn forward(
         body,
         client_authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
         dispatched: None,
+        messages: false,
     };
     let upstream = state.upstream.send(outbound).await?;
     let sse = is_event_stream(&upstream.headers);

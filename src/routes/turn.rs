@@ -9,7 +9,7 @@ use std::time::Instant;
 use axum::http::{HeaderMap, Method};
 use bytes::Bytes;
 
-use crate::config::ReasoningMode;
+use crate::config::{ReasoningMode, Wire};
 use crate::harness::{Harness, TitleAsk};
 use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::front::{Call, Front};
@@ -105,15 +105,20 @@ impl Turn<'_> {
             self.harness
                 .add_upstream_headers(&mut headers, &self.conversation);
         }
+        let messages = self.state.config.upstream.wire == Wire::Messages;
         // A translated request's query belongs to the client's protocol (Claude Code's
         // `?beta=true`), not to Chat Completions: it is not forwarded.
-        let path = if translated {
+        let path = if messages && rewritten {
+            self.harness.upstream_path().to_owned()
+        } else if translated {
             UPSTREAM_PATH.to_owned()
         } else {
             if let Some(name) = self.front.passthrough_key {
                 rename_key(&mut headers, name);
             }
             let path = (self.front.upstream_path)(&call.request(client_body));
+            // A Messages upstream's base URL is its root; the fronts' paths are under `/v1`.
+            let path = if messages { format!("/v1{path}") } else { path };
             match call.query.as_deref() {
                 Some(q) => format!("{path}?{q}"),
                 None => path,
@@ -126,6 +131,7 @@ impl Turn<'_> {
             body: upstream_body,
             client_authorization: client_authorization(&call.headers, translated),
             dispatched: None,
+            messages: messages && rewritten,
         }
     }
 

@@ -575,6 +575,7 @@ impl TitleService {
                 body: request.body.clone(),
                 client_authorization: job.client_authorization.clone(),
                 dispatched: Some(dispatched),
+                messages: false,
             })
             .await?;
         if !response.status.is_success() {

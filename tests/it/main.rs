@@ -31,6 +31,7 @@ mod limits;
 mod load;
 mod memory;
 mod messages;
+mod messages_upstream;
 mod metrics;
 mod opencode;
 mod passthrough;

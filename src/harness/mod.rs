@@ -5,6 +5,7 @@
 //! headers its requests carry (`add_upstream_headers`) and its title request (`title_request`).
 
 pub mod cache_key;
+pub mod claude_code;
 pub mod collaboration;
 pub mod deepseek_tui;
 pub mod family;
@@ -140,6 +141,11 @@ pub trait Harness: Send + Sync {
     fn speaks(&self, wire: Wire) -> bool {
         wire == Wire::Chat
     }
+    /// Where this harness's own title request goes when it is a Messages request (its answer
+    /// read as Chat Completions); `None`: a Chat Completions one.
+    fn title_path(&self) -> Option<&'static str> {
+        None
+    }
     /// The upstream path of the requests this harness writes, relative to `upstream.base_url`
     /// (Chat Completions' unless the harness writes a Messages request).
     fn upstream_path(&self) -> &'static str {
@@ -234,6 +240,9 @@ impl Registry {
         registry.add(Arc::new(mini_swe_agent::MiniSweAgent::from_setup(setup)?));
         registry.add(Arc::new(swe_agent::SweAgent::from_setup(setup)?));
         registry.add(Arc::new(terminus_2::Terminus2::from_setup(setup)?));
+        let (full, bare) = (claude_code::Profile::Full, claude_code::Profile::Bare);
+        registry.add(Arc::new(claude_code::ClaudeCode::from_setup(setup, full)?));
+        registry.add(Arc::new(claude_code::ClaudeCode::from_setup(setup, bare)?));
         Ok(registry)
     }
 

@@ -59,9 +59,12 @@ impl Turn<'_> {
                     conversation: &conversation,
                 };
                 let body = harness.title_request(&ask, &mut title_headers);
+                let path = harness.title_path();
                 TitleRequest {
                     body,
                     headers: title_headers,
+                    path: path.unwrap_or(UPSTREAM_PATH),
+                    messages: path.is_some(),
                 }
             })
         };

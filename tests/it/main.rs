@@ -10,6 +10,7 @@ mod browser_guard;
 mod cached_tokens;
 mod calibrate;
 mod caller_auth;
+mod claude_code_goldens;
 mod client_goldens;
 mod codex_tui;
 mod conformance;

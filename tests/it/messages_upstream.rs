@@ -138,3 +138,142 @@ async fn a_request_for_a_harness_without_a_messages_form_is_refused_in_the_clien
     );
     assert_eq!(fake.count(), 0);
 }
+
+/// `claude-code` before the fake Anthropic server, titles off (the server sees only turns).
+fn claude_code(fake: &FakeUpstream) -> Config {
+    let mut config = config(fake);
+    config.default_harness = "claude-code".to_owned();
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    config
+}
+
+#[tokio::test]
+async fn a_streamed_thinking_and_tool_answer_reaches_a_claude_client_in_its_blocks() {
+    let fake = FakeUpstream::fixed(anthropic::thinking_then_tool(
+        "toolu_7",
+        "Bash",
+        &json!({"command": "ls -la"}),
+    ))
+    .await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
+        "tools": [{"name": "Bash", "description": "Run", "input_schema": {"type": "object",
+            "properties": {"command": {"type": "string"}}, "required": ["command"]}}],
+        "messages": [{"role": "user", "content": "list the files"}]});
+    let response = app.post("/v1/messages").json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = read_all(response).await;
+    assert!(text.contains(anthropic::THINKING), "{text}");
+    assert!(text.contains("\"type\":\"tool_use\""), "{text}");
+    assert!(text.contains("\"name\":\"Bash\""), "{text}");
+    let arguments: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter_map(|e| e["delta"]["partial_json"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&arguments).unwrap(),
+        json!({"command": "ls -la"})
+    );
+    assert!(text.contains("\"stop_reason\":\"tool_use\""), "{text}");
+    assert!(text.contains("\"output_tokens\":17"), "{text}");
+
+    let sent = fake.requests();
+    assert_eq!(sent[0].path, "/v1/messages?beta=true");
+    assert_eq!(sent[0].header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(sent[0].header("x-app"), Some("cli"));
+    assert!(sent[0].header("x-claude-code-session-id").is_some());
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_ends_a_chat_client_s_stream_once_in_its_shape() {
+    let fake = FakeUpstream::fixed(anthropic::error_mid_stream("Half an answer")).await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let chat = json!({"model": "claude-sonnet-4-5", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let response = app.chat("claude-code", &chat).await;
+    assert_eq!(response.status(), 200);
+    let text = read_all(response).await;
+    assert!(text.contains("Half "), "{text}");
+    assert_eq!(text.matches("\"error\"").count(), 1, "{text}");
+    assert!(text.contains("Overloaded"), "{text}");
+}
+
+#[tokio::test]
+async fn a_529_reaches_each_front_in_its_own_shape() {
+    let fake = FakeUpstream::fixed(anthropic::overloaded()).await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let chat = json!({"model": "claude-sonnet-4-5", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let response = app.chat("claude-code", &chat).await;
+    let (status, _, message) = error_of(response).await;
+    assert_eq!((status, message.as_str()), (529, "Overloaded"));
+
+    let response = app
+        .post("/v1/messages")
+        .json(&messages_body())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 529);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    );
+}
+
+#[tokio::test]
+async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_is_the_title() {
+    let fake = FakeUpstream::start(|request, _| {
+        if request.json()["output_config"]["format"]["type"] == "json_schema" {
+            anthropic::text("{\"title\": \"Listing the files\"}")
+        } else {
+            anthropic::text("Here they are.")
+        }
+    })
+    .await;
+    let mut config = claude_code(&fake);
+    config.titles.order = harness_proxy::config::TitleOrder::Before;
+    config.titles.harnesses = vec!["claude-code".to_owned()];
+    let app = TestApp::start(config).await;
+    let response = crate::titles::chat(
+        &app,
+        &crate::titles::first_turn("list the files\n"),
+        "conv-cc",
+        "k",
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    read_all(response).await;
+    let record = crate::titles::settled(&app, "conv-cc", "k").await;
+    assert_eq!(record["title"], "Listing the files");
+
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 2);
+    let (title, main) = (&sent[0], &sent[1]);
+    assert_eq!(title.path, "/v1/messages?beta=true");
+    let body = title.json();
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [{"type": "text",
+            "text": "<session>\nlist the files\n</session>"}]}])
+    );
+    assert_eq!(body["tools"], json!([]));
+    assert_eq!(body["temperature"], 1);
+    assert!(
+        body["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("x-anthropic-billing-header: cc_version=2.1.158.")
+    );
+    assert!(body["system"][1].get("cache_control").is_none());
+    assert!(
+        title
+            .header("anthropic-beta")
+            .unwrap()
+            .ends_with("structured-outputs-2025-12-15")
+    );
+    assert!(main.json()["output_config"].get("format").is_none());
+}

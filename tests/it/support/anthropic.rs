@@ -1,10 +1,15 @@
 //! A recording fake **Anthropic** model server (`upstream.wire = "messages"`): the recording
-//! `FakeUpstream` playing Anthropic's event stream (`message_start` … `message_stop`) and an
-//! overloaded 529.
+//! `FakeUpstream` playing Anthropic's event stream (`message_start` … `message_stop`), thinking
+//! blocks with signatures, tool use as partial JSON, an `error` event, an overloaded 529.
 
 use serde_json::{Value, json};
 
-use super::fake_upstream::{FakeUpstream, Reply, Step};
+use super::fake_upstream::{FakeUpstream, Recorded, Reply, Step};
+
+/// The signature the fake's thinking blocks carry.
+pub const SIGNATURE: &str = "EqQBCkYIBxgCKkBfakeSignatureOfTheFakeAnthropicUpstream==";
+/// The thinking text of the fake's first turn.
+pub const THINKING: &str = "The user wants a file listing; Bash will do.";
 
 /// The server's root, as `upstream.base_url` names a Messages upstream (no `/v1`).
 pub fn root(fake: &FakeUpstream) -> String {
@@ -60,10 +65,54 @@ pub fn text(text: &str) -> Reply {
     stream(&events)
 }
 
+/// Thinking with its signature, then one tool use whose input arrives as partial JSON in
+/// three pieces.
+pub fn thinking_then_tool(id: &str, name: &str, input: &Value) -> Reply {
+    let json = input.to_string();
+    let cut = json.len() / 2;
+    let mut events = vec![
+        start("msg_tool"),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": THINKING}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": SIGNATURE}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "tool_use", "id": id, "name": name, "input": {}}}),
+    ];
+    for piece in ["", &json[..cut], &json[cut..]] {
+        events.push(json!({"type": "content_block_delta", "index": 1,
+            "delta": {"type": "input_json_delta", "partial_json": piece}}));
+    }
+    events.push(json!({"type": "content_block_stop", "index": 1}));
+    events.extend(stop("tool_use"));
+    stream(&events)
+}
+
+/// Some text, then an `error` event mid-stream (Anthropic's overload).
+pub fn error_mid_stream(text: &str) -> Reply {
+    let mut events = vec![start("msg_err")];
+    let mut block = text_block(0, text);
+    block.pop();
+    events.extend(block);
+    events.push(
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}),
+    );
+    stream(&events)
+}
+
 /// Anthropic's 529.
 pub fn overloaded() -> Reply {
     Reply::json(
         529,
         r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#,
     )
+}
+
+/// Whether the request's last message carries a tool result.
+pub fn answers_a_tool(request: &Recorded) -> bool {
+    let body = request.json();
+    body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .and_then(|m| m["content"].as_array())
+        .is_some_and(|blocks| blocks.iter().any(|b| b["type"] == "tool_result"))
 }

@@ -277,3 +277,22 @@ async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_i
     );
     assert!(main.json()["output_config"].get("format").is_none());
 }
+
+#[tokio::test]
+async fn count_tokens_counts_the_messages_body_claude_code_sends() {
+    let fake = FakeUpstream::fixed(anthropic::text("never")).await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let response = app
+        .post("/v1/messages/count_tokens")
+        .json(&json!({"model": "claude-sonnet-4-5",
+            "messages": [{"role": "user", "content": "hello world"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: serde_json::Value = response.json().await.unwrap();
+    // Claude Code's prompt and the reminder, not the two words alone.
+    let n = body["input_tokens"].as_u64().expect("a count");
+    assert!((500..20_000).contains(&n), "{n}");
+    assert_eq!(fake.count(), 0, "counted locally");
+}

@@ -25,6 +25,7 @@ pub mod terminus_2;
 #[cfg(test)]
 mod test_support;
 pub mod text;
+pub mod zcode;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -243,6 +244,7 @@ impl Registry {
         let (full, bare) = (claude_code::Profile::Full, claude_code::Profile::Bare);
         registry.add(Arc::new(claude_code::ClaudeCode::from_setup(setup, full)?));
         registry.add(Arc::new(claude_code::ClaudeCode::from_setup(setup, bare)?));
+        registry.add(Arc::new(zcode::Zcode::from_setup(setup)?));
         Ok(registry)
     }
 

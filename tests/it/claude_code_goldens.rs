@@ -1,5 +1,5 @@
-//! Golden cases for `claude-code` and `claude-code-bare` on both upstream wires:
-//! `tests/golden/claude-code/*.json`. A case names its harness and wire, gives a Chat Completions
+//! Golden cases for the harnesses with a Messages form (`claude-code`, `claude-code-bare`,
+//! `zcode`) on both upstream wires: `tests/golden/claude-code/*.json`. A case names its harness and wire, gives a Chat Completions
 //! request and the proxy's headers, and says what the upstream body must be: its top-level keys
 //! in order, its messages exactly, its tools' names in order (Anthropic's `name` or a function's),
 //! and other fields exactly. The texts come from the tiny prompts of `tests/golden/prompts/`, and
@@ -116,7 +116,7 @@ fn run_case(body: &Value, expect: &Value) -> Vec<String> {
 }
 
 #[test]
-fn claude_code_matches_its_golden_cases_on_both_wires() {
+fn the_messages_form_harnesses_match_their_golden_cases_on_both_wires() {
     let registries = [
         ("chat", registry(Wire::Chat)),
         ("messages", registry(Wire::Messages)),
@@ -150,6 +150,8 @@ fn claude_code_matches_its_golden_cases_on_both_wires() {
         "claude-code messages",
         "claude-code-bare chat",
         "claude-code-bare messages",
+        "zcode chat",
+        "zcode messages",
     ] {
         assert!(seen.iter().any(|s| s == pair), "no golden case for {pair}");
     }

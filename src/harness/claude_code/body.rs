@@ -108,7 +108,7 @@ fn first_words(items: &[Item]) -> String {
 }
 
 /// A Chat Completions function as an Anthropic tool.
-fn anthropic_tool(tool: &Value) -> Value {
+pub(crate) fn anthropic_tool(tool: &Value) -> Value {
     let function = &tool["function"];
     json!({"name": function["name"], "description": function["description"],
         "input_schema": function.get("parameters").cloned()

@@ -11,8 +11,8 @@
 //! The tools are Claude Code's own dialect (`profiles/claude-code.toml`): the bridge delivers
 //! the model's calls as the client's tools. Pure: the date is the client's day.
 
-mod body;
-mod messages;
+pub(crate) mod body;
+pub(crate) mod messages;
 pub mod model;
 mod title;
 

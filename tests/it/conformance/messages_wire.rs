@@ -19,7 +19,7 @@ const FRONTS: [&dyn Front; 4] = [
 ];
 
 /// The harnesses with a Messages form.
-const SPEAKERS: [&str; 2] = ["claude-code", "claude-code-bare"];
+const SPEAKERS: [&str; 3] = ["claude-code", "claude-code-bare", "zcode"];
 
 async fn send(app: &TestApp, front: &dyn Front, harness: &str, body: &Value) -> Value {
     let mut request = app.post(&front.path(harness, false)).json(body);
@@ -60,7 +60,7 @@ fn check_upstream(turns: &[Recorded]) -> Result<(), String> {
         return Err(format!("{} requests upstream", turns.len()));
     };
     for turn in turns {
-        if turn.path != "/v1/messages?beta=true" {
+        if !turn.path.starts_with("/v1/messages") {
             return Err(format!("sent to {}", turn.path));
         }
     }

@@ -61,7 +61,7 @@ pub enum Kind {
 }
 
 /// Every harness the registry builds (`registry_names_are_the_matrix` keeps the two equal).
-pub const HARNESSES: [(&str, Kind); 15] = [
+pub const HARNESSES: [(&str, Kind); 16] = [
     ("passthrough", Kind::Passthrough),
     (
         "opencode",
@@ -115,6 +115,12 @@ pub const HARNESSES: [(&str, Kind); 15] = [
     ),
     (
         "claude-code-bare",
+        Kind::Rewrites {
+            shell: Some(("Bash", r#"{"command":"echo hi"}"#)),
+        },
+    ),
+    (
+        "zcode",
         Kind::Rewrites {
             shell: Some(("Bash", r#"{"command":"echo hi"}"#)),
         },

@@ -296,3 +296,51 @@ async fn count_tokens_counts_the_messages_body_claude_code_sends() {
     assert!((500..20_000).contains(&n), "{n}");
     assert_eq!(fake.count(), 0, "counted locally");
 }
+
+#[tokio::test]
+async fn other_v1_routes_are_forwarded_under_the_root_s_v1() {
+    let fake = FakeUpstream::fixed(crate::support::Reply::json(200, r#"{"data":[]}"#)).await;
+    let app = TestApp::start(config(&fake)).await;
+    let response = app
+        .get("/v1/models?limit=5")
+        .header("x-api-key", "k")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(fake.requests()[0].path, "/v1/models?limit=5");
+}
+
+#[tokio::test]
+async fn a_claude_code_client_through_claude_code_keeps_none_of_its_own_system_text() {
+    let fake = FakeUpstream::fixed(anthropic::text("Hi.")).await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
+        "system": [
+            {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197.abc; cc_entrypoint=cli; cch=00000;"},
+            {"type": "text", "text": "You are Claude Code, the client's own words."}
+        ],
+        "messages": [{"role": "user", "content": "hello"}]});
+    let response = app
+        .post("/v1/messages")
+        .header("user-agent", "claude-cli/2.1.197 (external, cli)")
+        .header("x-claude-code-session-id", "sess-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    read_all(response).await;
+    let sent = fake.requests()[0].json();
+    let system = sent["system"].to_string();
+    assert!(!system.contains("cc_version=2.1.197"), "{system}");
+    assert!(!system.contains("the client's own words"), "{system}");
+    assert!(
+        system.contains("cc_version=2.1.158."),
+        "the harness's own line: {system}"
+    );
+    assert_eq!(
+        fake.requests()[0].header("x-claude-code-session-id"),
+        Some("sess-1")
+    );
+}

@@ -110,7 +110,7 @@ impl Zcode {
             Wire::Messages => {
                 let date = context.date.format("%Y-%m-%d").to_string();
                 let reminder = format!("{}\n\n", self.reminder.fill(&[&date]));
-                let mut turns = messages::build(&items, &reminder);
+                let mut turns = messages::build(&items, &reminder, messages::Skills::Dropped);
                 // The built-in skills message follows the first user turn, as ZCode sends it.
                 let at = turns
                     .iter()

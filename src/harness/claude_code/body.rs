@@ -64,10 +64,15 @@ pub fn messages(parts: &Parts<'_>, setting: &Messages<'_>) -> Value {
         {"type": "text", "text": setting.sdk, "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": parts.prompt, "cache_control": {"type": "ephemeral"}},
     ]);
+    let skills = if setting.bare {
+        messages::Skills::Raw
+    } else {
+        messages::Skills::Listed
+    };
     let mut tools: Vec<Value> = parts.tools.iter().map(anthropic_tool).collect();
     tools.sort_by_key(|t| rank(t["name"].as_str().unwrap_or("")));
     let mut body = json!({"model": model,
-        "messages": messages::build(parts.items, &setting.reminder),
+        "messages": messages::build(parts.items, &setting.reminder, skills),
         "system": system, "tools": tools});
     let effort = conversation.options.reasoning_effort.as_deref();
     if let Some(thinking) = model::thinking(model, effort) {

@@ -26,9 +26,25 @@ struct Builder {
     calls: Vec<(String, String)>,
 }
 
+/// What a developer message's `<skills_instructions>` block becomes (every other developer text
+/// is the client's runtime's, not the agent's, and is dropped).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skills {
+    /// Claude Code's skills reminder listing each skill (`- name: description`).
+    Listed,
+    /// The block as it came (claude-code-bare).
+    Raw,
+    /// Dropped (ZCode lists its built-in skills itself).
+    Dropped,
+}
+
+/// The opening of Claude Code's skills reminder, which the date reminder follows.
+const SKILLS_OPENING: &str =
+    "<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n";
+
 /// The messages of `items`, the date reminder (`reminder`, whole) put first in the first user
-/// message.
-pub fn build(items: &[Item], reminder: &str) -> Vec<Value> {
+/// message (after the skills reminder when that opens it).
+pub fn build(items: &[Item], reminder: &str, skills: Skills) -> Vec<Value> {
     let mut b = Builder::default();
     for item in items {
         if !matches!(item, Item::ToolResult(_)) {
@@ -49,9 +65,14 @@ pub fn build(items: &[Item], reminder: &str) -> Vec<Value> {
                     };
                     b.push("assistant", blocks);
                 }
-                // The harness's system text replaces the client's; developer text is the
-                // client's runtime's, not Claude Code's.
-                Role::System | Role::Developer => {}
+                Role::Developer => {
+                    let text = message.content.text();
+                    if let Some(block) = skills_block(&text, skills) {
+                        b.push("user", vec![json!({"type": "text", "text": block})]);
+                    }
+                }
+                // The harness's system text replaces the client's.
+                Role::System => {}
             },
             Item::Reasoning(reasoning) => b.push("assistant", vec![thinking(reasoning)]),
             Item::ToolCall(call) => {
@@ -181,12 +202,45 @@ fn edit_input(input: &mut Map<String, Value>) {
     }
 }
 
+/// A developer text's `<skills_instructions>` block as `skills` says; `None` for any other text.
+fn skills_block(text: &str, skills: Skills) -> Option<String> {
+    let start = text.find("<skills_instructions>")?;
+    let block = &text[start..];
+    let block = block
+        .find("</skills_instructions>")
+        .map_or(block, |end| &block[..end + "</skills_instructions>".len()]);
+    match skills {
+        Skills::Dropped => None,
+        Skills::Raw => Some(block.to_owned()),
+        Skills::Listed => {
+            let lines: Vec<String> = block
+                .lines()
+                .filter_map(|l| l.trim_start().strip_prefix("- "))
+                .filter(|l| l.contains(": "))
+                .map(|l| {
+                    let l = l.find(" (file:").map_or(l, |at| &l[..at]);
+                    format!("- {}", l.trim_end())
+                })
+                .collect();
+            (!lines.is_empty())
+                .then(|| format!("{SKILLS_OPENING}{}\n</system-reminder>\n", lines.join("\n")))
+        }
+    }
+}
+
 /// The date reminder as the first block of the first user message (a new first message when
 /// there is none).
 fn remind(messages: &mut Vec<Message>, reminder: &str) {
     let block = json!({"type": "text", "text": reminder});
     match messages.iter_mut().find(|m| m.role == "user") {
-        Some(first) => first.blocks.insert(0, block),
+        Some(first) => {
+            let after_skills = first.blocks.first().is_some_and(|b| {
+                b["text"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with(SKILLS_OPENING))
+            });
+            first.blocks.insert(usize::from(after_skills), block);
+        }
         None => messages.insert(
             0,
             Message {

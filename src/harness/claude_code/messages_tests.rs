@@ -30,7 +30,7 @@ fn a_first_turn_gets_the_reminder_first_and_the_breakpoint_on_the_user_s_words()
         user("Fix the login bug"),
     ];
     assert_eq!(
-        build(&items, "REMINDER\n\n"),
+        build(&items, "REMINDER\n\n", Skills::Listed),
         vec![json!({"role": "user", "content": [
             {"type": "text", "text": "REMINDER\n\n"},
             {"type": "text", "text": "Fix the login bug", "cache_control": {"type": "ephemeral"}},
@@ -59,7 +59,7 @@ fn calls_results_and_thinking_take_anthropic_blocks_merged_by_role_in_call_order
         result("toolu_a", "a.txt\n", false),
         user("thanks"),
     ];
-    let messages = build(&items, "R");
+    let messages = build(&items, "R", Skills::Listed);
     assert_eq!(messages.len(), 3, "{messages:#?}");
     assert_eq!(
         messages[1],
@@ -95,7 +95,7 @@ fn the_breakpoint_falls_on_a_trailing_tool_result_and_only_there() {
         call("toolu_a", "Read", r#"{"file_path":"/x"}"#),
         result("toolu_a", "contents", false),
     ];
-    let messages = build(&items, "R");
+    let messages = build(&items, "R", Skills::Listed);
     let marked: Vec<_> = messages
         .iter()
         .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
@@ -107,5 +107,41 @@ fn the_breakpoint_falls_on_a_trailing_tool_result_and_only_there() {
             json!({"type": "tool_result", "tool_use_id": "toolu_a", "content": "contents",
             "cache_control": {"type": "ephemeral"}})
         ]
+    );
+}
+
+#[test]
+fn a_skills_block_becomes_claude_code_s_reminder_and_the_date_follows_it() {
+    let developer = "<permissions instructions>no</permissions instructions>\n<skills_instructions>\n## Skills\n- pdf: Read and fill PDF forms. (file: /home/u/.codex/skills/pdf/SKILL.md)\n- review: Review a change.\n</skills_instructions>";
+    let items = [
+        Item::Message(Message::text(Role::Developer, developer)),
+        Item::Message(Message::text(
+            Role::Developer,
+            "<collaboration_mode>x</collaboration_mode>",
+        )),
+        user("hi"),
+    ];
+    let listed = "<system-reminder>\nThe following skills are available for use with the Skill tool:\n\n- pdf: Read and fill PDF forms.\n- review: Review a change.\n</system-reminder>\n";
+    assert_eq!(
+        build(&items, "R", Skills::Listed),
+        vec![json!({"role": "user", "content": [
+            {"type": "text", "text": listed},
+            {"type": "text", "text": "R"},
+            {"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}},
+        ]})]
+    );
+    let raw = build(&items, "R", Skills::Raw);
+    assert!(
+        raw[0]["content"][1]["text"]
+            .as_str()
+            .expect("text")
+            .starts_with("<skills_instructions>")
+    );
+    assert_eq!(
+        build(&items, "R", Skills::Dropped)[0]["content"]
+            .as_array()
+            .expect("blocks")
+            .len(),
+        2
     );
 }

@@ -27,6 +27,8 @@ pub struct Messages<'a> {
     pub sdk: &'a str,
     /// The date reminder, whole.
     pub reminder: String,
+    /// The todo reminders' texts (the full profile's).
+    pub todo: Option<super::todo::Texts<'a>>,
     /// The route's prompt-cache scope (the caller and its conversation), the session's seed.
     pub scope: Option<&'a str>,
 }
@@ -71,9 +73,11 @@ pub fn messages(parts: &Parts<'_>, setting: &Messages<'_>) -> Value {
     };
     let mut tools: Vec<Value> = parts.tools.iter().map(anthropic_tool).collect();
     tools.sort_by_key(|t| rank(t["name"].as_str().unwrap_or("")));
-    let mut body = json!({"model": model,
-        "messages": messages::build(parts.items, &setting.reminder, skills),
-        "system": system, "tools": tools});
+    let mut turns = messages::build(parts.items, &setting.reminder, skills);
+    if let Some(texts) = &setting.todo {
+        super::todo::remind(&mut turns, texts);
+    }
+    let mut body = json!({"model": model, "messages": turns, "system": system, "tools": tools});
     let effort = conversation.options.reasoning_effort.as_deref();
     if let Some(thinking) = model::thinking(model, effort) {
         body["thinking"] = thinking;

@@ -15,6 +15,7 @@ pub(crate) mod body;
 pub(crate) mod messages;
 pub mod model;
 mod title;
+mod todo;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
@@ -33,6 +34,8 @@ const ENVIRONMENT: Builtin = prompt_file!("claude-code/environment.md");
 const SDK: Builtin = prompt_file!("claude-code/sdk.md");
 const DATE_REMINDER: Builtin = prompt_file!("claude-code/date-reminder.md");
 const TOOLS: Builtin = prompt_file!("claude-code/tools.json");
+const TODO_LIST: Builtin = prompt_file!("claude-code/todo-reminder.md");
+const TODO_UNUSED: Builtin = prompt_file!("claude-code/todo-unused.md");
 const TITLE: Builtin = prompt_file!("claude-code/title.md");
 const BARE_SYSTEM: Builtin = prompt_file!("claude-code-bare/system.md");
 const BARE_TOOLS: Builtin = prompt_file!("claude-code-bare/tools.json");
@@ -72,6 +75,8 @@ pub struct ClaudeCode {
     reminder: Pattern,
     /// Claude Code's title prompt (third system block of its title request).
     title: String,
+    /// The todo reminders' texts: the list's opening, the unused-tools reminder.
+    todo: (String, String),
     /// The upstream's wire, which decides the body's form.
     wire: Wire,
 }
@@ -109,6 +114,10 @@ impl ClaudeCode {
             sdk: prompts.read(&SDK)?.plain()?,
             reminder: prompts.read(&DATE_REMINDER)?.pattern(&["date"])?,
             title: prompts.read(&TITLE)?.plain()?,
+            todo: (
+                prompts.read(&TODO_LIST)?.plain()?,
+                prompts.read(&TODO_UNUSED)?.plain()?,
+            ),
             wire: setup.config.upstream.wire,
             common,
         })
@@ -175,6 +184,10 @@ impl ClaudeCode {
                     bare: self.profile == Profile::Bare,
                     sdk: &self.sdk,
                     reminder: format!("{}\n\n", self.reminder.fill(&[&date])),
+                    todo: (self.profile == Profile::Full).then(|| todo::Texts {
+                        list: &self.todo.0,
+                        unused: &self.todo.1,
+                    }),
                     scope: request
                         .headers
                         .get(super::cache_key::SCOPE_HEADER)

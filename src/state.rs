@@ -39,6 +39,15 @@ pub enum StartupError {
     DefaultHarness { name: String, known: String },
     #[error("config key `titles.harnesses`: unknown harness `{name}`; known harnesses: {known}")]
     TitleHarness { name: String, known: String },
+    /// The default harness cannot speak the upstream's wire (it has no Messages form).
+    #[error(
+        "config key `upstream.wire`: `{wire}` is not spoken by harness `{harness}` (`default_harness`); harnesses that speak it: {speakers}"
+    )]
+    Wire {
+        wire: &'static str,
+        harness: String,
+        speakers: String,
+    },
 }
 
 /// The process's surroundings as start-up sees them: its environment variables and its local UTC
@@ -170,7 +179,8 @@ impl AppState {
         let harnesses = build_registry(&config, &prompts, &host)?;
         let upstream = Arc::new(
             Upstream::new(&config.upstream, host.env)?
-                .forwarding_client_key(config.auth.forwards_client_key()),
+                .forwarding_client_key(config.auth.forwards_client_key())
+                .with_event_limit(config.limits.max_sse_event_bytes),
         );
         let store = store::open(&config.titles)?;
         let titles = Arc::new(TitleService::new(
@@ -278,6 +288,17 @@ pub fn build_registry(
         return Err(StartupError::DefaultHarness {
             name: config.default_harness.clone(),
             known: registry.names(),
+        });
+    }
+    let wire = config.upstream.wire;
+    if registry
+        .get(&config.default_harness)
+        .is_some_and(|h| !h.speaks(wire))
+    {
+        return Err(StartupError::Wire {
+            wire: wire.name(),
+            harness: config.default_harness.clone(),
+            speakers: registry.speaking(wire),
         });
     }
     if let Some(name) = config

@@ -89,6 +89,28 @@ impl Default for Config {
     }
 }
 
+/// The upstream's protocol: every model server speaks Chat Completions; many also expose an
+/// Anthropic-compatible endpoint so Claude Code can use them, which the harnesses with a Messages
+/// form (claude-code, claude-code-bare, zcode) can address natively.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Wire {
+    /// `POST {base}/chat/completions`.
+    #[default]
+    Chat,
+    /// `POST {base}/v1/messages`, Anthropic's auth and event stream.
+    Messages,
+}
+
+impl Wire {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Chat => "chat",
+            Self::Messages => "messages",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
@@ -99,8 +121,11 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct UpstreamConfig {
-    /// Base URL of the model server, up to and including `/v1`.
+    /// Base URL of the model server, up to and including `/v1` (`wire = "chat"`), or its
+    /// Anthropic root, without `/v1` (`wire = "messages"`).
     pub base_url: String,
+    /// The protocol the model server speaks.
+    pub wire: Wire,
     /// Upstream key; when no key source is set the client's `Authorization` is forwarded.
     pub api_key: Option<String>,
     /// File holding the key (re-read after an upstream 401 so rotated secrets are picked up).
@@ -128,6 +153,7 @@ impl Default for UpstreamConfig {
     fn default() -> Self {
         Self {
             base_url: "https://api.openai.com/v1".to_owned(),
+            wire: Wire::Chat,
             api_key: None,
             api_key_file: None,
             api_key_env: None,

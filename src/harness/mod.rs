@@ -5,6 +5,7 @@
 //! headers its requests carry (`add_upstream_headers`) and its title request (`title_request`).
 
 pub mod cache_key;
+pub mod claude_code;
 pub mod collaboration;
 pub mod deepseek_tui;
 pub mod family;
@@ -24,6 +25,7 @@ pub mod terminus_2;
 #[cfg(test)]
 mod test_support;
 pub mod text;
+pub mod zcode;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -34,7 +36,7 @@ use http::HeaderMap;
 
 use crate::clients::labels::ToolLabels;
 use crate::clients::profiles::Profiles;
-use crate::config::Config;
+use crate::config::{Config, Wire};
 use crate::conversation::Conversation;
 use crate::conversation::mapping::ResponsePlan;
 use crate::prompts::Prompts;
@@ -153,6 +155,22 @@ pub trait Harness: Send + Sync {
         false
     }
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError>;
+    /// Whether this harness can address an upstream of `wire`: every harness writes Chat
+    /// Completions; only those with a Messages form (claude-code, claude-code-bare, zcode) and
+    /// `passthrough` (which forwards what it is given) also speak to a Messages upstream.
+    fn speaks(&self, wire: Wire) -> bool {
+        wire == Wire::Chat
+    }
+    /// Where this harness's own title request goes when it is a Messages request (its answer
+    /// read as Chat Completions); `None`: a Chat Completions one.
+    fn title_path(&self) -> Option<&'static str> {
+        None
+    }
+    /// The upstream path of the requests this harness writes, relative to `upstream.base_url`
+    /// (Chat Completions' unless the harness writes a Messages request).
+    fn upstream_path(&self) -> &'static str {
+        "/chat/completions"
+    }
     /// Headers a request this harness rebuilt carries besides the client's end-to-end ones, once
     /// the route knows the conversation: what the client it poses as sends (opencode's thread
     /// headers name the conversation). None by default.
@@ -242,6 +260,10 @@ impl Registry {
         registry.add(Arc::new(mini_swe_agent::MiniSweAgent::from_setup(setup)?));
         registry.add(Arc::new(swe_agent::SweAgent::from_setup(setup)?));
         registry.add(Arc::new(terminus_2::Terminus2::from_setup(setup)?));
+        let (full, bare) = (claude_code::Profile::Full, claude_code::Profile::Bare);
+        registry.add(Arc::new(claude_code::ClaudeCode::from_setup(setup, full)?));
+        registry.add(Arc::new(claude_code::ClaudeCode::from_setup(setup, bare)?));
+        registry.add(Arc::new(zcode::Zcode::from_setup(setup)?));
         Ok(registry)
     }
 
@@ -257,6 +279,16 @@ impl Registry {
     /// The tool names that are metric labels as they are (`clients::labels`).
     pub fn tool_labels(&self) -> &ToolLabels {
         &self.tool_labels
+    }
+
+    /// The harnesses that speak `wire`, comma-separated, for error messages.
+    pub fn speaking(&self, wire: Wire) -> String {
+        self.harnesses
+            .iter()
+            .filter(|(_, h)| h.speaks(wire))
+            .map(|(name, _)| *name)
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 
     pub fn names(&self) -> String {

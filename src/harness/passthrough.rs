@@ -7,6 +7,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::HeaderMap;
 
+use crate::config::Wire;
+
 use super::{Harness, HarnessError, HarnessRequest, Prepared, TitleAsk};
 
 pub struct Passthrough {
@@ -27,6 +29,11 @@ impl Harness for Passthrough {
 
     fn rewrites(&self) -> bool {
         false
+    }
+
+    /// It forwards the client's bytes, whatever the upstream speaks.
+    fn speaks(&self, _wire: Wire) -> bool {
+        true
     }
 
     /// Not called by the proxy (a harness that does not rewrite gets no parsed request); given a

@@ -49,6 +49,8 @@ pub(crate) struct Resend {
     pub(crate) headers: http::HeaderMap,
     pub(crate) client_authorization: Option<http::HeaderValue>,
     pub(crate) body: Bytes,
+    /// A Messages request to a Messages upstream (`Outbound::messages`).
+    pub(crate) messages: bool,
 }
 
 impl Resend {
@@ -58,6 +60,7 @@ impl Resend {
             headers: outbound.headers.clone(),
             client_authorization: outbound.client_authorization.clone(),
             body: outbound.body.clone(),
+            messages: outbound.messages,
         }
     }
 
@@ -70,6 +73,7 @@ impl Resend {
             body: Bytes::from(serde_json::to_vec(body).ok()?),
             client_authorization: self.client_authorization.clone(),
             dispatched: None,
+            messages: self.messages,
         })
     }
 }

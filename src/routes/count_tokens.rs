@@ -2,19 +2,22 @@
 //! `POST /v1/messages/count_tokens`, Gemini's `:countTokens`): the count is of the request as its
 //! harness sends it upstream — a rewriting harness replaces the client's system prompt and tools
 //! with its own (Claude Code's ~20k-token prompt, Gemini CLI's long one, become opencode's), so
-//! the count is of the rebuilt Chat Completions body; passthrough counts the client's request as
-//! it is. Counting is CPU-bound (linear in the body): off the async workers, at most
+//! the count is of the rebuilt body as it goes upstream (Chat Completions, or Messages on a
+//! Messages upstream); passthrough counts the client's request as it is. Counting is CPU-bound (linear in the body): off the async workers, at most
 //! `limits.max_token_counts` at once; beyond that the client is told to retry.
 //!
-//! Owns: the bound, the body read, the harness's rebuild. Must not: know a protocol's wire (each
-//! front hands its own `Counting`) or answer in a protocol's shape.
+//! Owns: the bound, the body read, the harness's rebuild. Must not: know a client protocol's wire
+//! (each front hands its own `Counting`; the upstream's two wires are the upstream's estimators)
+//! or answer in a protocol's shape.
 
 use axum::body::Body;
 use bytes::Bytes;
 
+use crate::config::Wire;
 use crate::conversation::Conversation;
 use crate::error::ProxyError;
 use crate::harness::{Harness, HarnessRequest};
+use crate::protocols::messages;
 use crate::routes::extract::read_body;
 use crate::routes::front::Call;
 use crate::routes::pipeline::pick_harness;
@@ -38,11 +41,12 @@ pub async fn count(
 ) -> Result<usize, ProxyError> {
     let body = read_body(&call.headers, body, state.config.limits.max_body_bytes).await?;
     let harness = pick_harness(state, &call)?;
+    let wire = state.config.upstream.wire;
     let Some(permit) = state.token_count_slot().await else {
         return Err(ProxyError::Busy("token counts running at once"));
     };
     tokio::task::spawn_blocking(move || {
-        let tokens = rebuilt_tokens(harness.as_ref(), &call, &body, counting);
+        let tokens = rebuilt_tokens(harness.as_ref(), &call, &body, (counting, wire));
         drop(permit);
         tokens
     })
@@ -54,7 +58,7 @@ fn rebuilt_tokens(
     harness: &dyn Harness,
     call: &Call,
     body: &Bytes,
-    counting: Counting,
+    (counting, wire): (Counting, Wire),
 ) -> Result<usize, ProxyError> {
     if !harness.rewrites() {
         return (counting.as_sent)(body);
@@ -65,7 +69,9 @@ fn rebuilt_tokens(
         headers: &call.headers,
         now: chrono::Utc::now(),
     })?;
-    Ok(crate::protocols::chat::tokens::estimate(
-        &prepared.upstream_body,
-    ))
+    // The body as it goes: a Messages one on a Messages upstream (claude-code's).
+    Ok(match wire {
+        Wire::Chat => crate::protocols::chat::tokens::estimate(&prepared.upstream_body),
+        Wire::Messages => messages::tokens::estimate(&messages::read(&prepared.upstream_body)?),
+    })
 }

@@ -62,6 +62,10 @@ async fn forward(
         param: None,
         code: "invalid_path",
     })?;
+    if state.config.upstream.wire == crate::config::Wire::Messages {
+        // A Messages upstream's base URL is its root: `/v1` is the client's path's own.
+        path.insert_str(0, "/v1");
+    }
     let body = read_body(&parts.headers, body, state.config.limits.max_body_bytes).await?;
     // The client's parameters, never one named like a credential.
     if let Some(query) = parts.uri.query().and_then(forwardable_query) {
@@ -75,6 +79,7 @@ async fn forward(
         body,
         client_authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
         dispatched: None,
+        messages: false,
     };
     let upstream = state.upstream.send(outbound).await?;
     let sse = is_event_stream(&upstream.headers);

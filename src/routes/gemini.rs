@@ -198,6 +198,7 @@ async fn upstream_models(state: &AppState, call: &Call) -> Result<Vec<String>, R
         body: Bytes::new(),
         client_authorization: client_authorization(&call.headers, true),
         dispatched: None,
+        messages: false,
     };
     let upstream = state
         .upstream

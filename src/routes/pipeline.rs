@@ -50,14 +50,29 @@ pub fn pick_harness(state: &AppState, call: &Call) -> Result<Arc<dyn Harness>, P
         .map(str::to_owned)
         .or_else(|| call.path_harness())
         .unwrap_or_else(|| state.config.default_harness.clone());
-    state
-        .harnesses
-        .get(&name)
-        .cloned()
-        .ok_or_else(|| ProxyError::UnknownHarness {
-            name,
-            known: state.harnesses.names(),
-        })
+    let harness =
+        state
+            .harnesses
+            .get(&name)
+            .cloned()
+            .ok_or_else(|| ProxyError::UnknownHarness {
+                name,
+                known: state.harnesses.names(),
+            })?;
+    let wire = state.config.upstream.wire;
+    if !harness.speaks(wire) {
+        return Err(ProxyError::InvalidRequest {
+            message: format!(
+                "harness `{}` cannot address this proxy's upstream (upstream.wire = \"{}\"); harnesses that can: {}",
+                harness.name(),
+                wire.name(),
+                state.harnesses.speaking(wire)
+            ),
+            param: None,
+            code: "harness_wire_unsupported",
+        });
+    }
+    Ok(harness)
 }
 
 /// The one pipeline every client protocol goes through: pick the harness, parse the client's

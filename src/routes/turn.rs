@@ -9,7 +9,7 @@ use std::time::Instant;
 use axum::http::{HeaderMap, Method};
 use bytes::Bytes;
 
-use crate::config::ReasoningMode;
+use crate::config::{ReasoningMode, Wire};
 use crate::harness::{Harness, TitleAsk};
 use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::front::{Call, Front};
@@ -60,9 +60,12 @@ impl Turn<'_> {
                     conversation: &conversation,
                 };
                 let body = harness.title_request(&ask, &mut title_headers);
+                let path = harness.title_path();
                 TitleRequest {
                     body,
                     headers: title_headers,
+                    path: path.unwrap_or(UPSTREAM_PATH),
+                    messages: path.is_some(),
                 }
             })
         };
@@ -106,17 +109,22 @@ impl Turn<'_> {
             self.harness
                 .add_upstream_headers(&mut headers, &self.conversation);
         }
+        let messages = self.state.config.upstream.wire == Wire::Messages;
         // A translated request's query belongs to the client's protocol (Claude Code's
         // `?beta=true`), not to Chat Completions, and a rebuilt one is the proxy's own (what the
         // upstream needs of a query is in `upstream.base_url`): neither is forwarded. What goes
         // as the client sent it keeps its parameters, never one named like a credential.
-        let path = if translated {
+        let path = if messages && rewritten {
+            self.harness.upstream_path().to_owned()
+        } else if translated {
             UPSTREAM_PATH.to_owned()
         } else {
             if let Some(name) = self.front.passthrough_key {
                 rename_key(&mut headers, name);
             }
             let path = (self.front.upstream_path)(&call.request(client_body));
+            // A Messages upstream's base URL is its root; the fronts' paths are under `/v1`.
+            let path = if messages { format!("/v1{path}") } else { path };
             let query = call.query.as_deref().filter(|_| !rewritten);
             match query.and_then(forwardable_query) {
                 Some(q) => format!("{path}?{q}"),
@@ -130,6 +138,7 @@ impl Turn<'_> {
             body: upstream_body,
             client_authorization: client_authorization(&call.headers, translated),
             dispatched: None,
+            messages: messages && rewritten,
         }
     }
 

@@ -13,6 +13,12 @@ pub struct TitleRequest {
     pub body: Bytes,
     /// The client's end-to-end headers with the harness's own.
     pub headers: HeaderMap,
+    /// Where it goes, relative to the upstream's base URL.
+    pub path: &'static str,
+    /// A Messages request to a Messages upstream (claude-code's own title request): its answer
+    /// is read as Chat Completions (`upstream::messages`) and is Claude Code's JSON
+    /// `{"title": …}`, whose `title` is the title.
+    pub messages: bool,
 }
 
 /// Writes the turn's title request for the given words, as the turn's harness does: made when a
@@ -83,6 +89,8 @@ mod tests {
                 TitleWords::Exchange(text) => format!("exchange:{text}"),
             }),
             headers: HeaderMap::new(),
+            path: "/chat/completions",
+            messages: false,
         })
     }
 

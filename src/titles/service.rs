@@ -593,11 +593,12 @@ impl TitleService {
             .upstream
             .send(Outbound {
                 method: Method::POST,
-                path: "/chat/completions".to_owned(),
+                path: request.path.to_owned(),
                 headers: request.headers.clone(),
                 body: request.body.clone(),
                 client_authorization: job.client_authorization.clone(),
                 dispatched: Some(dispatched),
+                messages: request.messages,
             })
             .await?;
         if !response.status.is_success() {
@@ -619,6 +620,11 @@ impl TitleService {
                 .unwrap_or_default();
             live.push_delta(content);
             content.to_owned()
+        };
+        let raw = if request.messages {
+            json_title(&raw).unwrap_or(raw)
+        } else {
+            raw
         };
         sanitize_title(&raw, self.config.max_chars).ok_or(TitleFailure::NoText)
     }

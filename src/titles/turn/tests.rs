@@ -66,6 +66,8 @@ fn no_request(_model: &str) -> TitleWriter {
     Box::new(|_| TitleRequest {
         body: Bytes::new(),
         headers: HeaderMap::new(),
+        path: "/chat/completions",
+        messages: false,
     })
 }
 

@@ -19,6 +19,7 @@ mod bench;
 mod chat;
 mod gemini;
 mod messages;
+mod messages_wire;
 mod responses;
 mod wire;
 
@@ -60,7 +61,7 @@ pub enum Kind {
 }
 
 /// Every harness the registry builds (`registry_names_are_the_matrix` keeps the two equal).
-pub const HARNESSES: [(&str, Kind); 13] = [
+pub const HARNESSES: [(&str, Kind); 16] = [
     ("passthrough", Kind::Passthrough),
     (
         "opencode",
@@ -104,6 +105,24 @@ pub const HARNESSES: [(&str, Kind); 13] = [
         "little-coder",
         Kind::Rewrites {
             shell: Some(("bash", r#"{"command":"echo hi"}"#)),
+        },
+    ),
+    (
+        "claude-code",
+        Kind::Rewrites {
+            shell: Some(("Bash", r#"{"command":"echo hi"}"#)),
+        },
+    ),
+    (
+        "claude-code-bare",
+        Kind::Rewrites {
+            shell: Some(("Bash", r#"{"command":"echo hi"}"#)),
+        },
+    ),
+    (
+        "zcode",
+        Kind::Rewrites {
+            shell: Some(("Bash", r#"{"command":"echo hi"}"#)),
         },
     ),
     ("mini-swe-agent", Kind::Text),

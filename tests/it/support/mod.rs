@@ -1,5 +1,6 @@
 //! Test support: start the real app on 127.0.0.1:0 against a recording fake upstream.
 
+pub mod anthropic;
 pub mod binary;
 pub mod browser;
 pub mod caching_upstream;

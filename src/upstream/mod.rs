@@ -1,7 +1,11 @@
 //! The only HTTP client of the model server: one pooled `reqwest::Client`, key handling, timeouts
 //! (connect, first byte, idle between chunks) and bounded retries before any byte reached the client.
 //!
-//! It returns the response head and a body stream; it never buffers a body and never parses one.
+//! It returns the response head and a body stream; it never buffers a body and never parses one,
+//! save the answers of an Anthropic Messages upstream to requests the proxy wrote, read one event
+//! at a time into the Chat Completions answer the rest of the proxy reads (`messages`).
+
+pub mod messages;
 
 use std::pin::Pin;
 use std::sync::{Arc, RwLock};
@@ -13,7 +17,7 @@ use futures_util::{Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use tokio::time::Sleep;
 
-use crate::config::UpstreamConfig;
+use crate::config::{UpstreamConfig, Wire};
 
 /// A failure of the upstream, as the client is told it. Each cause is kept typed (`#[source]`)
 /// for a caller that asks what it was (`std::error::Error::source`); the message already says
@@ -134,6 +138,9 @@ pub struct Outbound {
     pub client_authorization: Option<HeaderValue>,
     /// Told when the request body starts going out (its head is written): "dispatched".
     pub dispatched: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The body is a Messages request the proxy wrote for a Messages upstream: its answer is
+    /// read into Chat Completions (`messages`). A forwarded body's answer is never touched.
+    pub messages: bool,
 }
 
 /// The environment, injected: reads one variable. Built once at start-up (the process env in
@@ -188,7 +195,15 @@ pub struct Upstream {
     idle_timeout: Duration,
     max_retries: u32,
     max_retry_wait: Duration,
+    /// The server's protocol: on `messages` the key goes in `x-api-key` and an overloaded
+    /// server's 529 is retried as a 503 is.
+    wire: Wire,
+    /// `limits.max_sse_event_bytes`, for the Messages events read here.
+    max_event: usize,
 }
+
+/// Anthropic's API version header, sent when the request carries none.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -245,7 +260,16 @@ impl Upstream {
             idle_timeout: config.idle_timeout,
             max_retries: config.max_retries,
             max_retry_wait: config.max_retry_wait,
+            wire: config.wire,
+            max_event: crate::sse::DEFAULT_MAX_EVENT_BYTES,
         })
+    }
+
+    /// The largest event of a Messages answer read here (`limits.max_sse_event_bytes`).
+    #[must_use]
+    pub fn with_event_limit(mut self, max_event: usize) -> Self {
+        self.max_event = max_event;
+        self
     }
 
     /// Whether a client's own key may be sent upstream (`auth.forward_client_key`; by default
@@ -344,7 +368,17 @@ impl Upstream {
             // The client's key in Anthropic's header, carried on by passthrough: not sent either.
             outbound.headers.remove("x-api-key");
         }
+        if self.wire == Wire::Messages && !outbound.headers.contains_key("anthropic-version") {
+            outbound.headers.insert(
+                "anthropic-version",
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            );
+        }
         let mut authorization = self.authorization(outbound.client_authorization.as_ref());
+        if self.wire == Wire::Messages && authorization.is_some() {
+            // The one key that goes is the one chosen above, in Anthropic's header.
+            outbound.headers.remove("x-api-key");
+        }
         let mut attempt = 0u32;
         let mut reloaded = false;
         loop {
@@ -352,8 +386,12 @@ impl Upstream {
                 .client
                 .request(outbound.method.clone(), url.clone())
                 .headers(outbound.headers.clone());
-            if let Some(auth) = &authorization {
-                request = request.header(header::AUTHORIZATION, auth.clone());
+            match (&authorization, self.wire) {
+                (Some(auth), Wire::Messages) => request = anthropic_auth(request, auth),
+                (Some(auth), Wire::Chat) => {
+                    request = request.header(header::AUTHORIZATION, auth.clone());
+                }
+                (None, _) => {}
             }
             if let Some(signal) = outbound.dispatched.take() {
                 request = request
@@ -389,7 +427,7 @@ impl Upstream {
                         drop(response);
                         continue;
                     }
-                    if retries_left && matches!(status.as_u16(), 429 | 502 | 503) {
+                    if retries_left && self.retries(status) {
                         let wait = retry_after(response.headers(), std::time::SystemTime::now())
                             .unwrap_or_else(|| backoff(attempt + 1));
                         if wait <= self.max_retry_wait {
@@ -400,22 +438,67 @@ impl Upstream {
                             continue;
                         }
                     }
-                    let headers = response.headers().clone();
-                    let body = response.bytes_stream().map(|chunk| {
-                        chunk.map_err(|e| {
-                            UpstreamError::Interrupted(Interruption::Transport(e.without_url()))
-                        })
-                    });
-                    let body: BodyStream =
-                        Box::pin(IdleTimeout::new(Box::pin(body), self.idle_timeout));
-                    return Ok(UpstreamResponse {
-                        status,
-                        headers,
-                        body,
-                    });
+                    return Ok(self.answer(response, outbound.messages));
                 }
             }
         }
+    }
+}
+
+impl Upstream {
+    /// Whether an answer of `status` is retried (before anything reached the client).
+    fn retries(&self, status: StatusCode) -> bool {
+        match status.as_u16() {
+            429 | 502 | 503 => true,
+            // Anthropic's "overloaded".
+            529 => self.wire == Wire::Messages,
+            _ => false,
+        }
+    }
+
+    /// The response as the proxy reads it: its body guarded by the idle timeout, and a Messages
+    /// answer to a request the proxy wrote read as Chat Completions.
+    fn answer(&self, response: reqwest::Response, messages: bool) -> UpstreamResponse {
+        let status = response.status();
+        let mut headers = response.headers().clone();
+        let body = response.bytes_stream().map(|chunk| {
+            chunk.map_err(|e| UpstreamError::Interrupted(Interruption::Transport(e.without_url())))
+        });
+        let mut body: BodyStream = Box::pin(IdleTimeout::new(Box::pin(body), self.idle_timeout));
+        if messages {
+            if !status.is_success() {
+                body = messages::error_body(body);
+            } else if is_event_stream(&headers) {
+                body = messages::answer(body, self.max_event);
+            }
+            // Its length is no longer the body's.
+            headers.remove(header::CONTENT_LENGTH);
+        }
+        UpstreamResponse {
+            status,
+            headers,
+            body,
+        }
+    }
+}
+
+/// The credential as Anthropic takes it: a bearer key in `x-api-key`; `Basic` credentials (of
+/// the base URL) stay in `Authorization`.
+fn anthropic_auth(
+    request: reqwest::RequestBuilder,
+    authorization: &HeaderValue,
+) -> reqwest::RequestBuilder {
+    let key = authorization
+        .to_str()
+        .ok()
+        .and_then(|v| v.strip_prefix("Bearer "))
+        .and_then(|k| HeaderValue::from_str(k.trim()).ok());
+    match key {
+        Some(mut key) => {
+            key.set_sensitive(true);
+            request.header("x-api-key", key)
+        }
+        None => request.header(header::AUTHORIZATION, authorization.clone()),
     }
 }
 
@@ -765,6 +848,7 @@ mod tests {
             body: Bytes::from_static(b"{}"),
             client_authorization: None,
             dispatched: None,
+            messages: false,
         };
         let err = upstream.send(outbound).await.err().expect("fails");
         let message = err.to_string();
@@ -800,6 +884,7 @@ mod tests {
                 body: Bytes::new(),
                 client_authorization: None,
                 dispatched: None,
+                messages: false,
             };
             let err = upstream.send(outbound).await.err();
             assert_eq!(err.map(|e| e.code()), Some("invalid_path"), "{path}");

@@ -1,0 +1,346 @@
+//! A Messages upstream (`upstream.wire = "messages"`, an Anthropic-compatible server): what is
+//! sent (path under the server's root, `x-api-key`, `anthropic-version`), passthrough's bytes,
+//! a 529 retried before the first byte, and harnesses without a Messages form refused at
+//! start-up and per request, in the client's shape.
+
+use harness_proxy::config::{Config, Wire};
+use harness_proxy::state::{AppState, Host};
+use serde_json::json;
+
+use crate::support::anthropic::{self, root};
+use crate::support::sse::read_all;
+use crate::support::{FakeUpstream, TestApp, error_of, test_config};
+
+/// A proxy in front of the fake Anthropic server, `passthrough` its default harness.
+fn config(fake: &FakeUpstream) -> Config {
+    let mut config = test_config(&root(fake));
+    config.upstream.wire = Wire::Messages;
+    config.default_harness = "passthrough".to_owned();
+    config
+}
+
+fn messages_body() -> serde_json::Value {
+    json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "hello"}]})
+}
+
+#[tokio::test]
+async fn passthrough_forwards_the_messages_bytes_to_the_root_s_v1_messages() {
+    let fake = FakeUpstream::fixed(anthropic::text("Hello there.")).await;
+    let app = TestApp::start(config(&fake)).await;
+    let body = messages_body().to_string();
+    let response = app
+        .post("/v1/messages?beta=true")
+        .header("x-api-key", "client-key")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let text = read_all(response).await;
+    assert!(text.starts_with("event: message_start\n"), "{text}");
+    assert!(
+        text.contains("\"text\":\"there.\""),
+        "Anthropic's events as they came: {text}"
+    );
+
+    let recorded = fake.requests();
+    assert_eq!(recorded[0].path, "/v1/messages?beta=true");
+    assert_eq!(recorded[0].body.as_ref(), body.as_bytes());
+    assert_eq!(recorded[0].header("x-api-key"), Some("client-key"));
+    assert_eq!(recorded[0].header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(recorded[0].header("authorization"), None);
+}
+
+#[tokio::test]
+async fn a_configured_key_goes_in_x_api_key_and_replaces_the_client_s() {
+    let fake = FakeUpstream::fixed(anthropic::text("Hi.")).await;
+    let mut config = config(&fake);
+    config.upstream.api_key = Some("server-key".to_owned());
+    let app = TestApp::start(config).await;
+    let response = app
+        .post("/v1/messages")
+        .header("x-api-key", "client-key")
+        .header("anthropic-version", "2023-01-01")
+        .json(&messages_body())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let recorded = fake.requests();
+    let keys: Vec<_> = recorded[0].headers.get_all("x-api-key").iter().collect();
+    assert_eq!(keys, ["server-key"]);
+    assert_eq!(recorded[0].header("authorization"), None);
+    // The client's own version is its to choose.
+    assert_eq!(recorded[0].header("anthropic-version"), Some("2023-01-01"));
+}
+
+#[tokio::test]
+async fn an_overloaded_529_is_retried_before_anything_reached_the_client() {
+    let fake = FakeUpstream::queue(vec![anthropic::overloaded(), anthropic::text("Back.")]).await;
+    let mut config = config(&fake);
+    config.upstream.max_retries = 1;
+    let app = TestApp::start(config).await;
+    let response = app
+        .post("/v1/messages")
+        .json(&messages_body())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(read_all(response).await.contains("\"text\":\"ck.\""));
+    assert_eq!(fake.count(), 2);
+}
+
+#[test]
+fn a_default_harness_without_a_messages_form_stops_start_up_naming_it() {
+    let mut config = Config::default();
+    config.upstream.wire = Wire::Messages;
+    config.titles.store = harness_proxy::config::StoreUrl::Memory;
+    let err = AppState::build(config, Host::bare())
+        .err()
+        .expect("refused");
+    let message = err.to_string();
+    assert!(message.contains("upstream.wire"), "{message}");
+    assert!(message.contains("harness `opencode`"), "{message}");
+    assert!(
+        message.contains("passthrough"),
+        "the harnesses that can: {message}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_for_a_harness_without_a_messages_form_is_refused_in_the_client_s_shape() {
+    let fake = FakeUpstream::fixed(anthropic::text("never")).await;
+    let app = TestApp::start(config(&fake)).await;
+    let chat = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    let response = app.chat("pi", &chat).await;
+    let (status, code, message) = error_of(response).await;
+    assert_eq!((status, code.as_str()), (400, "harness_wire_unsupported"));
+    assert!(message.contains("harness `pi`"), "{message}");
+
+    let response = app
+        .post("/v1/messages")
+        .header("x-harness", "opencode")
+        .json(&messages_body())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("harness `opencode`")
+    );
+    assert_eq!(fake.count(), 0);
+}
+
+/// `claude-code` before the fake Anthropic server, titles off (the server sees only turns).
+fn claude_code(fake: &FakeUpstream) -> Config {
+    let mut config = config(fake);
+    config.default_harness = "claude-code".to_owned();
+    config.titles.order = harness_proxy::config::TitleOrder::Off;
+    config
+}
+
+#[tokio::test]
+async fn a_streamed_thinking_and_tool_answer_reaches_a_claude_client_in_its_blocks() {
+    let fake = FakeUpstream::fixed(anthropic::thinking_then_tool(
+        "toolu_7",
+        "Bash",
+        &json!({"command": "ls -la"}),
+    ))
+    .await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
+        "tools": [{"name": "Bash", "description": "Run", "input_schema": {"type": "object",
+            "properties": {"command": {"type": "string"}}, "required": ["command"]}}],
+        "messages": [{"role": "user", "content": "list the files"}]});
+    let response = app.post("/v1/messages").json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let text = read_all(response).await;
+    assert!(text.contains(anthropic::THINKING), "{text}");
+    assert!(text.contains("\"type\":\"tool_use\""), "{text}");
+    assert!(text.contains("\"name\":\"Bash\""), "{text}");
+    let arguments: String = text
+        .lines()
+        .filter_map(|l| l.strip_prefix("data: "))
+        .filter_map(|d| serde_json::from_str::<serde_json::Value>(d).ok())
+        .filter_map(|e| e["delta"]["partial_json"].as_str().map(str::to_owned))
+        .collect();
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&arguments).unwrap(),
+        json!({"command": "ls -la"})
+    );
+    assert!(text.contains("\"stop_reason\":\"tool_use\""), "{text}");
+    assert!(text.contains("\"output_tokens\":17"), "{text}");
+
+    let sent = fake.requests();
+    assert_eq!(sent[0].path, "/v1/messages?beta=true");
+    assert_eq!(sent[0].header("anthropic-version"), Some("2023-06-01"));
+    assert_eq!(sent[0].header("x-app"), Some("cli"));
+    assert!(sent[0].header("x-claude-code-session-id").is_some());
+}
+
+#[tokio::test]
+async fn an_error_event_mid_stream_ends_a_chat_client_s_stream_once_in_its_shape() {
+    let fake = FakeUpstream::fixed(anthropic::error_mid_stream("Half an answer")).await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let chat = json!({"model": "claude-sonnet-4-5", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let response = app.chat("claude-code", &chat).await;
+    assert_eq!(response.status(), 200);
+    let text = read_all(response).await;
+    assert!(text.contains("Half "), "{text}");
+    assert_eq!(text.matches("\"error\"").count(), 1, "{text}");
+    assert!(text.contains("Overloaded"), "{text}");
+}
+
+#[tokio::test]
+async fn a_529_reaches_each_front_in_its_own_shape() {
+    let fake = FakeUpstream::fixed(anthropic::overloaded()).await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let chat = json!({"model": "claude-sonnet-4-5", "stream": true,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let response = app.chat("claude-code", &chat).await;
+    let (status, _, message) = error_of(response).await;
+    assert_eq!((status, message.as_str()), (529, "Overloaded"));
+
+    let response = app
+        .post("/v1/messages")
+        .json(&messages_body())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 529);
+    let body: serde_json::Value = response.json().await.unwrap();
+    assert_eq!(
+        body,
+        json!({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}})
+    );
+}
+
+#[tokio::test]
+async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_is_the_title() {
+    let fake = FakeUpstream::start(|request, _| {
+        if request.json()["output_config"]["format"]["type"] == "json_schema" {
+            anthropic::text("{\"title\": \"Listing the files\"}")
+        } else {
+            anthropic::text("Here they are.")
+        }
+    })
+    .await;
+    let mut config = claude_code(&fake);
+    config.titles.order = harness_proxy::config::TitleOrder::Before;
+    config.titles.harnesses = vec!["claude-code".to_owned()];
+    let app = TestApp::start(config).await;
+    let response = crate::titles::chat(
+        &app,
+        &crate::titles::first_turn("list the files\n"),
+        "conv-cc",
+        "k",
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    read_all(response).await;
+    let record = crate::titles::settled(&app, "conv-cc", "k").await;
+    assert_eq!(record["title"], "Listing the files");
+
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 2);
+    let (title, main) = (&sent[0], &sent[1]);
+    assert_eq!(title.path, "/v1/messages?beta=true");
+    let body = title.json();
+    assert_eq!(
+        body["messages"],
+        json!([{"role": "user", "content": [{"type": "text",
+            "text": "<session>\nlist the files\n</session>"}]}])
+    );
+    assert_eq!(body["tools"], json!([]));
+    assert_eq!(body["temperature"], 1);
+    assert!(
+        body["system"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("x-anthropic-billing-header: cc_version=2.1.158.")
+    );
+    assert!(body["system"][1].get("cache_control").is_none());
+    assert!(
+        title
+            .header("anthropic-beta")
+            .unwrap()
+            .ends_with("structured-outputs-2025-12-15")
+    );
+    assert!(main.json()["output_config"].get("format").is_none());
+}
+
+#[tokio::test]
+async fn count_tokens_counts_the_messages_body_claude_code_sends() {
+    let fake = FakeUpstream::fixed(anthropic::text("never")).await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let response = app
+        .post("/v1/messages/count_tokens")
+        .json(&json!({"model": "claude-sonnet-4-5",
+            "messages": [{"role": "user", "content": "hello world"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: serde_json::Value = response.json().await.unwrap();
+    // Claude Code's prompt and the reminder, not the two words alone.
+    let n = body["input_tokens"].as_u64().expect("a count");
+    assert!((500..20_000).contains(&n), "{n}");
+    assert_eq!(fake.count(), 0, "counted locally");
+}
+
+#[tokio::test]
+async fn other_v1_routes_are_forwarded_under_the_root_s_v1() {
+    let fake = FakeUpstream::fixed(crate::support::Reply::json(200, r#"{"data":[]}"#)).await;
+    let app = TestApp::start(config(&fake)).await;
+    let response = app
+        .get("/v1/models?limit=5")
+        .header("x-api-key", "k")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(fake.requests()[0].path, "/v1/models?limit=5");
+}
+
+#[tokio::test]
+async fn a_claude_code_client_through_claude_code_keeps_none_of_its_own_system_text() {
+    let fake = FakeUpstream::fixed(anthropic::text("Hi.")).await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "stream": true,
+        "system": [
+            {"type": "text", "text": "x-anthropic-billing-header: cc_version=2.1.197.abc; cc_entrypoint=cli; cch=00000;"},
+            {"type": "text", "text": "You are Claude Code, the client's own words."}
+        ],
+        "messages": [{"role": "user", "content": "hello"}]});
+    let response = app
+        .post("/v1/messages")
+        .header("user-agent", "claude-cli/2.1.197 (external, cli)")
+        .header("x-claude-code-session-id", "sess-1")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    read_all(response).await;
+    let sent = fake.requests()[0].json();
+    let system = sent["system"].to_string();
+    assert!(!system.contains("cc_version=2.1.197"), "{system}");
+    assert!(!system.contains("the client's own words"), "{system}");
+    assert!(
+        system.contains("cc_version=2.1.158."),
+        "the harness's own line: {system}"
+    );
+    assert_eq!(
+        fake.requests()[0].header("x-claude-code-session-id"),
+        Some("sess-1")
+    );
+}

@@ -13,13 +13,12 @@ pub mod builder_m;
 pub mod builder_p;
 pub mod context;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use bytes::Bytes;
 use http::HeaderMap;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::opencode::title::TitleRecogniser;
 use super::{HarnessError, HarnessRequest, Prepared};
@@ -40,7 +39,9 @@ pub const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";
 
 /// A harness's own tools: their definitions as sent, in the order sent, and what each does.
 pub struct ToolSet {
-    definitions: Vec<(String, Box<RawValue>)>,
+    /// Parsed once at start-up: a request clones the ones it offers (DeepSeek-TUI offers 84, and
+    /// parsing them again per request cost more than the rest of its rebuild).
+    definitions: Vec<(String, Value)>,
     tools: Arc<HarnessTools>,
 }
 
@@ -65,11 +66,7 @@ impl ToolSet {
                 tool.name.clone(),
                 value.pointer("/function/parameters").cloned(),
             ));
-            let raw = RawValue::from_string(tool.json).map_err(|source| PromptError::Tools {
-                path: text.path.clone(),
-                source: crate::prompts::ToolsError::NotJson(source),
-            })?;
-            definitions.push((tool.name, raw));
+            definitions.push((tool.name, value));
         }
         Ok(Self {
             definitions,
@@ -98,25 +95,26 @@ impl ToolSet {
         bridge: &Bridge,
         policy: ToolsPolicy,
     ) -> Vec<Value> {
-        let mut mapped: Vec<&str> = Vec::new();
+        let mut mapped: HashSet<&str> = HashSet::new();
         for tool in &bridge.tools {
             if let Binding::Mapped { harness, .. } = &tool.binding {
                 mapped.extend(harness.iter().map(String::as_str));
             }
         }
         let kept = bridge.kept();
+        let kept_names: HashSet<&str> = kept.iter().map(String::as_str).collect();
         let mut out: Vec<Value> = self
             .definitions
             .iter()
-            .filter(|(name, _)| policy == ToolsPolicy::Reference || mapped.contains(&name.as_str()))
+            .filter(|(name, _)| policy == ToolsPolicy::Reference || mapped.contains(name.as_str()))
             // A kept client tool of the same name is the one the model's calls go to.
-            .filter(|(name, _)| !kept.contains(name))
-            .filter_map(|(_, raw)| serde_json::from_str(raw.get()).ok())
+            .filter(|(name, _)| !kept_names.contains(name.as_str()))
+            .map(|(_, definition)| definition.clone())
             .collect();
         out.extend(
             client_tools
                 .iter()
-                .filter(|def| def.name().is_some_and(|n| kept.iter().any(|k| k == n)))
+                .filter(|def| def.name().is_some_and(|n| kept_names.contains(n)))
                 .filter_map(super::plain::tool)
                 .filter_map(|def| serde_json::to_value(def).ok()),
         );

@@ -498,11 +498,11 @@ async fn codex_spawns_its_agent_the_proxy_waits_for_it_and_the_model_sees_one_ta
     assert_search_agent_then_task_result(&upstream, &[]);
 }
 
-/// Through another harness whose agent has a sub-agent tool (Qwen Code's `agent`): the same
-/// capability, the same pair on Codex's side; the sub-agent is that harness's agent, untitled.
-#[tokio::test]
-async fn through_qwen_code_codex_s_sub_agent_is_the_harness_s_agent_tool() {
-    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+/// Through another harness whose agent has a sub-agent tool (`tool`, that harness's own): the
+/// same capability, the same pair on Codex's side; the sub-agent is that harness's agent,
+/// untitled, and the model sees its own call with the task result.
+async fn codex_through(harness: &str, tool: &'static str) {
+    let upstream = FakeUpstream::start(move |r: &Recorded, _| {
         if r.is_title() {
             return Reply::sse(&[&text_chunk("Files listed"), DONE]);
         }
@@ -515,24 +515,23 @@ async fn through_qwen_code_codex_s_sub_agent_is_the_harness_s_agent_tool() {
                 .iter()
                 .any(|m| m["role"] == "user" && m["content"].to_string().contains(words))
         };
-        let sub = said(ASK) && !said("Find the files");
-        if sub {
+        if said(ASK) && !said("Find the files") {
             return Reply::sse(&[&text_chunk(FOUND), &finish_chunk("stop"), DONE]);
         }
         if messages.last().is_some_and(|m| m["role"] == "tool") {
             return Reply::sse(&[&text_chunk("Done."), &finish_chunk("stop"), DONE]);
         }
         let call = json!({"choices": [{"index": 0, "delta": {"tool_calls": [{"index": 0, "id": "call_a1",
-            "type": "function", "function": {"name": "agent", "arguments": json!({
+            "type": "function", "function": {"name": tool, "arguments": json!({
                 "description": "Find files", "prompt": ASK}).to_string()}}]}}]});
         Reply::sse(&[&format!("data: {call}\n\n"), &finish_chunk("tool_calls"), DONE])
     })
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    codex_sub_agent_run(&app, &upstream, "/harness/qwen-code/v1/responses").await;
-    let requests = upstream.requests();
+    codex_sub_agent_run(&app, &upstream, &format!("/harness/{harness}/v1/responses")).await;
     assert!(
-        requests
+        upstream
+            .requests()
             .iter()
             .filter(|r| r.is_title())
             .all(|r| !String::from_utf8_lossy(&r.body).contains(ASK)),
@@ -544,18 +543,29 @@ async fn through_qwen_code_codex_s_sub_agent_is_the_harness_s_agent_tool() {
         .expect("the last turn")
         .json();
     let messages = last["messages"].as_array().expect("messages");
-    let result = messages.last().expect("a result");
-    // Qwen Code's builder sends a result as parts.
-    let text = result["content"][0]["text"].as_str().expect("a text part");
+    // A result as a string, or as parts (Qwen Code's builder).
+    let content = &messages.last().expect("a result")["content"];
+    let text = content
+        .as_str()
+        .or_else(|| content[0]["text"].as_str())
+        .expect("a text result");
     assert!(
         text.starts_with("task_id: ses_") && text.contains(FOUND),
         "{text}"
     );
     let call = &messages[messages.len() - 2]["tool_calls"][0]["function"];
-    assert_eq!(
-        call["name"], "agent",
-        "the model sees its own harness's call"
-    );
+    assert_eq!(call["name"], tool, "the model sees its own harness's call");
+}
+
+#[tokio::test]
+async fn through_qwen_code_codex_s_sub_agent_is_the_harness_s_agent_tool() {
+    codex_through("qwen-code", "agent").await;
+}
+
+/// claude-code decides its title requests by wire, then takes the same sub-agent step.
+#[tokio::test]
+async fn through_claude_code_codex_s_sub_agent_is_its_agent_tool() {
+    codex_through("claude-code", "Agent").await;
 }
 
 /// DeepSeek-TUI's sub-agent session, opened with a prompt, is the capability too: the model's

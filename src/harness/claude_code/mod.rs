@@ -216,7 +216,8 @@ impl Harness for ClaudeCode {
         if self.wire == Wire::Chat && self.common.is_title_request(&request.conversation) {
             return Ok(Prepared::unchanged(&request));
         }
-        self.body(request)
+        self.common
+            .prepare_sub_agents(request, |request| self.body(request))
     }
 
     /// Claude Code has a Messages form: it speaks to either upstream.

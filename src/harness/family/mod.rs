@@ -166,12 +166,22 @@ impl Common {
     /// reference's harnesses other than opencode have no search agent of their own here.
     pub fn prepare(
         &self,
-        mut request: HarnessRequest<'_>,
+        request: HarnessRequest<'_>,
         body: impl FnOnce(HarnessRequest<'_>) -> Result<Prepared, HarnessError>,
     ) -> Result<Prepared, HarnessError> {
         if self.is_title_request(&request.conversation) {
             return Ok(Prepared::unchanged(&request));
         }
+        self.prepare_sub_agents(request, body)
+    }
+
+    /// `prepare` but for the title check, for a harness that decides that itself (one with a
+    /// Messages form sends a client's title request rebuilt on that wire).
+    pub fn prepare_sub_agents(
+        &self,
+        mut request: HarnessRequest<'_>,
+        body: impl FnOnce(HarnessRequest<'_>) -> Result<Prepared, HarnessError>,
+    ) -> Result<Prepared, HarnessError> {
         let conversation = &mut request.conversation;
         let profile = self.profiles.detect(
             request.headers,

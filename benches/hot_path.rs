@@ -1,5 +1,6 @@
 //! Micro-benchmarks of the proxy's own per-request and per-chunk work (no network):
-//! - `opencode_rewrite/*`: parse a client request and build the opencode upstream body;
+//! - `harness_rewrite/*`: parse a client request and build a harness's upstream body (opencode at
+//!   three sizes, pi and deepseek-tui beside it);
 //! - `sse_shaper/*`: per streamed chunk cost of the reshaping path (decode + forward raw bytes);
 //! - `fold/*`: folding a 200-chunk stream into one completion;
 //! - `answer_tap/*`: the tap every rewritten answer goes through (the reasoning memo's reader),
@@ -53,14 +54,22 @@ fn rewrite(c: &mut Criterion) {
         &harness_proxy::state::Host::bare(),
     )
     .expect("registry");
-    let harness = registry.get("opencode").expect("opencode");
     let headers = HeaderMap::new();
-    let mut group = c.benchmark_group("opencode_rewrite");
-    for turns in [1usize, 10, 50] {
+    // opencode at three sizes; pi and deepseek-tui (84 tools, the largest set) beside it at 10.
+    let cases = [
+        ("opencode", 1usize),
+        ("opencode", 10),
+        ("opencode", 50),
+        ("pi", 10),
+        ("deepseek-tui", 10),
+    ];
+    let mut group = c.benchmark_group("harness_rewrite");
+    for (name, turns) in cases {
+        let harness = registry.get(name).expect("a built-in harness");
         let body = Bytes::from(request(turns));
         group.throughput(Throughput::Bytes(body.len() as u64));
         group.bench_with_input(
-            BenchmarkId::from_parameter(format!("{turns}_turns")),
+            BenchmarkId::new(name, format!("{turns}_turns")),
             &body,
             |b, body| {
                 b.iter(|| {

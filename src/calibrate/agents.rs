@@ -1,5 +1,5 @@
-//! `calibrate pi` and `calibrate qwen-code`: the same capture endpoint, pointed at by a real pi or
-//! Qwen Code, turned into the prompt files of the harness of that name (`prompts/<harness>/`), the
+//! `calibrate pi`, `calibrate qwen-code` and `calibrate mini-swe-agent`: the same capture endpoint,
+//! pointed at by a real pi, Qwen Code or mini-swe-agent, turned into the prompt files of the harness of that name (`prompts/<harness>/`), the
 //! values of this run (date, working directory, OS, listing) turned back into the harness's
 //! placeholders; then the check that the harness, given those files, rewrites the captured request
 //! to the system text and tools the agent sent.
@@ -20,6 +20,7 @@ use crate::harness::{HarnessRequest, Registry, Setup};
 pub enum Agent {
     Pi,
     QwenCode,
+    MiniSweAgent,
 }
 
 /// The files one calibration makes, by path under the harness's folder, and what to know.
@@ -42,6 +43,17 @@ impl Agent {
         match self {
             Self::Pi => "pi",
             Self::QwenCode => "qwen-code",
+            Self::MiniSweAgent => "mini-swe-agent",
+        }
+    }
+
+    /// When the capture holds what this agent's calibration needs (a plain `fn`, as the capture
+    /// endpoint keeps it).
+    pub fn done_fn(self) -> fn(&[Capture]) -> bool {
+        match self {
+            Self::Pi => |c| Self::Pi.done(c),
+            Self::QwenCode => |c| Self::QwenCode.done(c),
+            Self::MiniSweAgent => |c| Self::MiniSweAgent.done(c),
         }
     }
 
@@ -53,6 +65,9 @@ impl Agent {
             ),
             Self::QwenCode => format!(
                 "  run `OPENAI_BASE_URL={base} OPENAI_API_KEY=x OPENAI_MODEL=m qwen -p \"say hi\"` in an empty directory;\n  stops once Qwen Code sent its request (or on Ctrl-C)"
+            ),
+            Self::MiniSweAgent => format!(
+                "  run `MSWEA_CONFIGURED=true MSWEA_COST_TRACKING=ignore_errors OPENAI_API_BASE={base} OPENAI_API_KEY=x mini -m openai/m -t \"{MINI_TASK}\" -y --exit-immediately </dev/null`\n  in an empty directory; calibrate answers without a tool call, so mini-swe-agent also sends its\n  correction turn; stops once it did (or on Ctrl-C). mini-swe-agent then retries against the\n  closed endpoint: end it with Ctrl-C"
             ),
         }
     }
@@ -67,13 +82,16 @@ impl Agent {
                 && match self {
                     Self::Pi => text_of(&body["messages"][0]).contains(PI_CWD),
                     Self::QwenCode => text_of(&body["messages"][1]).contains(QWEN_DATE),
+                    Self::MiniSweAgent => is_mini_main(body),
                 }
         })
     }
 
-    /// Whether the capture has what this agent's calibration needs.
+    /// Whether the capture has what this agent's calibration needs: for mini-swe-agent also its
+    /// correction turn, sent after calibrate's answer without a tool call.
     pub fn done(self, captures: &[Capture]) -> bool {
         self.main(captures).is_some()
+            && (self != Self::MiniSweAgent || mini_correction(captures).is_some())
     }
 
     pub fn extract(self, captures: &[Capture]) -> Result<AgentFiles, AgentError> {
@@ -84,6 +102,10 @@ impl Agent {
             Self::QwenCode => {
                 AgentError::NoMainRequest("Qwen Code", "its setup turn naming `Today's date is`")
             }
+            Self::MiniSweAgent => AgentError::NoMainRequest(
+                "mini-swe-agent",
+                "its first turn holding the task `say hi` and `<system_information>`",
+            ),
         })?;
         let tools = tools_file(main)?;
         let mut notes = Vec::new();
@@ -111,6 +133,7 @@ impl Agent {
                     ("tools.json", tools),
                 ]
             }
+            Self::MiniSweAgent => mini_files(main, captures, tools, &mut notes),
         };
         Ok(AgentFiles { files, notes })
     }
@@ -185,6 +208,131 @@ fn qwen_setup(setup: &str, notes: &mut Vec<String>) -> String {
     format!("{text}\n")
 }
 
+/// The task `how_to_point` gives mini-swe-agent, found again in its first turn.
+const MINI_TASK: &str = "say hi";
+const MINI_INFO_OPEN: &str = "<system_information>\n";
+const MINI_INFO_CLOSE: &str = "\n</system_information>";
+
+/// mini-swe-agent's first request: a system line and one user turn, its task wrapped.
+fn is_mini_main(body: &Value) -> bool {
+    let first = text_of(&body["messages"][1]);
+    body["messages"].as_array().is_some_and(|m| m.len() == 2)
+        && first.contains(MINI_TASK)
+        && first.contains(MINI_INFO_OPEN)
+}
+
+/// The turn mini-swe-agent sent after an answer without a tool call: the last user turn of a
+/// later request of the same conversation.
+fn mini_correction(captures: &[Capture]) -> Option<String> {
+    captures.iter().map(|c| &c.body).find_map(|body| {
+        let messages = body["messages"].as_array()?;
+        let last = messages.last()?;
+        (messages.len() > 2
+            && last["role"] == "user"
+            && text_of(&messages[1]).contains(MINI_INFO_OPEN))
+        .then(|| text_of(last))
+    })
+}
+
+/// mini-swe-agent's files: its system line; its first turn with the task, the system information
+/// and the macOS `sed` note turned into placeholders; its correction turn; its tools.
+fn mini_files(
+    main: &Value,
+    captures: &[Capture],
+    tools: String,
+    notes: &mut Vec<String>,
+) -> Vec<(&'static str, String)> {
+    let mut files = vec![(
+        "system.md",
+        format!("{}\n", escape(&text_of(&main["messages"][0]))),
+    )];
+    let (initial, sed_note) = mini_initial(&text_of(&main["messages"][1]), notes);
+    files.push(("initial.md", initial));
+    if let Some(note) = sed_note {
+        files.push(("sed_note.md", format!("{note}\n")));
+    }
+    match mini_correction(captures) {
+        Some(turn) => files.push(("no_tool_call.md", format!("{}\n", escape(&turn)))),
+        None => notes.push(
+            "no correction turn was captured: no_tool_call.md is not written (the built-in stays)"
+                .to_owned(),
+        ),
+    }
+    files.push(("tools.json", tools));
+    files
+}
+
+/// The first turn as the harness's template: `{{task}}`, `{{system_information}}` (the proxy
+/// fills it with `uname -s` of the client's platform; the agent's kernel version and machine
+/// are not in a request), and `{{sed_note}}` where the macOS note goes, right before the fence
+/// under the `sed` heading (captured on macOS, the note itself becomes `sed_note.md`).
+fn mini_initial(first: &str, notes: &mut Vec<String>) -> (String, Option<String>) {
+    let mut text = escape(first).replacen(MINI_TASK, "{{task}}", 1);
+    text = hole_between(
+        &text,
+        MINI_INFO_OPEN,
+        MINI_INFO_CLOSE,
+        "system_information",
+        notes,
+    );
+    let heading = text
+        .match_indices("\n### ")
+        .map(|(at, _)| at + 1)
+        .find(|&at| {
+            text[at..]
+                .lines()
+                .next()
+                .is_some_and(|l| l.contains(" sed"))
+        });
+    let Some(heading) = heading else {
+        notes.push(
+            "no heading naming `sed` was found: {{sed_note}} is not in initial.md".to_owned(),
+        );
+        return (format!("{text}\n"), None);
+    };
+    let line_end = text[heading..]
+        .find(':')
+        .map_or(heading, |n| heading + n + 1);
+    let Some(fence) = text[line_end..].find("```").map(|n| line_end + n) else {
+        notes
+            .push("no fence under the `sed` heading: {{sed_note}} is not in initial.md".to_owned());
+        return (format!("{text}\n"), None);
+    };
+    let between = &text[line_end..fence];
+    let sed_note = if between.trim().is_empty() {
+        notes.push("the capture holds no macOS `sed` note (not run on macOS): sed_note.md is not written, the built-in stays".to_owned());
+        None
+    } else {
+        Some(between.to_owned())
+    };
+    let initial = format!("{}{{{{sed_note}}}}{}\n", &text[..line_end], &text[fence..]);
+    (initial, sed_note)
+}
+
+/// The text between `open` and `close`, replaced by `{{hole}}`.
+fn hole_between(
+    text: &str,
+    open: &str,
+    close: &str,
+    hole: &str,
+    notes: &mut Vec<String>,
+) -> String {
+    let found = text.find(open).and_then(|at| {
+        let start = at + open.len();
+        text[start..].find(close).map(|n| (start, start + n))
+    });
+    match found {
+        Some((start, stop)) => format!("{}{{{{{hole}}}}}{}", &text[..start], &text[stop..]),
+        None => {
+            notes.push(format!(
+                "`{}` was not found: {{{{{hole}}}}} is not in the file",
+                open.trim()
+            ));
+            text.to_owned()
+        }
+    }
+}
+
 fn tools_file(main: &Value) -> Result<String, AgentError> {
     let tools = main["tools"].as_array().ok_or(AgentError::BadTools)?;
     let mut text = serde_json::to_string_pretty(tools).map_err(|_| AgentError::BadTools)?;
@@ -222,7 +370,13 @@ pub fn check(agent: Agent, dir: &Path, captures: &[Capture], host: HostInfo) -> 
     let Some(harness) = registry.get(agent.harness()) else {
         return vec![format!("no harness {}", agent.harness())];
     };
-    let body = bytes::Bytes::from(serde_json::to_vec(main).unwrap_or_default());
+    let mut client_request = main.clone();
+    if agent == Agent::MiniSweAgent {
+        // Its first turn is already its template around the task: the harness is given the
+        // task alone, as any other client would send it.
+        client_request["messages"][1]["content"] = Value::from(MINI_TASK);
+    }
+    let body = bytes::Bytes::from(serde_json::to_vec(&client_request).unwrap_or_default());
     let Ok(conversation) = crate::protocols::chat::request::parse_conversation(&body) else {
         return vec!["the captured request does not parse".to_owned()];
     };
@@ -237,7 +391,11 @@ pub fn check(agent: Agent, dir: &Path, captures: &[Capture], host: HostInfo) -> 
     };
     let rewritten: Value = serde_json::from_slice(&prepared.upstream_body).unwrap_or_default();
     let mut differences = Vec::new();
-    let upto = if agent == Agent::QwenCode { 3 } else { 1 };
+    let upto = match agent {
+        Agent::Pi => 1,
+        Agent::MiniSweAgent => 2,
+        Agent::QwenCode => 3,
+    };
     for n in 0..upto {
         let (mut sent, mut made) = (
             text_of(&main["messages"][n]),
@@ -252,6 +410,19 @@ pub fn check(agent: Agent, dir: &Path, captures: &[Capture], host: HostInfo) -> 
                 {
                     text.truncate(at);
                 }
+            }
+        }
+        if agent == Agent::MiniSweAgent && n == 1 {
+            // `uname -srvm` of the agent's machine against `uname -s` of the client's platform:
+            // the kernel version and machine are not in a request.
+            for text in [&mut sent, &mut made] {
+                *text = hole_between(
+                    text,
+                    MINI_INFO_OPEN,
+                    MINI_INFO_CLOSE,
+                    "system_information",
+                    &mut Vec::new(),
+                );
             }
         }
         if sent != made {
@@ -283,10 +454,7 @@ fn run_values(agent: Agent, main: &Value) -> (http::HeaderMap, chrono::DateTime<
     let mut headers = http::HeaderMap::new();
     headers.insert(
         "x-harness-client",
-        http::HeaderValue::from_static(match agent {
-            Agent::Pi => "pi",
-            Agent::QwenCode => "qwen-code",
-        }),
+        http::HeaderValue::from_static(agent.harness()),
     );
     let (cwd, date) = match agent {
         Agent::Pi => {
@@ -305,6 +473,17 @@ fn run_values(agent: Agent, main: &Value) -> (http::HeaderMap, chrono::DateTime<
                 chrono::NaiveDate::parse_from_str(&rest[..end], "%A, %B %-d, %Y").ok()
             });
             (line_after(&setup, QWEN_CWD), date)
+        }
+        Agent::MiniSweAgent => {
+            // Its request names no directory and no day; its platform is the system line's
+            // first word, which the harness turns back into that word.
+            let first = text_of(&main["messages"][1]);
+            let platform = line_after(&first, MINI_INFO_OPEN)
+                .and_then(|line| line.split_whitespace().next().map(str::to_lowercase));
+            if let Some(value) = platform.and_then(|p| http::HeaderValue::from_str(&p).ok()) {
+                headers.insert("x-harness-platform", value);
+            }
+            (None, None)
         }
     };
     if let Some(value) = cwd.and_then(|c| http::HeaderValue::from_str(&c).ok()) {
@@ -380,6 +559,73 @@ mod tests {
                 .expect("reply")
                 .1,
             "Noted.\n"
+        );
+    }
+
+    /// A hand-made mini-swe-agent-shaped first turn and correction (not its words).
+    #[test]
+    fn mini_swe_agent_s_task_system_and_sed_spot_become_placeholders() {
+        let first = "Solve: say hi\n<system_information>\nLinux 6.1 #1 SMP x86_64\n</system_information>\n### Use {{x}}:\n```sh\nls\n```\n### Edit with sed:```bash\nsed -i s/a/b/ f\n```";
+        let tools = json!([{"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}]);
+        let main = json!({"model": "m", "tools": tools, "messages": [
+            {"role": "system", "content": "You help."},
+            {"role": "user", "content": first}
+        ]});
+        let retry = json!({"model": "m", "tools": tools, "messages": [
+            {"role": "system", "content": "You help."},
+            {"role": "user", "content": first},
+            {"role": "user", "content": "Call a tool."}
+        ]});
+        let captures = vec![
+            Capture {
+                path: "/v1/chat/completions".into(),
+                body: main,
+            },
+            Capture {
+                path: "/v1/chat/completions".into(),
+                body: retry,
+            },
+        ];
+        assert!(
+            !Agent::MiniSweAgent.done(&captures[..1]),
+            "its correction turn is awaited"
+        );
+        assert!(Agent::MiniSweAgent.done(&captures));
+        let files = Agent::MiniSweAgent.extract(&captures).expect("extracts");
+        let file = |name: &str| {
+            files
+                .files
+                .iter()
+                .find(|(p, _)| *p == name)
+                .map(|(_, t)| t.clone())
+        };
+        assert_eq!(file("system.md").as_deref(), Some("You help.\n"));
+        assert_eq!(
+            file("initial.md").as_deref(),
+            Some(
+                "Solve: {{task}}\n<system_information>\n{{system_information}}\n</system_information>\n### Use {{{{x}}}}:\n```sh\nls\n```\n### Edit with sed:{{sed_note}}```bash\nsed -i s/a/b/ f\n```\n"
+            )
+        );
+        assert_eq!(file("no_tool_call.md").as_deref(), Some("Call a tool.\n"));
+        assert_eq!(file("sed_note.md"), None, "a Linux capture holds no note");
+        assert!(
+            files
+                .notes
+                .iter()
+                .any(|n| n.contains("sed_note.md is not written")),
+            "{:?}",
+            files.notes
+        );
+    }
+
+    #[test]
+    fn a_macos_capture_gives_the_sed_note_its_own_file() {
+        let first = "Do say hi\n<system_information>\nDarwin 24.0 x\n</system_information>\n### Edit with sed:<important>\nmac\n</important>```bash\nsed\n```";
+        let (initial, note) = mini_initial(first, &mut Vec::new());
+        assert_eq!(note.as_deref(), Some("<important>\nmac\n</important>"));
+        assert!(
+            initial.contains("### Edit with sed:{{sed_note}}```bash"),
+            "{initial}"
         );
     }
 

@@ -60,6 +60,7 @@ pub enum CalibrateClient {
     Opencode,
     Pi,
     QwenCode,
+    MiniSweAgent,
 }
 
 /// Where `calibrate` listens unless `--listen` says otherwise (not the proxy's 8080).
@@ -122,6 +123,7 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
         CalibrateClient::Opencode => None,
         CalibrateClient::Pi => Some(crate::calibrate::agents::Agent::Pi),
         CalibrateClient::QwenCode => Some(crate::calibrate::agents::Agent::QwenCode),
+        CalibrateClient::MiniSweAgent => Some(crate::calibrate::agents::Agent::MiniSweAgent),
     };
     if let Some(agent) = agent {
         return calibrate_agent(common, args, agent).await;
@@ -208,16 +210,7 @@ async fn calibrate_agent(
         "calibrate: listening on {base} (the path holds a one-time token: requests without it are not captured)\n{}",
         agent.how_to_point(&base)
     );
-    let done = match agent {
-        crate::calibrate::agents::Agent::Pi => {
-            |c: &[crate::calibrate::extract::Capture]| crate::calibrate::agents::Agent::Pi.done(c)
-        }
-        crate::calibrate::agents::Agent::QwenCode => {
-            |c: &[crate::calibrate::extract::Capture]| {
-                crate::calibrate::agents::Agent::QwenCode.done(c)
-            }
-        }
-    };
+    let done = agent.done_fn();
     let captures =
         crate::calibrate::capture_until(listener, token, shutdown_signal(), done).await?;
     println!("calibrate: captured {} request(s)", captures.len());

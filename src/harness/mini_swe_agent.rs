@@ -55,8 +55,9 @@ impl MiniSweAgent {
         Ok(Self {
             system: read(&SYSTEM)?.plain()?,
             initial: read(&INITIAL)?.pattern(&["task", "system_information", "sed_note"])?,
-            // The note keeps its final newline: the template puts it right before a fence.
-            sed_note: read(&SED_NOTE)?.plain()? + "\n",
+            // Between the heading and its fence with no line break around it, as mini-swe-agent's
+            // own template renders it (whitespace-trimming tags), so the note has no final newline.
+            sed_note: read(&SED_NOTE)?.plain()?,
             no_tool_call: read(&NO_TOOL_CALL)?.plain()?.into(),
             tools: ToolSet::load(
                 setup.prompts,
@@ -405,7 +406,7 @@ mod tests {
             "{first}"
         );
         assert!(
-            first.contains("### Edit files with sed:\n<important>\nThis machine runs macOS"),
+            first.contains("### Edit files with sed:<important>\nThis machine runs macOS"),
             "{first}"
         );
         let linux = prepare(
@@ -417,9 +418,6 @@ mod tests {
             .as_str()
             .unwrap_or_default()
             .to_owned();
-        assert!(
-            first.contains("### Edit files with sed:\n```bash"),
-            "{first}"
-        );
+        assert!(first.contains("### Edit files with sed:```bash"), "{first}");
     }
 }

@@ -85,6 +85,27 @@ fn rewrite(c: &mut Criterion) {
             },
         );
     }
+    // The socket bench's 32 KB agent turn (Codex's tools), through each of the three.
+    let turn = Bytes::from_static(include_bytes!("../bench/fixtures/codex-turn-32k.json"));
+    for name in ["opencode", "pi", "deepseek-tui"] {
+        let harness = registry.get(name).expect("a built-in harness");
+        group.bench_with_input(
+            BenchmarkId::new(name, "codex_turn_32k"),
+            &turn,
+            |b, body| {
+                b.iter(|| {
+                    harness
+                        .prepare(HarnessRequest {
+                            conversation: parse_conversation(body).expect("parses"),
+                            chat_body: Some(body),
+                            headers: &headers,
+                            now: chrono::Utc::now(),
+                        })
+                        .expect("prepares")
+                });
+            },
+        );
+    }
     group.finish();
 
     let mut group = c.benchmark_group("opencode_parse_only");

@@ -279,6 +279,39 @@ impl Pattern {
         text
     }
 
+    /// The same pattern with every literal run passed through `f` (a JSON escape, say), its holes
+    /// kept.
+    #[must_use]
+    pub fn map_texts(&self, f: impl Fn(&str) -> String) -> Pattern {
+        let pieces = self
+            .pieces
+            .iter()
+            .map(|piece| match piece {
+                Piece::Text(text) => Piece::Text(f(text)),
+                Piece::Hole(index) => Piece::Hole(*index),
+            })
+            .collect();
+        Pattern { pieces }
+    }
+
+    /// A pattern whose fill is this one's fill with its trailing whitespace trimmed, whatever
+    /// fills the holes: only when the pattern ends in literal text that is not all whitespace,
+    /// else `None` (the trim could reach into a hole's value).
+    #[must_use]
+    pub fn trimmed_end(&self) -> Option<Pattern> {
+        let Some(Piece::Text(last)) = self.pieces.last() else {
+            return None;
+        };
+        let trimmed = last.trim_end();
+        if trimmed.is_empty() {
+            return None;
+        }
+        let mut pieces = self.pieces.clone();
+        let end = pieces.len() - 1;
+        pieces[end] = Piece::Text(trimmed.to_owned());
+        Some(Pattern { pieces })
+    }
+
     /// Whether anything is left to fill.
     pub fn has_holes(&self) -> bool {
         self.pieces
@@ -333,7 +366,24 @@ pub fn format_mode_names(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
     use proptest::prelude::*;
+
+    #[test]
+    fn a_pattern_ending_in_text_trims_and_maps_as_its_fill_would() {
+        let template = Template::parse("Hi {{who}} \"x\"\n\n").expect("parses");
+        let pattern = template.bind(&[], &["who"]).expect("binds");
+        let trimmed = pattern.trimmed_end().expect("ends in text");
+        assert_eq!(trimmed.fill(&["ann "]), pattern.fill(&["ann "]).trim_end());
+        let upper = trimmed.map_texts(|t| t.to_uppercase());
+        assert_eq!(upper.fill(&["ann"]), "HI ann \"X\"");
+        let ends_in_hole = Template::parse("Hi {{who}}\n").expect("parses");
+        let hole = ends_in_hole.bind(&[], &["who"]).expect("binds");
+        assert!(
+            hole.trimmed_end().is_none(),
+            "\\n alone after the hole: the trim could reach it"
+        );
+    }
 
     /// Codex's Default collaboration-mode template, byte for byte `prompts/collaboration/default.md`.
     const DEFAULT_MD: &str = r"# Collaboration Mode: Default

@@ -16,9 +16,10 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::family::body::{JsonText, escape};
 use super::family::builder_k;
 use super::family::context::Context;
-use super::family::{Common, ToolSet, prepared, translate};
+use super::family::{Body, Common, ToolSet, prepared, translate};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::conversation::Conversation;
 use crate::prompt_file;
@@ -41,10 +42,18 @@ const SHELL: &str = "/bin/zsh";
 /// What a tool-call turn with no reasoning carries.
 const OMITTED: &str = "(reasoning omitted)";
 
+/// The system text's sections are joined by a blank line.
+const GAP: &str = "\\n\\n";
+
+/// The system text's fixed parts are kept JSON-escaped: they are most of a 30 KB text sent on
+/// every request, and escaping them once is most of what writing the body costs (`family::body`).
 pub struct DeepseekTui {
     common: Common,
+    /// The base prompt, end-trimmed, with `{{model_id}}` a hole; its literal runs escaped when the
+    /// trim cannot reach the model's name (`escaped_base`), else escaped per request.
     base: Pattern,
-    /// Personality, mode and approvals, each end-trimmed, joined by a blank line.
+    escaped_base: Option<Pattern>,
+    /// Personality, mode and approvals, each end-trimmed, joined by a blank line; escaped.
     stance: String,
     environment: Pattern,
     /// Context management, compaction and the authority recap, likewise.
@@ -59,19 +68,23 @@ impl DeepseekTui {
         let plain = |file: &Builtin| -> Result<String, SetupError> {
             Ok(setup.prompts.read(file)?.plain()?.trim_end().to_owned())
         };
+        let base = setup.prompts.read(&BASE)?.pattern(&["model_id"])?;
         Ok(Self {
-            base: setup.prompts.read(&BASE)?.pattern(&["model_id"])?,
-            stance: [plain(&PERSONALITY)?, plain(&MODE)?, plain(&APPROVALS)?].join("\n\n"),
+            escaped_base: base.trimmed_end().map(|p| p.map_texts(escape)),
+            base,
+            stance: escape(&[plain(&PERSONALITY)?, plain(&MODE)?, plain(&APPROVALS)?].join("\n\n")),
             environment: setup
                 .prompts
                 .read(&ENVIRONMENT)?
                 .pattern(&["platform", "shell", "pwd"])?,
-            closing: [
-                plain(&CONTEXT_MANAGEMENT)?,
-                plain(&COMPACT)?,
-                plain(&AUTHORITY)?,
-            ]
-            .join("\n\n"),
+            closing: escape(
+                &[
+                    plain(&CONTEXT_MANAGEMENT)?,
+                    plain(&COMPACT)?,
+                    plain(&AUTHORITY)?,
+                ]
+                .join("\n\n"),
+            ),
             hint: plain(&TURN_META_HINT)?,
             tools: ToolSet::load(
                 setup.prompts,
@@ -88,18 +101,23 @@ impl DeepseekTui {
         context.cwd != "."
     }
 
-    fn system(&self, model: &str, context: &Context) -> String {
-        let mut sections = vec![
-            self.base.fill(&[model]).trim_end().to_owned(),
-            self.stance.clone(),
-        ];
+    /// The system text, JSON-escaped.
+    fn system(&self, model: &str, context: &Context) -> JsonText {
+        let mut out = JsonText::with_capacity(32 * 1024);
+        match &self.escaped_base {
+            Some(base) => out.push_escaped(&base.fill(&[&escape(model)])),
+            None => out.push(self.base.fill(&[model]).trim_end()),
+        }
+        out.push_escaped(GAP);
+        out.push_escaped(&self.stance);
         if Self::has_cwd(context) {
             for block in &context.instructions {
                 let (source, text) = block
                     .strip_prefix("Instructions from: ")
                     .and_then(|rest| rest.split_once('\n'))
                     .unwrap_or(("AGENTS.md", block));
-                sections.push(format!(
+                out.push_escaped(GAP);
+                out.push(&format!(
                     "<project_instructions source=\"{source}\">\n{}\n</project_instructions>",
                     text.trim_end()
                 ));
@@ -110,14 +128,15 @@ impl DeepseekTui {
             "win32" | "windows" => "windows",
             other => other,
         };
-        sections.push(
+        out.push_escaped(GAP);
+        out.push(
             self.environment
                 .fill(&[platform, SHELL, &context.cwd])
-                .trim_end()
-                .to_owned(),
+                .trim_end(),
         );
-        sections.push(self.closing.clone());
-        sections.join("\n\n")
+        out.push_escaped(GAP);
+        out.push_escaped(&self.closing);
+        out
     }
 
     fn turn_meta(&self, context: &Context) -> String {
@@ -192,19 +211,22 @@ impl Harness for DeepseekTui {
                 &self.turn_meta(&context),
                 !self.common.keeps(),
             );
-            let mut messages = vec![json!({"role": "system",
-            "content": self.system(&conversation.model, &context)})];
-            messages.extend(history);
+            let system = self.system(&conversation.model, &context);
+            let messages = history;
             let tools = self
                 .tools
                 .offered(&conversation.tools, &bridge, self.common.config.tools);
             let mut body = json!({"model": conversation.model, "messages": messages,
             "max_tokens": 64_000, "stream": true, "stream_options": {"include_usage": true}});
             if !tools.is_empty() {
-                body["tools"] = Value::Array(tools);
+                tools.slot(&mut body);
                 body["tool_choice"] = json!("auto");
             }
-            Ok(prepared(&body, bridge, &conversation))
+            Ok(prepared(
+                Body::new(&body, &tools).with_system(&system),
+                bridge,
+                &conversation,
+            ))
         })
     }
 

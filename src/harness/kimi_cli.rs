@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use super::family::builder_k::{self, KIMI_BLANK};
 use super::family::context::Context;
-use super::family::{Common, ToolSet, prepared, translate};
+use super::family::{Body, Common, ToolSet, prepared, translate};
 use super::kimi_code::KIMI_SHELL;
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::conversation::Conversation;
@@ -139,10 +139,10 @@ impl Harness for KimiCli {
             body["stream"] = json!(true);
             body["stream_options"] = json!({"include_usage": true});
             if !tools.is_empty() {
-                body["tools"] = Value::Array(tools);
+                tools.slot(&mut body);
             }
             effort(&mut body, conversation.options.reasoning_effort.as_deref());
-            Ok(prepared(&body, bridge, &conversation))
+            Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
         })
     }
 

@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::family::builder_k::{self, KIMI_BLANK};
 use super::family::context::Context;
-use super::family::{Common, ToolSet, prepared, translate};
+use super::family::{Body, Common, ToolSet, prepared, translate};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::conversation::Conversation;
 use crate::prompt_file;
@@ -142,10 +142,10 @@ impl Harness for KimiCode {
             body["stream"] = json!(true);
             body["stream_options"] = json!({"include_usage": true});
             if !tools.is_empty() {
-                body["tools"] = Value::Array(tools);
+                tools.slot(&mut body);
             }
             body["thinking"] = json!({"type": "enabled", "keep": "all"});
-            Ok(prepared(&body, bridge, &conversation))
+            Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
         })
     }
 

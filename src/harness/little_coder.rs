@@ -8,10 +8,10 @@
 //! break the prefix a cache keeps: docs/harnesses.md).
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::family::context::Context;
-use super::family::{Common, ToolSet, builder_p, prepared, translate};
+use super::family::{Body, Common, ToolSet, builder_p, prepared, translate};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::conversation::{Conversation, Item, Role};
 use crate::prompt_file;
@@ -103,12 +103,12 @@ impl Harness for LittleCoder {
             "stream_options": {"include_usage": true}, "store": false,
             "max_completion_tokens": 384_000});
             if !tools.is_empty() {
-                body["tools"] = Value::Array(tools);
+                tools.slot(&mut body);
             }
             body["thinking"] = json!({"type": "enabled"});
             body["reasoning_effort"] = json!("high");
             body["temperature"] = json!(0.3);
-            Ok(prepared(&body, bridge, &conversation))
+            Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
         })
     }
 

@@ -87,7 +87,8 @@ impl MiniSweAgent {
         messages.extend(build(&items, &wrap));
         let tools = self
             .tools
-            .offered(&conversation.tools, &bridge, self.common.config.tools);
+            .offered(&conversation.tools, &bridge, self.common.config.tools)
+            .into_values();
         let body = json!({"messages": messages, "model": conversation.model, "tools": tools});
         let reader = Reader {
             no_tool_call: self.no_tool_call.clone(),

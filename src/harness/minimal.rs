@@ -5,9 +5,9 @@
 //! models that have one is not sent (the proxy cannot tell such models; docs/harnesses.md, "Not emulated").
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::json;
 
-use super::family::{Common, ToolSet, builder_m, prepared, translate};
+use super::family::{Body, Common, ToolSet, builder_m, prepared, translate};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::conversation::Conversation;
 use crate::prompt_file;
@@ -55,9 +55,9 @@ impl Harness for Minimal {
             let mut body = json!({"model": conversation.model, "messages": messages, "stream": true,
             "stream_options": {"include_usage": true}});
             if !tools.is_empty() {
-                body["tools"] = Value::Array(tools);
+                tools.slot(&mut body);
             }
-            Ok(prepared(&body, bridge, &conversation))
+            Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
         })
     }
 

@@ -8,10 +8,10 @@
 //! extends the last byte for byte. Nothing of the client's system prompt is sent.
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::family::context::Context;
-use super::family::{Common, ToolSet, builder_p, prepared, translate};
+use super::family::{Body, Common, ToolSet, builder_p, prepared, translate};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::conversation::Conversation;
 use crate::prompt_file;
@@ -55,11 +55,11 @@ impl Pi {
         let mut body = json!({"model": conversation.model, "messages": messages, "stream": true,
             "stream_options": {"include_usage": true}, "store": false});
         if !tools.is_empty() {
-            body["tools"] = Value::Array(tools);
+            tools.slot(&mut body);
         }
         body["thinking"] = json!({"type": "enabled"});
         body["reasoning_effort"] = json!("high");
-        Ok(prepared(&body, bridge, &conversation))
+        Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
     }
 }
 

@@ -15,7 +15,7 @@ use serde_json::{Map, Value, json};
 
 use super::family::builder_k::{self, KIMI_BLANK};
 use super::family::context::Context;
-use super::family::{Common, ToolSet, prepared, translate};
+use super::family::{Body, Common, ToolSet, prepared, translate};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::conversation::Conversation;
 use crate::prompt_file;
@@ -183,9 +183,9 @@ impl Harness for QwenCode {
         let mut body = json!({"model": conversation.model, "messages": messages,
             "max_tokens": 8000, "stream": true, "stream_options": {"include_usage": true}});
         if !tools.is_empty() {
-            body["tools"] = Value::Array(tools);
+            tools.slot(&mut body);
         }
-        Ok(prepared(&body, bridge, &conversation))
+        Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
         })
     }
 

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::claude_code::{body::anthropic_tool, messages};
 use super::family::context::Context;
-use super::family::{Common, ToolSet, builder_m, prepared, translate};
+use super::family::{Body, Common, ToolSet, builder_m, prepared, translate};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::config::Wire;
 use crate::prompt_file;
@@ -93,7 +93,8 @@ impl Zcode {
         let context = Context::of(&items, request.headers, request.now, &self.common.context);
         let tools = self
             .tools
-            .offered(&conversation.tools, &bridge, self.common.config.tools);
+            .offered(&conversation.tools, &bridge, self.common.config.tools)
+            .into_values();
         let model = model_slug(&conversation.model);
         let system = self.system(model, &context);
         let body = match self.wire {
@@ -125,7 +126,7 @@ impl Zcode {
                     "max_tokens": MAX_TOKENS, "stream": true})
             }
         };
-        Ok(prepared(&body, bridge, &conversation))
+        Ok(prepared(Body::plain(&body), bridge, &conversation))
     }
 }
 

@@ -21,7 +21,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
 
 use super::family::context::Context;
-use super::family::{Common, ToolSet, prepared, translate};
+use super::family::{Body, Common, ToolSet, prepared, translate};
 use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAsk};
 use crate::config::Wire;
 use crate::prompt_file;
@@ -163,7 +163,8 @@ impl ClaudeCode {
         let context = Context::of(&items, request.headers, request.now, &self.common.context);
         let tools = self
             .tools
-            .offered(&conversation.tools, &bridge, self.common.config.tools);
+            .offered(&conversation.tools, &bridge, self.common.config.tools)
+            .into_values();
         let shell_tool = if body::offers(&tools, "Bash") {
             "Bash"
         } else {
@@ -196,7 +197,7 @@ impl ClaudeCode {
                 body::messages(&parts, &setting)
             }
         };
-        Ok(prepared(&upstream, bridge, &conversation))
+        Ok(prepared(Body::plain(&upstream), bridge, &conversation))
     }
 }
 

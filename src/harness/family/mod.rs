@@ -8,6 +8,7 @@
 //!
 //! Pure and synchronous, as every harness: nothing here reads the client's disk or the clock.
 
+pub mod body;
 pub mod builder_k;
 pub mod builder_m;
 pub mod builder_p;
@@ -33,15 +34,18 @@ use crate::conversation::{
 };
 use crate::prompts::{Builtin, PromptError, Prompts};
 
+use self::body::Definition;
+pub use self::body::{Body, Offered};
+
 /// The reference's marker a runtime puts in front of a tool output it must not cut; a harness
 /// that strips it strips this.
 pub const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";
 
 /// A harness's own tools: their definitions as sent, in the order sent, and what each does.
 pub struct ToolSet {
-    /// Parsed once at start-up: a request clones the ones it offers (DeepSeek-TUI offers 84, and
-    /// parsing them again per request cost more than the rest of its rebuild).
-    definitions: Vec<(String, Value)>,
+    /// Parsed and serialized once at start-up: a request copies the text of the ones it offers
+    /// (DeepSeek-TUI offers 84; see `offered`).
+    definitions: Vec<Definition>,
     tools: Arc<HarnessTools>,
 }
 
@@ -66,7 +70,12 @@ impl ToolSet {
                 tool.name.clone(),
                 value.pointer("/function/parameters").cloned(),
             ));
-            definitions.push((tool.name, value));
+            let definition =
+                Definition::new(tool.name, value).map_err(|source| PromptError::Tools {
+                    path: text.path.clone(),
+                    source: crate::prompts::ToolsError::NotJson(source),
+                })?;
+            definitions.push(definition);
         }
         Ok(Self {
             definitions,
@@ -94,7 +103,7 @@ impl ToolSet {
         client_tools: &[ToolDefinition],
         bridge: &Bridge,
         policy: ToolsPolicy,
-    ) -> Vec<Value> {
+    ) -> Offered<'_> {
         let mut mapped: HashSet<&str> = HashSet::new();
         for tool in &bridge.tools {
             if let Binding::Mapped { harness, .. } = &tool.binding {
@@ -103,22 +112,20 @@ impl ToolSet {
         }
         let kept = bridge.kept();
         let kept_names: HashSet<&str> = kept.iter().map(String::as_str).collect();
-        let mut out: Vec<Value> = self
+        let own = self
             .definitions
             .iter()
-            .filter(|(name, _)| policy == ToolsPolicy::Reference || mapped.contains(name.as_str()))
+            .filter(|d| policy == ToolsPolicy::Reference || mapped.contains(d.name.as_str()))
             // A kept client tool of the same name is the one the model's calls go to.
-            .filter(|(name, _)| !kept_names.contains(name.as_str()))
-            .map(|(_, definition)| definition.clone())
+            .filter(|d| !kept_names.contains(d.name.as_str()))
             .collect();
-        out.extend(
-            client_tools
-                .iter()
-                .filter(|def| def.name().is_some_and(|n| kept_names.contains(n)))
-                .filter_map(super::plain::tool)
-                .filter_map(|def| serde_json::to_value(def).ok()),
-        );
-        out
+        let client = client_tools
+            .iter()
+            .filter(|def| def.name().is_some_and(|n| kept_names.contains(n)))
+            .filter_map(super::plain::tool)
+            .filter_map(|def| serde_json::value::to_raw_value(&def).ok())
+            .collect();
+        Offered::new(own, client)
     }
 }
 
@@ -335,14 +342,13 @@ pub fn text_of(parts: &[Part]) -> String {
 
 /// The prepared request: the body, its answer reshaped for the client with the calls through
 /// the bridge, and the tools the bridge kept and dropped named to the client.
-pub fn prepared(body: &Value, bridge: Bridge, conversation: &Conversation) -> Prepared {
+pub fn prepared(body: Body<'_>, bridge: Bridge, conversation: &Conversation) -> Prepared {
     let dropped_tools = bridge.dropped();
     let passthrough_tools = bridge.kept();
     let calls: Option<Arc<dyn CallMapper>> =
         (!bridge.tools.is_empty()).then(|| Arc::new(bridge) as Arc<dyn CallMapper>);
     Prepared {
-        // Serializing a JSON value cannot fail.
-        upstream_body: Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+        upstream_body: Bytes::from(body.to_vec()),
         rewritten: true,
         response: ResponsePlan::Reshape(Reshape {
             client_stream: conversation.options.stream,

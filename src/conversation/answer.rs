@@ -77,6 +77,9 @@ pub enum AnswerEvent {
     Text(String),
     /// Upstream `reasoning_content` (or `reasoning`) deltas.
     Reasoning(String),
+    /// The server's signature of the reasoning just sent (a Messages upstream's thinking block):
+    /// sealed with it for the client, so it goes back to the server with the history.
+    ReasoningSignature(String),
     /// A tool call opens: `index` is the upstream's call index (unique within one answer).
     ToolCallStart {
         index: u32,

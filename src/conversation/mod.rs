@@ -133,6 +133,10 @@ pub struct Reasoning {
     /// The client's opaque reasoning field (a thinking block's `signature`, a reasoning item's
     /// `encrypted_content`): the proxy's own seal (`seal`) if it echoes one.
     pub sealed: Option<String>,
+    /// The model server's own signature of this reasoning (an Anthropic thinking `signature`),
+    /// recovered from the proxy's seal (`seal::recover`): what a Messages upstream checks when
+    /// the reasoning goes back to it.
+    pub signature: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

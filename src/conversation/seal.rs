@@ -13,6 +13,12 @@
 //! encrypted before: `hpr1.` (HMAC-SHA256 tag, then the text in clear) still opens, for one
 //! version, so histories sealed before an upgrade keep their reasoning; nothing seals `hpr1.`.
 //!
+//! `hpr3.` (issue 34): the same AEAD over the model server's own signature of the reasoning (an
+//! Anthropic thinking block's `signature`, at most `MAX_SEALED_SIGNATURE` bytes) and the text, so
+//! that on a Messages upstream the server gets its own signature back with the history, not ours
+//! (a server checks it). A seal without a signature is still made `hpr2.`, byte for byte as
+//! before.
+//!
 //! Owns the seal's format only: no I/O, no randomness (the key is given), no wire format beyond
 //! the blob itself. The key comes from `opencode.reasoning_key`, or is random per process
 //! (`state`), in which case replicas cannot open each other's seals.
@@ -32,6 +38,14 @@ const PREFIX_V1: &str = "hpr1.";
 /// HMAC or ciphertext of ours.
 const CONTEXT: &[u8] = b"harness-proxy reasoning seal v2\0";
 const CONTEXT_V1: &[u8] = b"harness-proxy reasoning seal v1\0";
+/// The prefix and context of a seal that carries the server's signature too.
+const PREFIX_SIGNED: &str = "hpr3.";
+const CONTEXT_SIGNED: &[u8] = b"harness-proxy reasoning seal v3\0";
+/// The longest server signature a seal carries (Anthropic's are a few hundred bytes to a few
+/// KiB); a longer one is not carried, and the seal is made without it.
+pub const MAX_SEALED_SIGNATURE: usize = 16 * 1024;
+/// The signature's length, before it in a signed seal's plaintext.
+const LEN_BYTES: usize = 4;
 /// The most reasoning text one seal holds; longer reasoning is sealed cut at a char boundary.
 pub const MAX_SEALED_TEXT: usize = 64 * 1024;
 const TAG_LEN: usize = 32;
@@ -101,11 +115,74 @@ impl ReasoningSeal {
         format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(blob))
     }
 
-    /// The text of one of our seals, this version's or the previous one's; `None` for anything
-    /// else (never an error).
+    /// `text` (cut to `MAX_SEALED_TEXT` bytes) sealed with the server's `signature` of it, when
+    /// there is one that fits (`hpr3.`); else as `seal` makes it.
+    pub fn seal_signed(&self, text: &str, signature: Option<&str>) -> String {
+        let Some(signature) =
+            signature.filter(|s| !s.is_empty() && s.len() <= MAX_SEALED_SIGNATURE)
+        else {
+            return self.seal(text);
+        };
+        let text = cut(text, MAX_SEALED_TEXT);
+        let mut plain = Vec::with_capacity(LEN_BYTES + signature.len() + text.len());
+        // At most MAX_SEALED_SIGNATURE, which fits in four bytes.
+        plain.extend_from_slice(&u32::try_from(signature.len()).unwrap_or(0).to_be_bytes());
+        plain.extend_from_slice(signature.as_bytes());
+        plain.extend_from_slice(text.as_bytes());
+        let mut mac = self.mac(CONTEXT_SIGNED);
+        mac.update(&plain);
+        let digest = mac.finalize().into_bytes();
+        let nonce = XNonce::from_slice(&digest[..NONCE_LEN]);
+        let payload = Payload {
+            msg: &plain,
+            aad: CONTEXT_SIGNED,
+        };
+        // Encrypting a bounded message in memory cannot fail.
+        let sealed = self.cipher.encrypt(nonce, payload).unwrap_or_default();
+        let mut blob = Vec::with_capacity(NONCE_LEN + sealed.len());
+        blob.extend_from_slice(nonce);
+        blob.extend_from_slice(&sealed);
+        format!("{PREFIX_SIGNED}{}", URL_SAFE_NO_PAD.encode(blob))
+    }
+
+    /// The text and the server's signature of one of our seals (`None` for the signature when it
+    /// carries none); `None` for anything that is not our seal (never an error).
+    pub fn open_signed(&self, blob: &str) -> Option<Opened> {
+        let Some(encoded) = blob.strip_prefix(PREFIX_SIGNED) else {
+            return self.open(blob).map(|text| Opened {
+                text,
+                signature: None,
+            });
+        };
+        let overhead = NONCE_LEN + AEAD_TAG_LEN + LEN_BYTES;
+        let payload = decode_bounded(encoded, overhead, MAX_SEALED_SIGNATURE)?;
+        let (nonce, sealed) = payload.split_at(NONCE_LEN);
+        let plain = self
+            .cipher
+            .decrypt(
+                XNonce::from_slice(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: CONTEXT_SIGNED,
+                },
+            )
+            .ok()?;
+        let (len, rest) = plain.split_at_checked(LEN_BYTES)?;
+        let len = usize::try_from(u32::from_be_bytes(len.try_into().ok()?)).ok()?;
+        let (signature, text) = rest.split_at_checked(len)?;
+        Some(Opened {
+            text: String::from_utf8(text.to_vec()).ok()?,
+            signature: Some(String::from_utf8(signature.to_vec()).ok()?),
+        })
+    }
+
+    /// The text of one of our seals, of any version; `None` for anything else (never an error).
     pub fn open(&self, blob: &str) -> Option<String> {
+        if blob.starts_with(PREFIX_SIGNED) {
+            return self.open_signed(blob).map(|opened| opened.text);
+        }
         if let Some(encoded) = blob.strip_prefix(PREFIX) {
-            let payload = decode_bounded(encoded, NONCE_LEN + AEAD_TAG_LEN)?;
+            let payload = decode_bounded(encoded, NONCE_LEN + AEAD_TAG_LEN, 0)?;
             let (nonce, sealed) = payload.split_at(NONCE_LEN);
             let text = self
                 .cipher
@@ -119,7 +196,7 @@ impl ReasoningSeal {
                 .ok()?;
             return String::from_utf8(text).ok();
         }
-        let payload = decode_bounded(blob.strip_prefix(PREFIX_V1)?, TAG_LEN)?;
+        let payload = decode_bounded(blob.strip_prefix(PREFIX_V1)?, TAG_LEN, 0)?;
         let (tag, text) = payload.split_at(TAG_LEN);
         let mut mac = self.mac(CONTEXT_V1);
         mac.update(text);
@@ -128,10 +205,18 @@ impl ReasoningSeal {
     }
 }
 
-/// A seal's base64 decoded, when it is no longer than `overhead` and the longest text could
-/// make it (nothing longer is decoded) and at least `overhead` long.
-fn decode_bounded(encoded: &str, overhead: usize) -> Option<Vec<u8>> {
-    if encoded.len() > (overhead + MAX_SEALED_TEXT).div_ceil(3) * 4 {
+/// What one of our seals holds, opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Opened {
+    pub text: String,
+    /// The model server's own signature of the text, when the seal carries one.
+    pub signature: Option<String>,
+}
+
+/// A seal's base64 decoded, when it is no longer than `overhead`, `extra` and the longest text
+/// could make it (nothing longer is decoded) and at least `overhead` long.
+fn decode_bounded(encoded: &str, overhead: usize, extra: usize) -> Option<Vec<u8>> {
+    if encoded.len() > (overhead + extra + MAX_SEALED_TEXT).div_ceil(3) * 4 {
         return None;
     }
     let payload = URL_SAFE_NO_PAD.decode(encoded).ok()?;
@@ -139,15 +224,20 @@ fn decode_bounded(encoded: &str, overhead: usize) -> Option<Vec<u8>> {
 }
 
 /// Every reasoning item's text recovered from its seal where the client echoed none (Claude Code
-/// with thinking display omitted sends the block back empty). Text the client did echo wins: it
-/// is not cut, and it is the client's own history.
+/// with thinking display omitted sends the block back empty), and the server's signature the
+/// seal carries. Text the client did echo wins: it is not cut, and it is the client's own history.
 pub fn recover(items: &mut [super::Item], seal: &ReasoningSeal) {
     for item in items {
         if let super::Item::Reasoning(reasoning) = item
-            && reasoning.text.is_empty()
-            && let Some(text) = reasoning.sealed.as_deref().and_then(|s| seal.open(s))
+            && let Some(opened) = reasoning
+                .sealed
+                .as_deref()
+                .and_then(|s| seal.open_signed(s))
         {
-            reasoning.text = text;
+            if reasoning.text.is_empty() {
+                reasoning.text = opened.text;
+            }
+            reasoning.signature = opened.signature;
         }
     }
 }
@@ -259,6 +349,7 @@ mod tests {
                 text: text.into(),
                 opaque: None,
                 sealed,
+                signature: None,
             })
         };
         let mut items = vec![
@@ -277,6 +368,55 @@ mod tests {
                 item("", None),
             ]
         );
+    }
+
+    #[test]
+    fn a_signed_seal_carries_the_server_s_signature_and_opens_only_whole() {
+        let blob = seal().seal_signed("thought", Some("EqQBsig=="));
+        assert!(blob.starts_with("hpr3."), "{blob}");
+        let opened = seal().open_signed(&blob).expect("opens");
+        assert_eq!(opened.text, "thought");
+        assert_eq!(opened.signature.as_deref(), Some("EqQBsig=="));
+        assert_eq!(seal().open(&blob).as_deref(), Some("thought"));
+        assert_eq!(
+            seal().seal_signed("thought", Some("EqQBsig==")),
+            blob,
+            "stable"
+        );
+        // Without a signature (or one too long to carry) the seal is the one `seal` makes.
+        assert_eq!(seal().seal_signed("thought", None), seal().seal("thought"));
+        let long = "s".repeat(MAX_SEALED_SIGNATURE + 1);
+        assert_eq!(seal().seal_signed("t", Some(&long)), seal().seal("t"));
+        let opened = seal().open_signed(&seal().seal("t")).expect("opens");
+        assert_eq!(opened.signature, None);
+        // Another key, a changed byte, a cut or an unversioned blob: nothing.
+        assert_eq!(ReasoningSeal::from_secret("other").open_signed(&blob), None);
+        let mut bytes = blob.clone().into_bytes();
+        let at = blob.len() / 2;
+        bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
+        assert_eq!(
+            seal().open_signed(&String::from_utf8(bytes).expect("ascii")),
+            None
+        );
+        assert_eq!(seal().open_signed(&blob[..blob.len() - 4]), None);
+        assert_eq!(
+            seal().open_signed(&blob.replacen("hpr3.", "hpr2.", 1)),
+            None
+        );
+        let huge = format!("hpr3.{}", "A".repeat(200 * 1024));
+        assert_eq!(seal().open_signed(&huge), None);
+        // Recovery puts the signature beside the text.
+        use crate::conversation::{Item, Reasoning};
+        let mut items = vec![Item::Reasoning(Reasoning {
+            sealed: Some(blob),
+            ..Reasoning::default()
+        })];
+        recover(&mut items, &seal());
+        let Item::Reasoning(reasoning) = &items[0] else {
+            panic!("reasoning");
+        };
+        assert_eq!(reasoning.text, "thought");
+        assert_eq!(reasoning.signature.as_deref(), Some("EqQBsig=="));
     }
 
     #[test]

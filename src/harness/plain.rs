@@ -257,6 +257,7 @@ mod tests {
                     text: "thinking".into(),
                     opaque: None,
                     sealed: None,
+                    signature: None,
                 }),
                 Item::Message(Message::text(model::Role::Assistant, "ok")),
                 Item::ToolCall(ToolCall {

@@ -93,6 +93,19 @@ pub fn title_body(title_prompt: &str, ask: &TitleAsk<'_>) -> Bytes {
     Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
 }
 
+/// `title_body` as a Messages request, for a Messages upstream: the prompt as `system`, the
+/// words as the user's turn, Anthropic's required token limit (a title is a few words).
+pub fn title_body_messages(title_prompt: &str, ask: &TitleAsk<'_>) -> Bytes {
+    let body = serde_json::json!({"model": ask.model, "max_tokens": TITLE_MAX_TOKENS,
+        "system": title_prompt, "messages": [{"role": "user", "content": ask.words.text()}],
+        "stream": true});
+    // Serializing a JSON value cannot fail.
+    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+}
+
+/// The token limit of a Messages title request.
+const TITLE_MAX_TOKENS: u32 = 1024;
+
 #[derive(Serialize)]
 struct TitleBody<'a> {
     model: &'a str,

@@ -189,8 +189,19 @@ impl Harness for Zcode {
         }
     }
 
-    /// ZCode asks for no title; the proxy's plain one, when the operator titles it.
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut HeaderMap) -> Bytes {
-        self.common.title_request(ask)
+    /// ZCode asks for no title; the proxy's plain one, when the operator titles it, on the wire
+    /// the upstream speaks (with ZCode's headers on the Messages one).
+    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes {
+        match self.wire {
+            Wire::Chat => self.common.title_request(ask),
+            Wire::Messages => {
+                self.add_upstream_headers(headers, ask.conversation);
+                self.common.title_request_messages(ask)
+            }
+        }
+    }
+
+    fn title_path(&self) -> Option<&'static str> {
+        (self.wire == Wire::Messages).then_some("/v1/messages")
     }
 }

@@ -334,6 +334,7 @@ fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<A
                 text: text.to_string(),
                 opaque: None,
                 sealed: None,
+                signature: None,
             });
             items.insert(start, item);
             i += 1;

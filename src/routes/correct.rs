@@ -106,14 +106,61 @@ pub(crate) fn answered_calls(
     }
     let mut out = vec![turn];
     for call in calls {
-        let content = if call.bad {
-            format!("Error: {}.", mapper.explain(call.name, call.arguments))
-        } else {
-            "Not run: another call of the same turn could not be run. Call it again if it is still needed.".to_owned()
-        };
+        let content = result_text(call, mapper);
         out.push(json!({"role": "tool", "tool_call_id": call.id, "content": content}));
     }
     out
+}
+
+/// `answered_calls` in Anthropic's Messages form, for a Messages upstream: the model's turn as
+/// its blocks (its thinking only with the server's signature, which the server checks; text; a
+/// `tool_use` per call, arguments that are not a JSON object as `{}`), then one user turn of
+/// `tool_result` blocks.
+pub(crate) fn answered_calls_messages(
+    turn: &TurnText,
+    calls: &[HeldCall<'_>],
+    mapper: &dyn CallMapper,
+) -> Vec<Value> {
+    let mut blocks = Vec::with_capacity(calls.len() + 2);
+    if !turn.reasoning.is_empty() && !turn.signature.is_empty() {
+        blocks.push(
+            json!({"type": "thinking", "thinking": turn.reasoning, "signature": turn.signature}),
+        );
+    }
+    if !turn.text.is_empty() {
+        blocks.push(json!({"type": "text", "text": turn.text}));
+    }
+    let mut results = Vec::with_capacity(calls.len());
+    for call in calls {
+        let input = serde_json::from_str::<Value>(call.arguments)
+            .ok()
+            .filter(Value::is_object)
+            .unwrap_or_else(|| json!({}));
+        blocks.push(json!({"type": "tool_use", "id": call.id, "name": call.name, "input": input}));
+        results.push(json!({"type": "tool_result", "tool_use_id": call.id,
+            "content": result_text(call, mapper), "is_error": true}));
+    }
+    vec![
+        json!({"role": "assistant", "content": blocks}),
+        json!({"role": "user", "content": results}),
+    ]
+}
+
+/// The tool result the proxy writes for a call it answers itself.
+fn result_text(call: &HeldCall<'_>, mapper: &dyn CallMapper) -> String {
+    if call.bad {
+        format!("Error: {}.", mapper.explain(call.name, call.arguments))
+    } else {
+        "Not run: another call of the same turn could not be run. Call it again if it is still needed.".to_owned()
+    }
+}
+
+/// The text, reasoning and the server's reasoning signature of the answer passed on so far.
+#[derive(Debug, Default)]
+pub(crate) struct TurnText {
+    pub(crate) text: String,
+    pub(crate) reasoning: String,
+    pub(crate) signature: String,
 }
 
 /// One call of the answer as it streams in.
@@ -388,7 +435,7 @@ impl State {
     fn correction_request(&self, bad: &[u32]) -> Option<Outbound> {
         let mut body: Value = serde_json::from_slice(&self.corrector.outbound.body).ok()?;
         let messages = body.get_mut("messages")?.as_array_mut()?;
-        let (text, reasoning) = self.turn_text();
+        let turn = self.turn_text();
         let calls: Vec<HeldCall<'_>> = self
             .calls
             .iter()
@@ -399,31 +446,34 @@ impl State {
                 bad: bad.contains(index),
             })
             .collect();
-        messages.extend(answered_calls(
-            &text,
-            &reasoning,
-            &calls,
-            self.corrector.mapper.as_ref(),
-        ));
+        let mapper = self.corrector.mapper.as_ref();
+        if self.corrector.outbound.messages {
+            messages.extend(answered_calls_messages(&turn, &calls, mapper));
+        } else {
+            messages.extend(answered_calls(&turn.text, &turn.reasoning, &calls, mapper));
+        }
         self.corrector.outbound.with_body(&body)
     }
 
-    /// The text and reasoning of the answer passed on so far.
-    fn turn_text(&self) -> (String, String) {
-        let (mut text, mut reasoning) = (String::new(), String::new());
+    /// The text, reasoning and reasoning signature of the answer passed on so far.
+    fn turn_text(&self) -> TurnText {
+        let mut turn = TurnText::default();
         for data in &self.passed {
             let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
                 continue;
             };
             if let Some(mut choice) = chunk.answer() {
                 if let Some(t) = choice.delta.text() {
-                    text.push_str(&t);
+                    turn.text.push_str(&t);
                 }
                 if let Some(r) = choice.delta.reasoning_text() {
-                    reasoning.push_str(&r);
+                    turn.reasoning.push_str(&r);
+                }
+                if let Some(signature) = choice.delta.reasoning_signature.take() {
+                    turn.signature.push_str(&signature);
                 }
             }
         }
-        (text, reasoning)
+        turn
     }
 }

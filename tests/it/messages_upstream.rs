@@ -344,3 +344,219 @@ async fn a_claude_code_client_through_claude_code_keeps_none_of_its_own_system_t
         Some("sess-1")
     );
 }
+
+/// The thinking blocks of the assistant turns a Messages request carried upstream.
+fn thinking_sent(body: &serde_json::Value) -> Vec<serde_json::Value> {
+    body["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "assistant")
+        .filter_map(|m| m["content"].as_array())
+        .flatten()
+        .filter(|b| b["type"] == "thinking")
+        .cloned()
+        .collect()
+}
+
+/// Issue 34: the server checks its own thinking signature when the reasoning comes back. The
+/// client gets the proxy's seal (which carries the server's signature, never the server's in
+/// the clear), and the server gets its own signature back: from Claude Code's echoed thinking
+/// block, and from Codex's echoed `encrypted_content`.
+#[tokio::test]
+async fn the_server_s_thinking_signature_goes_back_to_it_from_the_client_s_echo() {
+    let fake = FakeUpstream::fixed(anthropic::thinking_then_tool(
+        "toolu_7",
+        "Bash",
+        &json!({"command": "ls -la"}),
+    ))
+    .await;
+    let app = TestApp::start(claude_code(&fake)).await;
+
+    // Claude Code: its thinking block goes back as it came.
+    let tools = json!([{"name": "Bash", "description": "Run", "input_schema": {"type": "object",
+        "properties": {"command": {"type": "string"}}, "required": ["command"]}}]);
+    let first = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": tools,
+        "messages": [{"role": "user", "content": "list the files"}]});
+    let response = app.post("/v1/messages").json(&first).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: serde_json::Value = response.json().await.unwrap();
+    let content = answer["content"].as_array().cloned().unwrap_or_default();
+    let thinking = content
+        .iter()
+        .find(|b| b["type"] == "thinking")
+        .expect("a thinking block");
+    let sealed = thinking["signature"].as_str().unwrap_or_default();
+    assert!(sealed.starts_with("hpr3."), "the proxy's seal: {sealed}");
+    assert!(!sealed.contains(anthropic::SIGNATURE));
+    let call = content
+        .iter()
+        .find(|b| b["type"] == "tool_use")
+        .expect("a call");
+    let second = json!({"model": "claude-sonnet-4-5", "max_tokens": 100, "tools": tools,
+        "messages": [{"role": "user", "content": "list the files"},
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call["id"],
+                "content": "a.txt"}]}]});
+    let response = app.post("/v1/messages").json(&second).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let sent = fake.requests();
+    let echoed = thinking_sent(&sent[1].json());
+    assert_eq!(echoed.len(), 1, "{echoed:?}");
+    assert_eq!(echoed[0]["signature"], anthropic::SIGNATURE);
+    assert_eq!(echoed[0]["thinking"], anthropic::THINKING);
+
+    // Codex: the reasoning item's `encrypted_content` carries it.
+    let tool = json!([{"type": "function", "name": "exec_command", "parameters": {"type": "object",
+        "properties": {"cmd": {"type": "string"}}, "required": ["cmd"]}}]);
+    let user = json!({"type": "message", "role": "user",
+        "content": [{"type": "input_text", "text": "list the files"}]});
+    let first = json!({"model": "m", "stream": false, "store": false, "tools": tool,
+        "include": ["reasoning.encrypted_content"], "input": [user]});
+    let response = app.post("/v1/responses").json(&first).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: serde_json::Value = response.json().await.unwrap();
+    let output = answer["output"].as_array().cloned().unwrap_or_default();
+    let reasoning = output
+        .iter()
+        .find(|i| i["type"] == "reasoning")
+        .expect("reasoning");
+    assert!(
+        reasoning["encrypted_content"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("hpr3.")),
+        "{reasoning}"
+    );
+    let call = output
+        .iter()
+        .find(|i| i["type"] == "function_call")
+        .expect("a call");
+    let mut input = vec![user];
+    input.extend(output.iter().cloned());
+    input.push(
+        json!({"type": "function_call_output", "call_id": call["call_id"], "output": "a.txt"}),
+    );
+    let second = json!({"model": "m", "stream": false, "store": false, "tools": tool,
+        "include": ["reasoning.encrypted_content"], "input": input});
+    let response = app
+        .post("/v1/responses")
+        .json(&second)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let sent = fake.requests();
+    let echoed = thinking_sent(&sent[3].json());
+    assert_eq!(echoed.len(), 1, "{echoed:?}");
+    assert_eq!(echoed[0]["signature"], anthropic::SIGNATURE);
+}
+
+/// Issue 34: a call the proxy answers upstream itself (its arguments cut) is answered in
+/// Anthropic's form on a Messages upstream — the model's turn as `thinking` (with the server's
+/// signature) and `tool_use` blocks, the error as a `tool_result` — not Chat's `tool` messages.
+#[tokio::test]
+async fn a_correction_on_a_messages_upstream_is_written_in_its_form() {
+    let fake = FakeUpstream::start(|r: &crate::support::Recorded, _| {
+        if anthropic::answers_a_tool(r) {
+            anthropic::thinking_then_tool("toolu_ok", "Bash", &json!({"command": "ls -la"}))
+        } else {
+            anthropic::thinking_then_raw_tool("toolu_bad", "Bash", r#"{"command": "ls"#)
+        }
+    })
+    .await;
+    let app = TestApp::start(claude_code(&fake)).await;
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 100,
+        "tools": [{"name": "Bash", "description": "Run", "input_schema": {"type": "object",
+            "properties": {"command": {"type": "string"}}, "required": ["command"]}}],
+        "messages": [{"role": "user", "content": "list the files"}]});
+    let response = app.post("/v1/messages").json(&body).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let answer: serde_json::Value = response.json().await.unwrap();
+    let call = answer["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|b| b["type"] == "tool_use")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(call["input"], json!({"command": "ls -la"}), "{answer}");
+
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 2, "the first answer, then the correction");
+    let correction = sent[1].json();
+    assert_eq!(sent[1].path, "/v1/messages?beta=true");
+    let messages = correction["messages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(messages.iter().all(|m| m["role"] != "tool"), "{correction}");
+    let [.., turn, result] = messages.as_slice() else {
+        panic!("{correction}");
+    };
+    assert_eq!(turn["role"], "assistant");
+    assert_eq!(turn["content"][0]["type"], "thinking");
+    assert_eq!(turn["content"][0]["signature"], anthropic::SIGNATURE);
+    assert_eq!(
+        turn["content"][1],
+        json!({"type": "tool_use", "id": "toolu_bad", "name": "Bash", "input": {}})
+    );
+    assert_eq!(result["role"], "user");
+    assert_eq!(result["content"][0]["type"], "tool_result");
+    assert_eq!(result["content"][0]["tool_use_id"], "toolu_bad");
+    assert_eq!(result["content"][0]["is_error"], true);
+    assert!(
+        result["content"][0]["content"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Error:")),
+        "{result}"
+    );
+}
+
+/// Issue 34: a harness on a Messages upstream whose agent asks for no title (zcode) sends the
+/// proxy's title request on that wire — to `/v1/messages`, as a Messages body — not a Chat body
+/// the server cannot read.
+#[tokio::test]
+async fn zcode_s_title_request_on_a_messages_upstream_is_a_messages_request() {
+    let fake = FakeUpstream::start(|request, _| {
+        if request.json()["system"].is_string() {
+            anthropic::text("Listing the files")
+        } else {
+            anthropic::text("Here they are.")
+        }
+    })
+    .await;
+    let mut config = claude_code(&fake);
+    config.default_harness = "zcode".to_owned();
+    config.titles.order = harness_proxy::config::TitleOrder::Before;
+    config.titles.harnesses = vec!["zcode".to_owned()];
+    let app = TestApp::start(config).await;
+    let response = crate::titles::chat(
+        &app,
+        &crate::titles::first_turn("list the files\n"),
+        "conv-zc",
+        "k",
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    read_all(response).await;
+    let record = crate::titles::settled(&app, "conv-zc", "k").await;
+    assert_eq!(record["title"], "Listing the files", "{record}");
+
+    let sent = fake.requests();
+    let title = sent
+        .iter()
+        .find(|r| r.json()["system"].is_string())
+        .expect("a title request");
+    assert_eq!(title.path, "/v1/messages");
+    let body = title.json();
+    assert!(body.get("stream_options").is_none(), "{body}");
+    assert!(body["max_tokens"].as_u64().is_some_and(|n| n > 0), "{body}");
+    assert_eq!(body["messages"][0]["role"], "user");
+    assert!(
+        body["messages"][0]["content"]
+            .as_str()
+            .is_some_and(|t| t.contains("list the files")),
+        "{body}"
+    );
+    assert_eq!(title.header("anthropic-version"), Some("2023-06-01"));
+}

@@ -165,13 +165,21 @@ fn image_block(image: &Image) -> Value {
     }
 }
 
-/// The client's thinking with the signature it echoed, if any (its own opaque field).
+/// The client's thinking with the server's own signature of it, which a server checks: the one
+/// the proxy's seal carried back (`conversation::seal`), else the signature the client echoed
+/// (its own opaque field: a server's, when the history did not come through the proxy; the
+/// proxy's seal, when the server sent none, which a server that does not check accepts).
 fn thinking(reasoning: &Reasoning) -> Value {
     let signature = reasoning
-        .opaque
-        .as_ref()
-        .and_then(|o| o.get("signature"))
-        .and_then(Value::as_str)
+        .signature
+        .as_deref()
+        .or_else(|| {
+            reasoning
+                .opaque
+                .as_ref()
+                .and_then(|o| o.get("signature"))
+                .and_then(Value::as_str)
+        })
         .or(reasoning.sealed.as_deref())
         .unwrap_or("");
     json!({"type": "thinking", "thinking": reasoning.text, "signature": signature})

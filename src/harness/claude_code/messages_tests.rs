@@ -46,6 +46,7 @@ fn calls_results_and_thinking_take_anthropic_blocks_merged_by_role_in_call_order
             text: "Two calls.".to_owned(),
             opaque: Some(json!({"type": "thinking", "signature": "sig-1"})),
             sealed: None,
+            signature: None,
         }),
         Item::Message(Message::text(Role::Assistant, "Working.")),
         call("toolu_a", "Bash", r#"{"command":"ls"}"#),

@@ -166,6 +166,11 @@ impl Common {
         super::plain_chat::title_body(&self.title_prompt, ask)
     }
 
+    /// `title_request` as a Messages request (a harness on a Messages upstream).
+    pub fn title_request_messages(&self, ask: &super::TitleAsk<'_>) -> Bytes {
+        super::plain_chat::title_body_messages(&self.title_prompt, ask)
+    }
+
     /// What every chat harness does before its own rebuild (`body`): a title request goes as it
     /// came; a client whose sub-agent takes two calls (Codex) gets its collecting call from here,
     /// and its history folded; and a request the client's markers call a sub-agent's is marked so

@@ -121,6 +121,10 @@ impl ChatAnswerReader {
             self.close_calls(out);
             out.push(AnswerEvent::Reasoning(reasoning.into_owned()));
         }
+        if let Some(signature) = delta.reasoning_signature.take().filter(|s| !s.is_empty()) {
+            self.close_calls(out);
+            out.push(AnswerEvent::ReasoningSignature(signature.into_owned()));
+        }
         if let Some(text) = delta.text()
             && !text.is_empty()
         {

@@ -56,6 +56,10 @@ pub struct DeltaView<'a> {
     /// `reasoning_text` only when neither string above is there (OpenRouter sends both forms).
     #[serde(default, borrow)]
     pub reasoning_details: Option<&'a RawValue>,
+    /// The server's signature of the reasoning just sent: what the Messages upstream's reader
+    /// (`upstream::messages`) puts beside `reasoning_content` from a `signature_delta`.
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub reasoning_signature: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<CallView<'a>>>,
 }

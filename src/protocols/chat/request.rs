@@ -103,6 +103,7 @@ fn push_message(message: Message, items: &mut Vec<Item>) {
                     text: text.to_owned(),
                     opaque: None,
                     sealed: None,
+                    signature: None,
                 }));
             }
             match message.content {

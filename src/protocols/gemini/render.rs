@@ -137,7 +137,11 @@ impl Renderer for GeminiRenderer {
             AnswerEvent::Reasoning(text) if self.include_thoughts && !text.is_empty() => {
                 self.part(json!({"text": text, "thought": true}), out);
             }
-            AnswerEvent::Text(_) | AnswerEvent::Reasoning(_) => {}
+            // Gemini's own thought signatures are the proxy's (`convert::signature_of`); a
+            // Messages server's signature has no place here.
+            AnswerEvent::Text(_)
+            | AnswerEvent::Reasoning(_)
+            | AnswerEvent::ReasoningSignature(_) => {}
             AnswerEvent::ToolCallStart { index, id, name } => {
                 self.calls.insert(
                     index,

@@ -246,6 +246,7 @@ fn reasoning(block: &Block) -> Reasoning {
         text: block.thinking.clone().unwrap_or_default(),
         opaque: Some(Value::Object(raw)),
         sealed: block.signature.clone(),
+        signature: None,
     }
 }
 

@@ -45,11 +45,13 @@ fn a_turn_is_reasoning_text_calls_then_results() {
                     json!({"type": "thinking", "thinking": "ls will do", "signature": "sig=="})
                 ),
                 sealed: Some("sig==".into()),
+                signature: None,
             }),
             Item::Reasoning(Reasoning {
                 text: String::new(),
                 opaque: Some(json!({"type": "redacted_thinking", "data": "EncRyPt"})),
                 sealed: None,
+                signature: None,
             }),
             Item::Message(Message::text(Role::Assistant, "Listing.")),
             Item::ToolCall(ToolCall {

@@ -31,7 +31,8 @@ enum Open {
 /// One finished (or growing) content block, for the JSON answer.
 enum Whole {
     Text(String),
-    Thinking(String),
+    /// Its text, and the server's signature of it (a Messages upstream's).
+    Thinking(String, Option<String>),
     Tool {
         id: String,
         name: String,
@@ -68,9 +69,25 @@ impl MessagesRenderer {
         }
     }
 
-    /// A thinking block's signature: its text sealed, or the constant without a key.
-    fn signature(seal: Option<&ReasoningSeal>, thinking: &str) -> String {
-        seal.map_or_else(|| THINKING_SIGNATURE.to_owned(), |s| s.seal(thinking))
+    /// A thinking block's signature: its text sealed with the server's signature of it, if any,
+    /// or the constant without a key.
+    fn signature(seal: Option<&ReasoningSeal>, thinking: &str, server: Option<&str>) -> String {
+        seal.map_or_else(
+            || THINKING_SIGNATURE.to_owned(),
+            |s| s.seal_signed(thinking, server),
+        )
+    }
+
+    /// Opens a thinking block unless one is open.
+    fn open_thinking(&mut self, out: &mut Vec<Bytes>) {
+        if !matches!(self.open, Some(Open::Thinking)) {
+            self.open(
+                Open::Thinking,
+                &json!({"type": BlockKind::Thinking.as_str(), "thinking": "", "signature": ""}),
+                Whole::Thinking(String::new(), None),
+                out,
+            );
+        }
     }
 
     fn close(&mut self, out: &mut Vec<Bytes>) {
@@ -80,11 +97,13 @@ impl MessagesRenderer {
         let index = self.blocks - 1;
         match open {
             Open::Thinking => {
-                let thinking = match self.whole.last() {
-                    Some(Whole::Thinking(thinking)) => thinking.as_str(),
-                    _ => "",
+                let (thinking, server) = match self.whole.last() {
+                    Some(Whole::Thinking(thinking, server)) => {
+                        (thinking.as_str(), server.as_deref())
+                    }
+                    _ => ("", None),
                 };
-                let signature = Self::signature(self.seal.as_deref(), thinking);
+                let signature = Self::signature(self.seal.as_deref(), thinking, server);
                 out.push(event(
                     "content_block_delta",
                     &json!({"type": "content_block_delta", "index": index,
@@ -185,21 +204,22 @@ impl Renderer for MessagesRenderer {
                 }
             }
             AnswerEvent::Reasoning(text) => {
-                if !matches!(self.open, Some(Open::Thinking)) {
-                    self.open(
-                        Open::Thinking,
-                        &json!({"type": BlockKind::Thinking.as_str(), "thinking": "", "signature": ""}),
-                        Whole::Thinking(String::new()),
-                        out,
-                    );
-                }
+                self.open_thinking(out);
                 out.push(event(
                     "content_block_delta",
                     &json!({"type": "content_block_delta", "index": self.blocks - 1,
                         "delta": {"type": "thinking_delta", "thinking": text}}),
                 ));
-                if let Some(Whole::Thinking(whole)) = self.whole.last_mut() {
+                if let Some(Whole::Thinking(whole, _)) = self.whole.last_mut() {
                     whole.push_str(&text);
+                }
+            }
+            // Kept for the block's seal; a signature with no text (the server's thinking not
+            // shown) is a thinking block of its own, as Anthropic sends it.
+            AnswerEvent::ReasoningSignature(signature) => {
+                self.open_thinking(out);
+                if let Some(Whole::Thinking(_, server)) = self.whole.last_mut() {
+                    server.get_or_insert_with(String::new).push_str(&signature);
                 }
             }
             AnswerEvent::ToolCallStart { index, id, name } => self.open(
@@ -274,8 +294,8 @@ impl Renderer for MessagesRenderer {
             .into_iter()
             .map(|block| match block {
                 Whole::Text(text) => json!({"type": BlockKind::Text.as_str(), "text": text}),
-                Whole::Thinking(thinking) => {
-                    let signature = Self::signature(seal.as_deref(), &thinking);
+                Whole::Thinking(thinking, server) => {
+                    let signature = Self::signature(seal.as_deref(), &thinking, server.as_deref());
                     json!({"type": BlockKind::Thinking.as_str(), "thinking": thinking, "signature": signature})
                 }
                 Whole::Tool {

@@ -86,6 +86,7 @@ fn a_reasoning_item_is_carried_whole_and_never_rendered() {
                 text: "First.\n\nSecond.".into(),
                 opaque: Some(reasoning),
                 sealed: Some("gAAAA".into()),
+                signature: None,
             }),
             Item::Message(Message::text(Role::Assistant, "Looking.")),
         ]
@@ -111,6 +112,7 @@ fn an_assistant_message_without_content_opens_the_turn_of_the_calls_after_it() {
                 text: String::new(),
                 opaque: Some(json!({"type": "reasoning", "summary": []})),
                 sealed: None,
+                signature: None,
             }),
             call("c1", "f", CallInput::Arguments("{}".into())),
             // Nothing follows: an empty answer.

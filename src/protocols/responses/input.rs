@@ -115,6 +115,7 @@ fn reasoning(raw: Value) -> Reasoning {
         text,
         opaque: Some(raw),
         sealed,
+        signature: None,
     }
 }
 

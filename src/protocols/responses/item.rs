@@ -30,6 +30,8 @@ pub struct Item {
     /// A reasoning item's `encrypted_content`: its text sealed (`conversation::seal`), when the
     /// client asked for it (`include: ["reasoning.encrypted_content"]`).
     pub sealed: Option<String>,
+    /// A reasoning item's server signature (a Messages upstream's), sealed with its text.
+    pub server_signature: Option<String>,
 }
 
 impl Item {

@@ -149,6 +149,7 @@ impl ResponseRenderer {
             text: String::new(),
             done: false,
             sealed: None,
+            server_signature: None,
         };
         let index = self.items.len();
         let added = item.to_json(IN_PROGRESS);
@@ -187,23 +188,35 @@ impl ResponseRenderer {
         );
     }
 
-    fn reasoning(&mut self, delta: &str, out: &mut Vec<Bytes>) {
+    /// The open reasoning item, opened now if there is none.
+    fn reasoning_item(&mut self, out: &mut Vec<Bytes>) -> usize {
         self.close_message(out);
-        let index = match self.open_reasoning {
-            Some(index) => index,
-            None => {
-                let index = self.open("rs", Kind::Reasoning, out);
-                let id = self.items[index].id.clone();
-                self.emit(
-                    "response.reasoning_summary_part.added",
-                    json!({"item_id": id, "output_index": index, "summary_index": 0,
-                        "part": {"type": "summary_text", "text": ""}}),
-                    out,
-                );
-                self.open_reasoning = Some(index);
-                index
-            }
-        };
+        if let Some(index) = self.open_reasoning {
+            return index;
+        }
+        let index = self.open("rs", Kind::Reasoning, out);
+        let id = self.items[index].id.clone();
+        self.emit(
+            "response.reasoning_summary_part.added",
+            json!({"item_id": id, "output_index": index, "summary_index": 0,
+                "part": {"type": "summary_text", "text": ""}}),
+            out,
+        );
+        self.open_reasoning = Some(index);
+        index
+    }
+
+    /// Kept for the item's seal (a signature with no text is a reasoning item of its own).
+    fn reasoning_signature(&mut self, signature: &str, out: &mut Vec<Bytes>) {
+        let index = self.reasoning_item(out);
+        self.items[index]
+            .server_signature
+            .get_or_insert_with(String::new)
+            .push_str(signature);
+    }
+
+    fn reasoning(&mut self, delta: &str, out: &mut Vec<Bytes>) {
+        let index = self.reasoning_item(out);
         let id = self.items[index].id.clone();
         self.items[index].text.push_str(delta);
         self.emit(
@@ -243,7 +256,9 @@ impl ResponseRenderer {
         if self.wants_encrypted
             && let Some(seal) = &self.seal
         {
-            self.items[index].sealed = Some(seal.seal(&self.items[index].text));
+            let item = &self.items[index];
+            let sealed = seal.seal_signed(&item.text, item.server_signature.as_deref());
+            self.items[index].sealed = Some(sealed);
         }
         if self.quiet {
             self.items[index].done = true;
@@ -423,6 +438,9 @@ impl Renderer for ResponseRenderer {
         match event {
             AnswerEvent::Text(delta) => self.text(&delta, out),
             AnswerEvent::Reasoning(delta) => self.reasoning(&delta, out),
+            AnswerEvent::ReasoningSignature(signature) => {
+                self.reasoning_signature(&signature, out);
+            }
             AnswerEvent::ToolCallStart { index, id, name } => self.call_start(index, id, name, out),
             AnswerEvent::ToolCallArguments { index, delta } => {
                 self.call_arguments(index, &delta, out);

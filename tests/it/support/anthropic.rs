@@ -68,7 +68,11 @@ pub fn text(text: &str) -> Reply {
 /// Thinking with its signature, then one tool use whose input arrives as partial JSON in
 /// three pieces.
 pub fn thinking_then_tool(id: &str, name: &str, input: &Value) -> Reply {
-    let json = input.to_string();
+    thinking_then_raw_tool(id, name, &input.to_string())
+}
+
+/// `thinking_then_tool` with the input's JSON text as given (broken, say).
+pub fn thinking_then_raw_tool(id: &str, name: &str, json: &str) -> Reply {
     let cut = json.len() / 2;
     let mut events = vec![
         start("msg_tool"),

@@ -14,6 +14,42 @@ pub enum Kind {
     Bash,
 }
 
+/// The shell tool a `Bash` answer calls: the one the request offers, so that every harness's
+/// row measures its rebuild, not the proxy correcting a call to a tool it does not have
+/// (DeepSeek-TUI's shell is `exec_shell {command}`, with no `description`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shell {
+    Bash,
+    ExecShell,
+}
+
+impl Shell {
+    /// `exec_shell` when the request offers it (a byte scan, as cheap as the mock must be),
+    /// else `bash`.
+    pub fn offered(body: &[u8]) -> Self {
+        if memchr::memmem::find(body, br#""name":"exec_shell""#).is_some() {
+            Self::ExecShell
+        } else {
+            Self::Bash
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Bash => "bash",
+            Self::ExecShell => "exec_shell",
+        }
+    }
+
+    /// The arguments' last piece: `bash` takes a description, `exec_shell` none.
+    fn last_piece(self) -> &'static str {
+        match self {
+            Self::Bash => r#"","description":"Prints a sentence"}"#,
+            Self::ExecShell => r#""}"#,
+        }
+    }
+}
+
 /// One answer shape: how many deltas, how far apart, and what they carry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Scenario {
@@ -21,6 +57,8 @@ pub struct Scenario {
     /// Pause before each streamed event after the first, in microseconds (0: as fast as possible).
     pub pace_us: u64,
     pub kind: Kind,
+    /// The tool a `Bash` answer calls (not in the model name: the mock reads it off the request).
+    pub shell: Shell,
 }
 
 impl Scenario {
@@ -29,6 +67,7 @@ impl Scenario {
             deltas,
             pace_us,
             kind: Kind::Text,
+            shell: Shell::Bash,
         }
     }
 
@@ -37,6 +76,7 @@ impl Scenario {
             deltas,
             pace_us: 0,
             kind: Kind::Bash,
+            shell: Shell::Bash,
         }
     }
 
@@ -72,6 +112,7 @@ impl Scenario {
             deltas: u32::try_from(deltas.max(1)).unwrap_or(u32::MAX),
             pace_us,
             kind,
+            shell: Shell::Bash,
         }
     }
 
@@ -88,9 +129,10 @@ impl Scenario {
                 out.push(chunk(model, "{}", r#""stop""#));
             }
             Kind::Bash => {
-                let pieces = bash_pieces(self.deltas);
+                let pieces = bash_pieces(self.deltas, self.shell);
                 let first = format!(
-                    r#"{{"role":"assistant","content":null,"tool_calls":[{{"index":0,"id":"call_bench","type":"function","function":{{"name":"bash","arguments":{}}}}}]}}"#,
+                    r#"{{"role":"assistant","content":null,"tool_calls":[{{"index":0,"id":"call_bench","type":"function","function":{{"name":"{}","arguments":{}}}}}]}}"#,
+                    self.shell.name(),
                     json_string(&pieces[0])
                 );
                 out.push(chunk(model, &first, "null"));
@@ -125,8 +167,9 @@ impl Scenario {
                 format!(r#"{{"role":"assistant","content":{}}}"#, json_string(&text))
             }
             Kind::Bash => format!(
-                r#"{{"role":"assistant","content":null,"tool_calls":[{{"id":"call_bench","type":"function","function":{{"name":"bash","arguments":{}}}}}]}}"#,
-                json_string(&bash_pieces(self.deltas).concat())
+                r#"{{"role":"assistant","content":null,"tool_calls":[{{"id":"call_bench","type":"function","function":{{"name":"{}","arguments":{}}}}}]}}"#,
+                self.shell.name(),
+                json_string(&bash_pieces(self.deltas, self.shell).concat())
             ),
         };
         let finish = match self.kind {
@@ -170,15 +213,15 @@ fn word(i: u32) -> &'static str {
     WORDS[i as usize % WORDS.len()]
 }
 
-/// The `bash` call's arguments cut into `n` pieces that concatenate to one JSON object.
-fn bash_pieces(n: u32) -> Vec<String> {
+/// The shell call's arguments cut into `n` pieces that concatenate to one JSON object.
+fn bash_pieces(n: u32, shell: Shell) -> Vec<String> {
     let n = n.max(2) as usize;
     let mut pieces = Vec::with_capacity(n);
     pieces.push(r#"{"command":"echo"#.to_owned());
     for i in 0..n - 2 {
         pieces.push(format!(" {}", word(i as u32).trim_end_matches([';', '.'])));
     }
-    pieces.push(r#"","description":"Prints a sentence"}"#.to_owned());
+    pieces.push(shell.last_piece().to_owned());
     pieces
 }
 
@@ -229,8 +272,34 @@ mod tests {
             Scenario {
                 deltas: 8,
                 pace_us: 5,
-                kind: Kind::Bash
+                kind: Kind::Bash,
+                shell: Shell::Bash,
             }
+        );
+    }
+
+    #[test]
+    fn the_shell_offered_is_the_one_called_with_its_own_arguments() {
+        assert_eq!(
+            Shell::offered(br#"{"tools":[{"function":{"name":"bash"}}]}"#),
+            Shell::Bash
+        );
+        let offered = br#"{"tools":[{"type":"function","function":{"name":"exec_shell"}}]}"#;
+        let scenario = Scenario {
+            shell: Shell::offered(offered),
+            ..Scenario::bash(10)
+        };
+        let completion: serde_json::Value =
+            serde_json::from_str(&scenario.completion("m")).expect("json");
+        let call = &completion["choices"][0]["message"]["tool_calls"][0]["function"];
+        assert_eq!(call["name"], "exec_shell");
+        let args: serde_json::Value =
+            serde_json::from_str(call["arguments"].as_str().expect("text")).expect("json");
+        assert!(args.get("description").is_none(), "{args}");
+        assert!(
+            args["command"]
+                .as_str()
+                .is_some_and(|c| c.starts_with("echo "))
         );
     }
 

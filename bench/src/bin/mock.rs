@@ -18,7 +18,7 @@ use hyper::service::service_fn;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 
-use harness_proxy_bench::{Scenario, scan_string, scan_true};
+use harness_proxy_bench::{Kind, Scenario, Shell, scan_string, scan_true};
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;
 
@@ -85,7 +85,10 @@ async fn handle(request: Request<Incoming>) -> Result<Response<Body>, Infallible
         return Ok(plain(StatusCode::NOT_FOUND, "no such route on the mock"));
     }
     let model = scan_string(&body, "model").unwrap_or("m").to_owned();
-    let scenario = Scenario::parse(&model);
+    let mut scenario = Scenario::parse(&model);
+    if scenario.kind == Kind::Bash {
+        scenario.shell = Shell::offered(&body);
+    }
     if !scan_true(&body, "stream") {
         return Ok(json(scenario.completion(&model)));
     }

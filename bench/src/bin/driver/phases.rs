@@ -60,7 +60,10 @@ impl Plan {
             } else {
                 "generateContent"
             };
-            format!("{}/{model}:{method}", self.target.path.trim_end_matches('/'))
+            format!(
+                "{}/{model}:{method}",
+                self.target.path.trim_end_matches('/')
+            )
         });
         let value = match self.protocol {
             Protocol::Chat => {

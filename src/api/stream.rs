@@ -103,6 +103,23 @@ pub struct Completion {
     pub extra: Map<String, Value>,
 }
 
+impl Completion {
+    /// The bytes of its text, reasoning and call arguments: what its JSON is mostly made of.
+    pub fn text_bytes(&self) -> usize {
+        self.choices
+            .iter()
+            .map(|c| {
+                let m = &c.message;
+                m.content.as_ref().map_or(0, String::len)
+                    + m.reasoning_content.as_ref().map_or(0, String::len)
+                    + m.tool_calls.as_ref().map_or(0, |calls| {
+                        calls.iter().map(|t| t.function.arguments.len()).sum()
+                    })
+            })
+            .sum()
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CompletionChoice {
     pub index: u32,

@@ -117,7 +117,9 @@ pub(crate) async fn answer(
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
-    let json = serde_json::to_vec(&folded).map_err(ProxyError::internal)?;
+    let text_bytes = folded.text_bytes();
+    let json = crate::protocols::json_answer(&folded, text_bytes);
+    drop(folded);
     Ok(build(status, out_headers, Body::from(json)))
 }
 

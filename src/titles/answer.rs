@@ -26,6 +26,12 @@ pub enum StreamError {
     Event(#[from] EventTooLarge),
 }
 
+/// The most of a title stream's text read: a title is a few words, after at most a leaked
+/// `<think>` block; past it the stream is dropped (which cancels the upstream request) and the
+/// title is made of what was read. An upstream answering a title request at length would
+/// otherwise be held whole, twice (the text, and the live deltas).
+pub const MAX_TITLE_TEXT: usize = 64 * 1024;
+
 /// Folds a title stream, publishing each text delta. Reasoning deltas are not title text.
 pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<String, StreamError> {
     let mut decoder = Decoder::new();
@@ -41,22 +47,38 @@ pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<Strin
             return Err(StreamError::Reported(error_message(&error.raw)));
         }
         if let Some(text) = chunk.answer().and_then(|c| c.delta.text()) {
-            raw.push_str(&text);
-            live.push_delta(&text);
+            let text = cut(&text, MAX_TITLE_TEXT.saturating_sub(raw.len()));
+            raw.push_str(text);
+            live.push_delta(text);
         }
         Ok(())
     };
-    while let Some(chunk) = body.next().await {
+    'read: while let Some(chunk) = body.next().await {
         let chunk = chunk?;
         decoder.push(&chunk);
         while let Some(event) = decoder.next_event()? {
             handle(event.data.as_deref(), &mut raw)?;
+            if raw.len() >= MAX_TITLE_TEXT {
+                break 'read;
+            }
         }
     }
     if let Some(event) = decoder.finish() {
         handle(event.data.as_deref(), &mut raw)?;
     }
     Ok(raw)
+}
+
+/// The first `max` bytes of `text`, at a char boundary.
+pub fn cut(text: &str, max: usize) -> &str {
+    if text.len() <= max {
+        return text;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    &text[..end]
 }
 
 pub async fn read_limited(mut body: BodyStream) -> String {

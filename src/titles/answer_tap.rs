@@ -20,10 +20,13 @@ use crate::protocols::chat::chunk::ChunkView;
 use crate::protocols::chat::is_done;
 use crate::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo};
 use crate::sse::Decoder;
-use crate::titles::facts::exchange_digest;
+use crate::titles::facts::ExchangeHasher;
 
 /// Non-streamed answers are read up to this size.
 const MAX_JSON: usize = 256 * 1024;
+/// The most of an answer's text kept for its title: a title reads `titles.input_chars` of it
+/// (after any leaked `<think>` block), and an answer streamed to its client is not bounded.
+const MAX_TITLE_TEXT: usize = 256 * 1024;
 
 /// Who the answer's anchor belongs to.
 pub struct Anchor {
@@ -63,7 +66,10 @@ pub struct AnswerTap<S> {
     reasoning: Option<String>,
     sse: bool,
     decoder: Decoder,
-    text: String,
+    /// The answer's text as far as a title reads it (`MAX_TITLE_TEXT`).
+    title_text: String,
+    /// The exchange's digest, fed as the text streams by: the text itself is never held.
+    exchange: Option<ExchangeHasher>,
     call_ids: Vec<String>,
     json: Vec<u8>,
     failed: bool,
@@ -78,15 +84,17 @@ impl<S> AnswerTap<S> {
             memo,
             answer,
         } = taps;
+        let exchange = anchor.as_ref().map(|a| ExchangeHasher::new(&a.user_text));
         Self {
             inner,
+            exchange,
             anchor,
             memo,
             answer,
             reasoning: Some(String::new()),
             sse,
             decoder: Decoder::new(),
-            text: String::new(),
+            title_text: String::new(),
             call_ids: Vec::new(),
             json: Vec::new(),
             failed: false,
@@ -152,19 +160,33 @@ impl<S> AnswerTap<S> {
             self.add_reasoning(&reasoning);
         }
         if let Some(text) = choice.delta.text() {
-            self.text.push_str(&text);
+            self.add_text(&text);
         }
         if choice.finish_reason.is_some() {
             self.complete = true;
             // The client may stop reading here: an exchange title starting then reads it whole.
             if let Some(answer) = &self.answer {
-                answer.set(&self.text);
+                answer.set(&self.title_text);
             }
         }
         for call in choice.delta.tool_calls.into_iter().flatten() {
             if let Some(id) = call.id.filter(|id| !id.is_empty()) {
                 self.call_ids.push(id.into_owned());
             }
+        }
+    }
+
+    /// Text of the answer: hashed for the exchange, and kept up to `MAX_TITLE_TEXT` for a title.
+    fn add_text(&mut self, text: &str) {
+        if let Some(exchange) = &mut self.exchange {
+            exchange.push(text);
+        }
+        if self.answer.is_some() && self.title_text.len() < MAX_TITLE_TEXT {
+            let mut end = text.len().min(MAX_TITLE_TEXT - self.title_text.len());
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            self.title_text.push_str(&text[..end]);
         }
     }
 
@@ -193,7 +215,7 @@ impl<S> AnswerTap<S> {
         }
         // Whatever text the client got is the answer's half, failed or not.
         if let Some(answer) = self.answer.take() {
-            answer.set(&self.text);
+            answer.set(&self.title_text);
         }
         if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.as_deref())
             && !self.failed
@@ -208,7 +230,8 @@ impl<S> AnswerTap<S> {
             return;
         }
         let ids: Vec<&str> = self.call_ids.iter().map(String::as_str).collect();
-        if let Some(digest) = exchange_digest(&anchor.user_text, &self.text, &ids) {
+        let digest = self.exchange.take().and_then(|h| h.finish(&ids));
+        if let Some(digest) = digest {
             anchor
                 .anchors
                 .remember(&anchor.owner, &digest, &anchor.conversation);
@@ -225,7 +248,7 @@ impl<S> AnswerTap<S> {
             .and_then(|m| m.get("content"))
             .and_then(|c| c.as_str())
         {
-            self.text.push_str(text);
+            self.add_text(text);
         }
         if let Some(text) = message.and_then(|m| {
             ["reasoning_content", "reasoning"]
@@ -276,7 +299,7 @@ impl<S> Drop for AnswerTap<S> {
             self.finish();
         }
         if let Some(answer) = self.answer.take() {
-            answer.set(&self.text);
+            answer.set(&self.title_text);
         }
         // The calls' reasoning is worth keeping even if the client hung up after them.
         if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.as_deref())

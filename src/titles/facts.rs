@@ -42,6 +42,100 @@ pub fn exchange_digest(
     exchange_of(&text_digest(user_text), answer_text, call_ids)
 }
 
+/// `exchange_digest` over an answer read piece by piece, so that the answer's text is never held
+/// (an answer streamed to a client is not bounded): the same normalization, kept as state — the
+/// whitespace at the start dropped, the whitespace at a line's end and at the end held back until
+/// text follows it.
+pub struct ExchangeHasher {
+    user: ExchangeDigest,
+    hasher: Sha256,
+    /// A non-whitespace character was seen.
+    started: bool,
+    /// Line breaks not yet written (written only if text follows them).
+    newlines: usize,
+    /// Whitespace after the last line break not yet written (a line's end, or the next line's
+    /// indentation).
+    pending: String,
+}
+
+impl ExchangeHasher {
+    pub fn new(user_text: &str) -> Self {
+        let user = text_digest(user_text);
+        let mut hasher = Sha256::new();
+        hasher.update(b"exchange\0");
+        hasher.update(user);
+        Self {
+            user,
+            hasher,
+            started: false,
+            newlines: 0,
+            pending: String::new(),
+        }
+    }
+
+    pub fn push(&mut self, text: &str) {
+        let mut run = 0;
+        for (at, c) in text.char_indices() {
+            if !c.is_whitespace() {
+                continue;
+            }
+            self.text_run(&text[run..at]);
+            run = at + c.len_utf8();
+            if !self.started {
+                // Whitespace before the text is not part of it.
+                continue;
+            }
+            if c == '\n' {
+                self.pending.clear();
+                self.newlines += 1;
+            } else if self.pending.len() < MAX_PENDING {
+                self.pending.push(c);
+            } else {
+                // A run of blanks this long within a line is hashed as far as it went; what
+                // follows it is still hashed (bounded state, for any answer).
+                self.flush_pending();
+                self.pending.push(c);
+            }
+        }
+        self.text_run(&text[run..]);
+    }
+
+    /// Text without whitespace: what was held back goes first, then it.
+    fn text_run(&mut self, run: &str) {
+        if run.is_empty() {
+            return;
+        }
+        if self.started {
+            self.flush_pending();
+        } else {
+            self.started = true;
+            self.newlines = 0;
+            self.pending.clear();
+        }
+        self.hasher.update(run.as_bytes());
+    }
+
+    fn flush_pending(&mut self) {
+        for _ in 0..self.newlines {
+            self.hasher.update(b"\n");
+        }
+        self.newlines = 0;
+        self.hasher.update(self.pending.as_bytes());
+        self.pending.clear();
+    }
+
+    /// The digest, as `exchange_digest` gives it for the whole answer.
+    pub fn finish(self, call_ids: &[&str]) -> Option<ExchangeDigest> {
+        if self.started {
+            return Some(self.hasher.finalize().into());
+        }
+        exchange_of(&self.user, "", call_ids)
+    }
+}
+
+/// The most whitespace held back at once (`ExchangeHasher`).
+const MAX_PENDING: usize = 64 * 1024;
+
 /// A user text's own digest: an agent loop answers one user text many times, so it is hashed
 /// once, not once per answer.
 fn text_digest(text: &str) -> ExchangeDigest {
@@ -158,6 +252,24 @@ impl ConversationFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    proptest::proptest! {
+        /// Read in any pieces, an answer hashes as it does whole: text, blanks, tabs, carriage
+        /// returns, line breaks and non-ASCII whitespace, in any order.
+        #[test]
+        fn an_answer_hashed_piece_by_piece_is_the_answer_hashed_whole(
+            parts in proptest::collection::vec("[ab \t\r\n\u{a0}\u{2028}é]{0,12}", 0..8),
+            ids in proptest::collection::vec("[a-z0-9]{1,6}", 0..3),
+        ) {
+            let answer: String = parts.concat();
+            let ids: Vec<&str> = ids.iter().map(String::as_str).collect();
+            let mut hasher = ExchangeHasher::new("fix it");
+            for part in &parts {
+                hasher.push(part);
+            }
+            proptest::prop_assert_eq!(hasher.finish(&ids), exchange_digest("fix it", &answer, &ids));
+        }
+    }
     use crate::conversation::{CallInput, Content, Item, Message, ToolCall, ToolResult};
 
     /// Each answered exchange is digested with the user text it answers: an answer with no text

@@ -109,9 +109,12 @@ impl Watcher {
         let Some(choice) = chunk.answer() else {
             return;
         };
+        // The client gets its whole answer; the title reads its start (`answer::MAX_TITLE_TEXT`).
         if let Some(text) = choice.delta.text() {
-            self.live.push_delta(&text);
-            self.text.push_str(&text);
+            let room = super::answer::MAX_TITLE_TEXT.saturating_sub(self.text.len());
+            let text = super::answer::cut(&text, room);
+            self.live.push_delta(text);
+            self.text.push_str(text);
         }
         if choice.finish_reason.is_some() {
             self.complete = true;

@@ -149,3 +149,64 @@ async fn the_responses_and_messages_fronts_give_their_memory_back_too() {
 const PEAK_KIB: usize = 640 * 1024;
 /// What the process may still hold once the spike is over (it starts at ~32 MiB).
 const RETURNED_KIB: usize = 160 * 1024;
+
+/// An upstream answer of `chunks` × 64 KiB of text, streamed.
+fn long_answer(chunks: usize) -> Reply {
+    use crate::support::fake_upstream::Step;
+    let piece = text_chunk(&"x".repeat(64 * 1024)).into_bytes();
+    let mut steps: Vec<Step> = (0..chunks).map(|_| Step::Send(piece.clone())).collect();
+    steps.push(Step::Send(finish_chunk("stop").into_bytes()));
+    steps.push(Step::Send(DONE.as_bytes().to_vec()));
+    Reply::steps(steps)
+}
+
+/// One answer of 60 MiB of text (under the default 64 MiB `limits.max_answer_bytes` with its
+/// framing) through the real binary; returns the growth of the peak resident set in KiB.
+async fn peak_growth_for_one_answer(path: &str, body: serde_json::Value) -> usize {
+    let upstream = FakeUpstream::fixed(long_answer(960)).await;
+    let proxy = Proxy::start(&upstream.base_url(), &[]).await;
+    let pid = proxy.pid();
+    let before = status_kib(pid, "VmHWM");
+    let answer = reqwest::Client::new()
+        .post(format!("{}{path}", proxy.base))
+        .header("x-harness", "opencode")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status(), 200);
+    let got = answer.bytes().await.unwrap().len();
+    assert!(got > 60 * MIB, "{path}: the whole answer: {got} bytes");
+    let growth = status_kib(pid, "VmHWM").saturating_sub(before);
+    eprintln!(
+        "{path}: a 60 MiB answer grew the peak RSS by {} MiB",
+        growth / 1024
+    );
+    growth
+}
+
+/// Issue 30: the conversation-memory tap hashed an answer's text by keeping it whole, so an answer
+/// streamed to its client, which no limit bounds, grew the process with it (a 240 MiB answer:
+/// 520 MiB peak, release build). The text is now hashed as it streams by, and at most 256 KiB of
+/// it is kept for a title.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_streamed_answer_is_not_held_by_the_proxy() {
+    let body = serde_json::json!({"model": "m", "stream": true,
+        "messages": [{"role": "user", "content": "write a lot"}]});
+    let growth = peak_growth_for_one_answer("/v1/chat/completions", body).await;
+    assert!(growth < 32 * 1024, "peak RSS grew {} MiB", growth / 1024);
+}
+
+/// Issue 30: a folded answer (the client did not stream) is held in the JSON being written and
+/// the text it is written from, no more: 7.3× the answer on Responses before (its items' text
+/// copied into the JSON tree, the JSON grown by doubling, the tap's copy), about 3× now.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_folded_responses_answer_is_held_about_twice() {
+    let body = serde_json::json!({"model": "m", "input": "write a lot"});
+    let growth = peak_growth_for_one_answer("/v1/responses", body).await;
+    assert!(
+        growth < 4 * 64 * 1024,
+        "peak RSS grew {} MiB",
+        growth / 1024
+    );
+}

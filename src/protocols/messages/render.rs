@@ -40,6 +40,15 @@ enum Whole {
     },
 }
 
+impl Whole {
+    fn text_len(&self) -> usize {
+        match self {
+            Self::Text(text) | Self::Thinking(text, _) => text.len(),
+            Self::Tool { arguments, .. } => arguments.len(),
+        }
+    }
+}
+
 pub struct MessagesRenderer {
     id: String,
     model: String,
@@ -288,15 +297,20 @@ impl Renderer for MessagesRenderer {
         }
         let usage = self.usage_json();
         let seal = self.seal;
+        let text_bytes: usize = self.whole.iter().map(Whole::text_len).sum();
         // The blocks are moved into the JSON, not copied: the answer is held once.
         let content: Vec<Value> = self
             .whole
             .into_iter()
             .map(|block| match block {
-                Whole::Text(text) => json!({"type": BlockKind::Text.as_str(), "text": text}),
+                // `Value::String` takes the text; `json!` would copy it.
+                Whole::Text(text) => {
+                    json!({"type": BlockKind::Text.as_str(), "text": Value::String(text)})
+                }
                 Whole::Thinking(thinking, server) => {
                     let signature = Self::signature(seal.as_deref(), &thinking, server.as_deref());
-                    json!({"type": BlockKind::Thinking.as_str(), "thinking": thinking, "signature": signature})
+                    json!({"type": BlockKind::Thinking.as_str(),
+                        "thinking": Value::String(thinking), "signature": signature})
                 }
                 Whole::Tool {
                     id,
@@ -316,6 +330,6 @@ impl Renderer for MessagesRenderer {
             "stop_sequence": null,
             "usage": usage,
         });
-        Ok(Bytes::from(body.to_string()))
+        Ok(crate::protocols::json_answer(&body, text_bytes))
     }
 }

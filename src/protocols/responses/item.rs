@@ -46,6 +46,27 @@ impl Item {
         }
     }
 
+    /// `to_json`, its text moved into the JSON rather than copied.
+    pub fn into_json(mut self, status: &str) -> Value {
+        let text = std::mem::take(&mut self.text);
+        let mut value = self.to_json(status);
+        let slot = match &self.kind {
+            Kind::Message if status != IN_PROGRESS => value.pointer_mut("/content/0/text"),
+            Kind::Reasoning => value.pointer_mut("/summary/0/text"),
+            Kind::Function { .. } => value.get_mut("arguments"),
+            _ => None,
+        };
+        match slot {
+            Some(slot) => *slot = Value::String(text),
+            None => {
+                // No slot for the text here: the item as `to_json` writes it, with its text.
+                self.text = text;
+                value = self.to_json(status);
+            }
+        }
+        value
+    }
+
     pub fn to_json(&self, status: &str) -> Value {
         match &self.kind {
             // An item just added has no content part yet (`content_part.added` follows).

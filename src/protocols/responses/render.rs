@@ -120,11 +120,30 @@ impl ResponseRenderer {
             .iter()
             .map(|i| i.to_json(if i.done { "completed" } else { "incomplete" }))
             .collect();
+        self.response_with(status, output)
+    }
+
+    /// `response` for the one JSON answer: the items' text moved into it, not copied (a folded
+    /// answer can be `limits.max_answer_bytes` of it).
+    fn into_response(mut self: Box<Self>, status: &str) -> Value {
+        let output: Vec<Value> = std::mem::take(&mut self.items)
+            .into_iter()
+            .map(|i| {
+                let status = if i.done { "completed" } else { "incomplete" };
+                i.into_json(status)
+            })
+            .collect();
+        self.response_with(status, output)
+    }
+
+    fn response_with(&self, status: &str, output: Vec<Value>) -> Value {
         let mut response = json!({
             "id": self.stamp.id, "object": "response", "created_at": self.stamp.created_at,
-            "status": status, "model": self.model, "output": output, "usage": null,
+            "status": status, "model": self.model, "output": null, "usage": null,
             "error": null, "incomplete_details": null,
         });
+        // Moved in: `json!` would copy the items.
+        response["output"] = Value::Array(output);
         match &self.end {
             Some(End::Finished { reason, usage }) => {
                 if let Some(usage) = usage {
@@ -469,7 +488,8 @@ impl Renderer for ResponseRenderer {
             }
             Some(End::Finished { .. }) => "completed",
         };
-        let response = self.response(status);
-        Ok(Bytes::from(response.to_string()))
+        let text_bytes = self.items.iter().map(|i| i.text.len()).sum();
+        let response = self.into_response(status);
+        Ok(crate::protocols::json_answer(&response, text_bytes))
     }
 }

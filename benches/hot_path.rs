@@ -63,48 +63,31 @@ fn rewrite(c: &mut Criterion) {
         ("pi", 10),
         ("deepseek-tui", 10),
     ];
-    let mut group = c.benchmark_group("harness_rewrite");
-    for (name, turns) in cases {
-        let harness = registry.get(name).expect("a built-in harness");
-        let body = Bytes::from(request(turns));
-        group.throughput(Throughput::Bytes(body.len() as u64));
-        group.bench_with_input(
-            BenchmarkId::new(name, format!("{turns}_turns")),
-            &body,
-            |b, body| {
-                b.iter(|| {
-                    harness
-                        .prepare(HarnessRequest {
-                            conversation: parse_conversation(body).expect("parses"),
-                            chat_body: Some(body),
-                            headers: &headers,
-                            now: chrono::Utc::now(),
-                        })
-                        .expect("prepares")
-                });
-            },
-        );
-    }
     // The socket bench's 32 KB agent turn (Codex's tools), through each of the three.
     let turn = Bytes::from_static(include_bytes!("../bench/fixtures/codex-turn-32k.json"));
+    let mut inputs: Vec<(&str, String, Bytes)> = cases
+        .iter()
+        .map(|&(name, turns)| (name, format!("{turns}_turns"), Bytes::from(request(turns))))
+        .collect();
     for name in ["opencode", "pi", "deepseek-tui"] {
+        inputs.push((name, "codex_turn_32k".to_owned(), turn.clone()));
+    }
+    let mut group = c.benchmark_group("harness_rewrite");
+    for (name, case, body) in &inputs {
         let harness = registry.get(name).expect("a built-in harness");
-        group.bench_with_input(
-            BenchmarkId::new(name, "codex_turn_32k"),
-            &turn,
-            |b, body| {
-                b.iter(|| {
-                    harness
-                        .prepare(HarnessRequest {
-                            conversation: parse_conversation(body).expect("parses"),
-                            chat_body: Some(body),
-                            headers: &headers,
-                            now: chrono::Utc::now(),
-                        })
-                        .expect("prepares")
-                });
-            },
-        );
+        group.throughput(Throughput::Bytes(body.len() as u64));
+        group.bench_with_input(BenchmarkId::new(*name, case), body, |b, body| {
+            b.iter(|| {
+                harness
+                    .prepare(HarnessRequest {
+                        conversation: parse_conversation(body).expect("parses"),
+                        chat_body: Some(body),
+                        headers: &headers,
+                        now: chrono::Utc::now(),
+                    })
+                    .expect("prepares")
+            });
+        });
     }
     group.finish();
 

@@ -244,14 +244,7 @@ pub fn recover(items: &mut [super::Item], seal: &ReasoningSeal) {
 
 /// `text` cut to at most `max` bytes, at a char boundary.
 fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 #[cfg(test)]

@@ -71,14 +71,7 @@ pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<Strin
 
 /// The first `max` bytes of `text`, at a char boundary.
 pub fn cut(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 pub async fn read_limited(mut body: BodyStream) -> String {

@@ -182,10 +182,7 @@ impl<S> AnswerTap<S> {
             exchange.push(text);
         }
         if self.answer.is_some() && self.title_text.len() < MAX_TITLE_TEXT {
-            let mut end = text.len().min(MAX_TITLE_TEXT - self.title_text.len());
-            while !text.is_char_boundary(end) {
-                end -= 1;
-            }
+            let end = text.floor_char_boundary(MAX_TITLE_TEXT - self.title_text.len());
             self.title_text.push_str(&text[..end]);
         }
     }

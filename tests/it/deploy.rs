@@ -742,10 +742,10 @@ fn the_build_context_holds_the_sources_and_no_secret() {
     let stages = dockerfile_stages();
     let mut copied = Vec::new();
     for (keyword, args) in stages.iter().flatten() {
-        if keyword == "COPY" || keyword == "ADD" {
-            if let Some((sources, _)) = context_copy(args) {
-                copied.extend(sources);
-            }
+        if (keyword == "COPY" || keyword == "ADD")
+            && let Some((sources, _)) = context_copy(args)
+        {
+            copied.extend(sources);
         }
     }
     assert!(

@@ -208,14 +208,7 @@ pub fn prepared(
 
 /// Cuts `text` to at most `max` bytes, on a character boundary.
 pub fn clip(text: &str, max: usize) -> &str {
-    if text.len() <= max {
-        return text;
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    &text[..end]
+    &text[..text.floor_char_boundary(max)]
 }
 
 /// The last `max` bytes of `text` or fewer, starting on a character boundary.

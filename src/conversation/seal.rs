@@ -99,20 +99,26 @@ impl ReasoningSeal {
     /// `text` (cut to `MAX_SEALED_TEXT` bytes) as a seal.
     pub fn seal(&self, text: &str) -> String {
         let text = cut(text, MAX_SEALED_TEXT);
-        let mut mac = self.mac(CONTEXT);
-        mac.update(text.as_bytes());
+        self.encrypt(PREFIX, CONTEXT, text.as_bytes())
+    }
+
+    /// `plain` encrypted under `context`, its nonce the HMAC of `plain` (the same plaintext seals
+    /// alike), as `prefix` then base64url of nonce and ciphertext.
+    fn encrypt(&self, prefix: &str, context: &[u8], plain: &[u8]) -> String {
+        let mut mac = self.mac(context);
+        mac.update(plain);
         let digest = mac.finalize().into_bytes();
         let nonce = XNonce::from_slice(&digest[..NONCE_LEN]);
         let payload = Payload {
-            msg: text.as_bytes(),
-            aad: CONTEXT,
+            msg: plain,
+            aad: context,
         };
         // Encrypting a bounded message in memory cannot fail.
         let sealed = self.cipher.encrypt(nonce, payload).unwrap_or_default();
         let mut blob = Vec::with_capacity(NONCE_LEN + sealed.len());
         blob.extend_from_slice(nonce);
         blob.extend_from_slice(&sealed);
-        format!("{PREFIX}{}", URL_SAFE_NO_PAD.encode(blob))
+        format!("{prefix}{}", URL_SAFE_NO_PAD.encode(blob))
     }
 
     /// `text` (cut to `MAX_SEALED_TEXT` bytes) sealed with the server's `signature` of it, when
@@ -129,20 +135,7 @@ impl ReasoningSeal {
         plain.extend_from_slice(&u32::try_from(signature.len()).unwrap_or(0).to_be_bytes());
         plain.extend_from_slice(signature.as_bytes());
         plain.extend_from_slice(text.as_bytes());
-        let mut mac = self.mac(CONTEXT_SIGNED);
-        mac.update(&plain);
-        let digest = mac.finalize().into_bytes();
-        let nonce = XNonce::from_slice(&digest[..NONCE_LEN]);
-        let payload = Payload {
-            msg: &plain,
-            aad: CONTEXT_SIGNED,
-        };
-        // Encrypting a bounded message in memory cannot fail.
-        let sealed = self.cipher.encrypt(nonce, payload).unwrap_or_default();
-        let mut blob = Vec::with_capacity(NONCE_LEN + sealed.len());
-        blob.extend_from_slice(nonce);
-        blob.extend_from_slice(&sealed);
-        format!("{PREFIX_SIGNED}{}", URL_SAFE_NO_PAD.encode(blob))
+        self.encrypt(PREFIX_SIGNED, CONTEXT_SIGNED, &plain)
     }
 
     /// The text and the server's signature of one of our seals (`None` for the signature when it

@@ -224,6 +224,30 @@ async fn a_529_reaches_each_front_in_its_own_shape() {
     );
 }
 
+/// A first turn of `list the files` through `harness` on the Messages upstream `fake`, titled
+/// before it is answered; the conversation's settled title record.
+async fn titled_first_turn(
+    fake: &FakeUpstream,
+    harness: &str,
+    conversation: &str,
+) -> serde_json::Value {
+    let mut config = claude_code(fake);
+    config.default_harness = harness.to_owned();
+    config.titles.order = harness_proxy::config::TitleOrder::Before;
+    config.titles.harnesses = vec![harness.to_owned()];
+    let app = TestApp::start(config).await;
+    let response = crate::titles::chat(
+        &app,
+        &crate::titles::first_turn("list the files\n"),
+        conversation,
+        "k",
+    )
+    .await;
+    assert_eq!(response.status(), 200);
+    read_all(response).await;
+    crate::titles::settled(&app, conversation, "k").await
+}
+
 #[tokio::test]
 async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_is_the_title() {
     let fake = FakeUpstream::start(|request, _| {
@@ -234,20 +258,7 @@ async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_i
         }
     })
     .await;
-    let mut config = claude_code(&fake);
-    config.titles.order = harness_proxy::config::TitleOrder::Before;
-    config.titles.harnesses = vec!["claude-code".to_owned()];
-    let app = TestApp::start(config).await;
-    let response = crate::titles::chat(
-        &app,
-        &crate::titles::first_turn("list the files\n"),
-        "conv-cc",
-        "k",
-    )
-    .await;
-    assert_eq!(response.status(), 200);
-    read_all(response).await;
-    let record = crate::titles::settled(&app, "conv-cc", "k").await;
+    let record = titled_first_turn(&fake, "claude-code", "conv-cc").await;
     assert_eq!(record["title"], "Listing the files");
 
     let sent = fake.requests();
@@ -525,21 +536,7 @@ async fn zcode_s_title_request_on_a_messages_upstream_is_a_messages_request() {
         }
     })
     .await;
-    let mut config = claude_code(&fake);
-    config.default_harness = "zcode".to_owned();
-    config.titles.order = harness_proxy::config::TitleOrder::Before;
-    config.titles.harnesses = vec!["zcode".to_owned()];
-    let app = TestApp::start(config).await;
-    let response = crate::titles::chat(
-        &app,
-        &crate::titles::first_turn("list the files\n"),
-        "conv-zc",
-        "k",
-    )
-    .await;
-    assert_eq!(response.status(), 200);
-    read_all(response).await;
-    let record = crate::titles::settled(&app, "conv-zc", "k").await;
+    let record = titled_first_turn(&fake, "zcode", "conv-zc").await;
     assert_eq!(record["title"], "Listing the files", "{record}");
 
     let sent = fake.requests();

@@ -138,6 +138,19 @@ impl ReasoningSeal {
         self.encrypt(PREFIX_SIGNED, CONTEXT_SIGNED, &plain)
     }
 
+    /// `encrypt`'s blob (after its prefix) decrypted under `context`, when it decodes within the
+    /// longest text plus `extra` bytes and verifies; `None` otherwise.
+    fn decrypt(&self, encoded: &str, context: &[u8], extra: usize) -> Option<Vec<u8>> {
+        let overhead = NONCE_LEN + AEAD_TAG_LEN;
+        let payload = decode_bounded(encoded, overhead, extra)?;
+        let (nonce, sealed) = payload.split_at(NONCE_LEN);
+        let payload = Payload {
+            msg: sealed,
+            aad: context,
+        };
+        self.cipher.decrypt(XNonce::from_slice(nonce), payload).ok()
+    }
+
     /// The text and the server's signature of one of our seals (`None` for the signature when it
     /// carries none); `None` for anything that is not our seal (never an error).
     pub fn open_signed(&self, blob: &str) -> Option<Opened> {
@@ -147,19 +160,7 @@ impl ReasoningSeal {
                 signature: None,
             });
         };
-        let overhead = NONCE_LEN + AEAD_TAG_LEN + LEN_BYTES;
-        let payload = decode_bounded(encoded, overhead, MAX_SEALED_SIGNATURE)?;
-        let (nonce, sealed) = payload.split_at(NONCE_LEN);
-        let plain = self
-            .cipher
-            .decrypt(
-                XNonce::from_slice(nonce),
-                Payload {
-                    msg: sealed,
-                    aad: CONTEXT_SIGNED,
-                },
-            )
-            .ok()?;
+        let plain = self.decrypt(encoded, CONTEXT_SIGNED, LEN_BYTES + MAX_SEALED_SIGNATURE)?;
         let (len, rest) = plain.split_at_checked(LEN_BYTES)?;
         let len = usize::try_from(u32::from_be_bytes(len.try_into().ok()?)).ok()?;
         let (signature, text) = rest.split_at_checked(len)?;
@@ -175,19 +176,7 @@ impl ReasoningSeal {
             return self.open_signed(blob).map(|opened| opened.text);
         }
         if let Some(encoded) = blob.strip_prefix(PREFIX) {
-            let payload = decode_bounded(encoded, NONCE_LEN + AEAD_TAG_LEN, 0)?;
-            let (nonce, sealed) = payload.split_at(NONCE_LEN);
-            let text = self
-                .cipher
-                .decrypt(
-                    XNonce::from_slice(nonce),
-                    Payload {
-                        msg: sealed,
-                        aad: CONTEXT,
-                    },
-                )
-                .ok()?;
-            return String::from_utf8(text).ok();
+            return String::from_utf8(self.decrypt(encoded, CONTEXT, 0)?).ok();
         }
         let payload = decode_bounded(blob.strip_prefix(PREFIX_V1)?, TAG_LEN, 0)?;
         let (tag, text) = payload.split_at(TAG_LEN);

@@ -136,7 +136,7 @@ skills=[v for kk,v in k.items() if kk.startswith('KIMI_CODE_BUILTIN_SKILLS')][0]
 w('kimi-code/skills.md', skills+'\n')
 rem=k['KIMI_CODE_AUTO_PERMISSION_REMINDER']
 w('kimi-code/reminder.md', rem+'\n')
-b=rewrite('kimi-code',{"model":"S","messages":[{"role":"user","content":"hi"}]},['x-harness-prompt-cache-scope: T1'])
+b=rewrite('kimi-code',{"model":"S","messages":[{"role":"user","content":"hi"}]},['x-conversation-id: T1'])
 import re as _re
 sysw=_re.sub(r'\{\{\s*(\w+)\s*\}\}', lambda mm: {'ROLE_ADDITIONAL':'','KIMI_OS':'Linux','KIMI_SHELL':'bash (`/bin/bash`)','KIMI_NOW':'2025-11-29T00:00:00.000Z','KIMI_WORK_DIR':'.','KIMI_WORK_DIR_LS':'','KIMI_ADDITIONAL_DIRS_INFO':'','KIMI_AGENTS_MD':'','KIMI_SKILLS':skills}[mm.group(1)], t)
 sysw=sysw[:-1] if sysw.endswith('\n') else sysw

@@ -145,7 +145,8 @@ fn shaper(c: &mut Criterion) {
     });
     group.bench_function("200_text_chunks_memo_only", |b| {
         use futures_util::StreamExt;
-        let memo = std::sync::Arc::new(harness_proxy::reasoning_memo::ReasoningMemo::default());
+        let memo =
+            std::sync::Arc::new(harness_proxy::memory::reasoning_memo::ReasoningMemo::default());
         let runtime = tokio::runtime::Builder::new_current_thread()
             .build()
             .expect("runtime");
@@ -154,13 +155,13 @@ fn shaper(c: &mut Criterion) {
                 .iter()
                 .cloned()
                 .map(Ok::<_, std::convert::Infallible>);
-            let sink = harness_proxy::titles::answer_tap::MemoSink {
+            let sink = harness_proxy::memory::answer_tap::MemoSink {
                 memo: memo.clone(),
                 owner: "owner".to_owned(),
             };
-            let tap = harness_proxy::titles::answer_tap::AnswerTap::new(
+            let tap = harness_proxy::memory::answer_tap::AnswerTap::new(
                 futures_util::stream::iter(items),
-                harness_proxy::titles::answer_tap::Taps {
+                harness_proxy::memory::answer_tap::Taps {
                     anchor: None,
                     memo: Some(sink),
                     answer: None,

@@ -19,10 +19,13 @@
 //! - `sse`: split-safe SSE codec, no protocol's events. `api`: OpenAI wire types. `error`:
 //!   `ProxyError`, rendered once in a protocol's error shape (OpenAI's by default).
 //! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
-//! - `titles`: title sanitizing (and, with the title service, first-turn titles).
-//! - `reasoning_memo`: the reasoning of answers with tool calls, for clients that echo none: once
-//!   per answer, bounded at every write, in this process and in the title store's backend
-//!   (shared by replicas).
+//! - `store`: the store backend `titles.store` names (memory, SQLite, Redis), opened once and
+//!   shared by everything kept in it.
+//! - `memory`: conversation memory: who a conversation is (`identity`, the `anchors` of id-less
+//!   clients), what this process has seen of it (`known`, `recent`, `facts`) and what it must
+//!   carry (`reasoning_memo`, fed by `answer_tap`), over the shared `store`.
+//! - `titles`: first-turn titles, one consumer of `memory`: claims, title requests, the sanitizer,
+//!   records (`titles::store`), live titles.
 //! - `state`: `AppState`, everything handlers share.
 //! - `calibrate`: the `calibrate opencode` capture endpoint and the prompt files it writes.
 //! - `inspect`: the console's in-memory ring of recent requests (client and upstream bodies).
@@ -37,13 +40,14 @@ pub mod conversation;
 pub mod error;
 pub mod harness;
 pub mod inspect;
+pub mod memory;
 pub mod prompts;
 pub mod protocols;
-pub mod reasoning_memo;
 pub mod routes;
 pub mod server;
 pub mod sse;
 pub mod state;
+pub mod store;
 pub mod telemetry;
 pub mod template;
 pub mod titles;

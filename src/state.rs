@@ -13,9 +13,11 @@ use crate::config::Config;
 use crate::conversation::seal::ReasoningSeal;
 use crate::harness::opencode::tools::HostInfo;
 use crate::harness::{Registry, Setup, SetupError};
+use crate::memory::ConversationMemory;
 use crate::prompts::{PromptError, Prompts};
+use crate::store::{Backend, StoreError};
 use crate::titles::TitleService;
-use crate::titles::store::{self, StoreError};
+use crate::titles::store;
 use crate::upstream::{BuildError, EnvSource, Upstream};
 
 #[derive(Debug, thiserror::Error)]
@@ -85,7 +87,10 @@ pub struct Inner {
     /// `harness_header`, parsed once (validated by config).
     pub harness_header: http::HeaderName,
     pub upstream: Arc<Upstream>,
+    /// First-turn titles: one consumer of `memory`.
     pub titles: Arc<TitleService>,
+    /// Conversation memory: ids of id-less clients, what was seen, the reasoning to carry.
+    pub memory: Arc<ConversationMemory>,
     /// Bounds concurrent proxied requests; a permit lives as long as the response body.
     pub limiter: Arc<Semaphore>,
     /// Set once shutdown begins; `/readyz` then reports not ready.
@@ -111,8 +116,6 @@ pub struct Inner {
     /// The key of the reasoning seals put in clients' opaque fields (`opencode.reasoning_key`,
     /// else random for this process).
     pub reasoning_seal: Arc<ReasoningSeal>,
-    /// The reasoning of answers that made tool calls, for clients that echo none back.
-    pub reasoning_memo: Arc<crate::reasoning_memo::ReasoningMemo>,
 }
 
 /// The seals' secret: `opencode.reasoning_key`, else the file `opencode.reasoning_key_file`
@@ -182,21 +185,25 @@ impl AppState {
                 .forwarding_client_key(config.auth.forwards_client_key())
                 .with_event_limit(config.limits.max_sse_event_bytes),
         );
-        let store = store::open(&config.titles)?;
-        let titles = Arc::new(TitleService::new(
+        // One backend for everything the proxy keeps: title records, the memo, live notices.
+        let backend = Backend::open(&config.titles.store, &config.titles.redis_prefix)?;
+        let memory = Arc::new(ConversationMemory::open(&backend)?);
+        let titles = Arc::new(TitleService::with_memory(
             config.titles.clone(),
-            store,
+            store::open(&config.titles, &backend)?,
+            &backend,
+            memory.clone(),
             upstream.clone(),
-        )?);
+        ));
         let harness_header = http::HeaderName::try_from(config.harness_header.as_str())
             .unwrap_or_else(|_| http::HeaderName::from_static("x-harness"));
         let inbound_keys = crate::auth::InboundKeys::from_hex(&config.auth.keys);
         let reasoning_seal = reasoning_seal(&config)?;
         Ok(Self(Arc::new(Inner {
             reasoning_seal,
-            reasoning_memo: titles.reasoning_memo().clone(),
             harness_header,
             titles,
+            memory,
             limiter: Arc::new(Semaphore::new(config.limits.max_concurrent_requests)),
             body_budget: Arc::new(Semaphore::new(
                 config

@@ -102,7 +102,7 @@ fn rewritten(
         headers,
     };
     // The prompt-cache scope `serve` stamps: the conversation the client names, for its caller.
-    let caller = crate::titles::identity::Caller::from_headers(
+    let caller = crate::memory::identity::Caller::from_headers(
         &call.headers,
         config.auth.admin_token.as_deref(),
     );

@@ -7,8 +7,8 @@
 use http::HeaderValue;
 
 use crate::harness::cache_key::{CALLER_HEADER, SCOPE_HEADER, caller, derive};
+use crate::memory::identity::client_conversation_id;
 use crate::routes::front::Call;
-use crate::titles::identity::client_conversation_id;
 
 /// `call` as the harness sees it: with `owner`'s scope for a key the client names itself, with
 /// the scope of `owner`'s conversation when the client named one in its headers, and never with

@@ -11,13 +11,13 @@ use crate::config::ReasoningMode;
 use crate::conversation::seal::ReasoningSeal;
 use crate::error::ProxyError;
 use crate::harness::{Harness, HarnessRequest, Prepared};
+use crate::memory::facts::ConversationFacts;
+use crate::memory::reasoning_memo::{Misses, ReasoningMemo};
 use crate::protocols::chat::ResponsePlan;
 use crate::protocols::chat::peek::Peek;
 use crate::protocols::{ClientProtocol, Inbound, Renderer, Request};
-use crate::reasoning_memo::{Misses, ReasoningMemo};
 use crate::routes::front::{Call, Front};
 use crate::state::AppState;
-use crate::titles::facts::ConversationFacts;
 
 /// Bodies from this size are parsed and rewritten on the blocking pool, one per core at a time:
 /// parsing and rebuilding a large body takes long enough to stall every connection served by the
@@ -47,7 +47,7 @@ impl Processed {
         titled: bool,
     ) -> Self {
         let facts = (protocol == crate::protocols::chat::PROTOCOL
-            && (titled || !crate::titles::identity::has_conversation_header(headers)))
+            && (titled || !crate::memory::identity::has_conversation_header(headers)))
         .then(|| Peek::parse(body))
         .flatten()
         .map(|peek| ConversationFacts::from_views(peek.model(), peek.views()));
@@ -95,7 +95,7 @@ pub(crate) async fn process(
     let now = chrono::Utc::now();
     let memo = memo_scope
         .filter(|_| state.config.opencode.reasoning == ReasoningMode::Return)
-        .map(|owner| (state.reasoning_memo.clone(), owner.to_owned()));
+        .map(|owner| (state.memory.reasoning.clone(), owner.to_owned()));
     let context = Context {
         seal: state.reasoning_seal.clone(),
         memo: memo.clone(),

@@ -12,12 +12,13 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::HeaderValue;
 use axum::response::Response;
 use bytes::Bytes;
 
 use crate::error::ProxyError;
 use crate::harness::Harness;
+use crate::memory::identity::{BadConversationId, Caller};
 use crate::protocols::Renderer;
 use crate::protocols::chat::ResponsePlan;
 use crate::routes::ResponseFacts;
@@ -32,11 +33,6 @@ use crate::routes::meter::Meter;
 use crate::routes::turn::Turn;
 use crate::state::AppState;
 use crate::titles::AfterAnswer;
-use crate::titles::anchors::fresh_id;
-use crate::titles::facts::ConversationFacts;
-use crate::titles::identity::{
-    BadConversationId, Caller, client_conversation_id, conversation_id_with_key,
-};
 
 /// The harness a request names: header `x-harness` (`harness_header`), else the
 /// `/harness/{name}/` path, else `default_harness`.
@@ -241,15 +237,16 @@ fn identified<'a>(
     owner: &'a str,
     processed: &Processed,
 ) -> Result<(Turn<'a>, bool), ProxyError> {
-    let (conversation, started) = identify(
-        state,
-        &call.headers,
-        processed.conversation_key.as_deref(),
-        owner,
-        processed.facts.as_ref(),
-        processed.prepared.rewritten,
-    )
-    .map_err(|bad| invalid_conversation_id(&bad))?;
+    let (conversation, started) = state
+        .memory
+        .identify(
+            &call.headers,
+            processed.conversation_key.as_deref(),
+            owner,
+            processed.facts.as_ref(),
+            processed.prepared.rewritten,
+        )
+        .map_err(|bad| invalid_conversation_id(&bad))?;
     let turn = Turn {
         state,
         harness,
@@ -269,45 +266,6 @@ fn invalid_conversation_id(bad: &BadConversationId) -> ProxyError {
         param: Some(bad.header),
         code: "invalid_conversation_id",
     }
-}
-
-/// Which conversation this turn belongs to, and whether it starts one. A client id wins; a
-/// rewritten request without one continues the conversation whose first answered exchange its
-/// history holds (`titles::anchors`), else starts a new one; passthrough, which never reads the
-/// answer, keeps the id derived from the first user text.
-fn identify(
-    state: &AppState,
-    headers: &HeaderMap,
-    body_key: Option<&str>,
-    owner: &str,
-    facts: Option<&ConversationFacts>,
-    rewritten: bool,
-) -> Result<(String, bool), BadConversationId> {
-    if let Some(id) = client_conversation_id(headers, body_key)? {
-        // Kilo asks for its title under `title-<its session id>`: that session's title.
-        let id = match id.strip_prefix("title-") {
-            Some(session) if facts.is_some_and(|f| f.title_request) && !session.is_empty() => {
-                session.to_owned()
-            }
-            _ => id,
-        };
-        return Ok((id, false));
-    }
-    Ok(match facts {
-        Some(facts) if rewritten && !facts.title_request => {
-            match state.titles.anchors().find(owner, &facts.exchanges) {
-                Some(id) => (id, false),
-                None => (fresh_id(), true),
-            }
-        }
-        _ => {
-            let first_user_text = facts.map_or("", |f| f.first_user_text.as_str());
-            (
-                conversation_id_with_key(headers, body_key, owner, first_user_text)?,
-                false,
-            )
-        }
-    })
 }
 
 /// The upstream's answer in the client's protocol: a Chat Completions client's through `answer`

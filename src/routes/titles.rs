@@ -12,11 +12,11 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use crate::error::{InternalError, ProxyError};
+use crate::memory::identity::Caller;
 use crate::routes::extract::PathParam;
 use crate::sse::named_event;
 use crate::state::AppState;
 use crate::titles::follow::{self, Event};
-use crate::titles::identity::Caller;
 use crate::titles::live::{Outcome, Snapshot};
 use crate::titles::store::{Cursor, Status, StoreError, TitleRecord};
 

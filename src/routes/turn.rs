@@ -11,14 +11,14 @@ use bytes::Bytes;
 
 use crate::config::{ReasoningMode, Wire};
 use crate::harness::{Harness, TitleAsk};
+use crate::memory::answer_tap::MemoSink;
+use crate::memory::facts::ConversationFacts;
 use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::front::{Call, Front};
 use crate::routes::headers::{client_authorization, upstream_headers};
 use crate::routes::meter::Meter;
 use crate::routes::upstream_path::forwardable_query;
 use crate::state::AppState;
-use crate::titles::answer_tap::MemoSink;
-use crate::titles::facts::ConversationFacts;
 use crate::titles::{TitleRequest, TitleTurn, TitleWriter, TurnInfo};
 use crate::upstream::{Outbound, UpstreamError, UpstreamResponse};
 
@@ -193,7 +193,7 @@ impl Turn<'_> {
             rewritten && self.state.config.opencode.reasoning == ReasoningMode::Return
         })?;
         Some(MemoSink {
-            memo: self.state.reasoning_memo.clone(),
+            memo: self.state.memory.reasoning.clone(),
             owner: scope.to_owned(),
         })
     }

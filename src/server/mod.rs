@@ -167,6 +167,8 @@ pub async fn run(
     let grace = state.config.shutdown_grace;
     state.titles.recover().await;
     state.titles.spawn_maintenance();
+    let memory_upkeep = CancellationToken::new();
+    state.memory.spawn_maintenance(memory_upkeep.clone());
     let stopping = CancellationToken::new();
     let trigger = stopping.clone();
     let draining_state = state.clone();
@@ -211,6 +213,8 @@ pub async fn run(
         .unwrap_or_default();
     let left = grace.saturating_sub(spent).max(BACKGROUND_FLUSH);
     state.titles.shutdown(left).await;
+    memory_upkeep.cancel();
+    state.memory.shutdown(BACKGROUND_FLUSH).await;
     Ok(())
 }
 

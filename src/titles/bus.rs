@@ -5,15 +5,14 @@
 //! delta, whichever replica runs the title. Pub/sub may drop notices (Redis restarts, a slow
 //! follower); followers also re-read on a timer, and a reconnect broadcasts an "anything changed".
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::StreamExt;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
-use super::store::StoreError;
-use super::store::redis::LazyConnection;
-use crate::config::StoreUrl;
+use crate::store::{Backend, RedisServer};
 
 /// How many notices a slow follower may lag behind before it just re-reads.
 const CAPACITY: usize = 1024;
@@ -38,23 +37,25 @@ pub struct Bus {
 }
 
 struct RedisBus {
-    conn: LazyConnection,
+    server: Arc<RedisServer>,
     channel: String,
 }
 
 impl Bus {
-    pub fn new(store: &StoreUrl, prefix: &str) -> Result<Self, StoreError> {
-        let redis = match store {
-            StoreUrl::Redis(url) => Some(RedisBus {
-                conn: LazyConnection::new(url)?,
-                channel: format!("{prefix}:live"),
+    /// Notices over the shared backend: Redis publishes them to every replica; otherwise they
+    /// stay in this process.
+    pub fn new(backend: &Backend) -> Self {
+        let redis = match backend {
+            Backend::Redis(server) => Some(RedisBus {
+                channel: format!("{}:live", server.prefix),
+                server: server.clone(),
             }),
-            StoreUrl::Memory | StoreUrl::Sqlite(_) => None,
+            Backend::Memory | Backend::Sqlite(_) => None,
         };
-        Ok(Self {
+        Self {
             local: broadcast::channel(CAPACITY).0,
             redis,
-        })
+        }
     }
 
     pub fn subscribe(&self) -> broadcast::Receiver<Notice> {
@@ -71,7 +72,7 @@ impl Bus {
             return;
         };
         // Our own listener hears it back and fans it out here too.
-        let published = match redis.conn.get().await {
+        let published = match redis.server.conn.get().await {
             Ok(mut conn) => redis::cmd("PUBLISH")
                 .arg(&redis.channel)
                 .arg(format!("{owner}{SEP}{id}"))
@@ -89,7 +90,7 @@ impl Bus {
     /// For Redis: listens to the shared channel until `cancel`, resubscribing after any loss.
     pub fn spawn_listener(&self, cancel: CancellationToken) {
         let Some(redis) = &self.redis else { return };
-        let client = redis.conn.client().clone();
+        let client = redis.server.conn.client().clone();
         let channel = redis.channel.clone();
         let local = self.local.clone();
         tokio::spawn(async move {

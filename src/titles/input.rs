@@ -7,33 +7,8 @@
 //! `AnswerText` shared with the title job, which reads it when the job starts (`titles.order =
 //! "after"`: once the answer's body has ended).
 
-use std::sync::{Arc, Mutex};
-
 use super::sanitize::strip_reasoning;
-
-/// One answer's text, written by the answer tap and read by the title job it belongs to.
-#[derive(Debug, Clone, Default)]
-pub struct AnswerText(Arc<Mutex<Option<String>>>);
-
-impl AnswerText {
-    /// The answer's text so far: written when the answer says it is finished, again when it
-    /// ends, so a title started at either point reads it whole.
-    pub fn set(&self, text: &str) {
-        if let Ok(mut slot) = self.0.lock() {
-            *slot = Some(text.to_owned());
-        }
-    }
-
-    /// The text written, or empty when the answer had none (only tool calls, or it failed
-    /// before any text).
-    pub fn get(&self) -> String {
-        self.0
-            .lock()
-            .ok()
-            .and_then(|slot| slot.clone())
-            .unwrap_or_default()
-    }
-}
+pub use crate::memory::answer_tap::AnswerText;
 
 /// The exchange input: each half trimmed, stripped of leaked `<think>` reasoning (the answer)
 /// and cut to `chars` characters; a missing half is left out (its label too), and with neither

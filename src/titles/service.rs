@@ -18,21 +18,20 @@ use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::anchors::Anchors;
 use super::answer::{error_message, read_limited, stream_text};
 use super::breaker::Breaker;
 use super::bus::{Bus, Notice};
 use super::job::{TitleJob, TitleRequest};
-use super::known::Known;
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
-use super::recent::{RecentTitles, Source};
 use super::sanitize::sanitize_title;
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 use super::threads::TitleThreads;
 use super::writer::{self, OutcomeQueue, Pushed};
 use crate::config::{TitleOrder, TitlesConfig};
-use crate::reasoning_memo::ReasoningMemo;
+use crate::memory::ConversationMemory;
+use crate::memory::recent::Source;
+use crate::store::Backend;
 use crate::upstream::{Outbound, Upstream};
 
 /// Why a title task made no title; its message is the failed record's reason.
@@ -71,19 +70,13 @@ pub struct TitleService {
     pub(super) tracker: TaskTracker,
     /// Cancelled when the shutdown grace runs out: running titles record that they were cut short.
     pub(super) cancel: CancellationToken,
-    /// Which conversation an id-less client's turn continues (this process's answers).
-    anchors: Arc<Anchors>,
-    /// Conversations known to have a record already: not claimed again.
-    known: Known,
+    /// What the proxy knows of conversations (ids of id-less clients, known records, recent
+    /// titles), shared with the routes.
+    pub(super) memory: Arc<ConversationMemory>,
     /// Whether a claim may wait on the store (not while it hangs).
     breaker: Breaker,
-    /// Titles generated lately, by what they were generated from.
-    pub(super) recent: RecentTitles,
     /// First turns' claims waiting for their client's own title request.
     pub(super) threads: TitleThreads,
-    /// The reasoning of answers that made tool calls, in this process and in the store's backend
-    /// (opened from the same `titles.store`; pruned by the upkeep, drained at shutdown).
-    pub(super) reasoning_memo: Arc<ReasoningMemo>,
 }
 
 /// A started title job: its request written, from the answer too for an exchange (none: nothing
@@ -121,43 +114,51 @@ pub struct Started {
 }
 
 impl TitleService {
+    /// A service with a memory and a backend of its own, opened from `config.store` (tests; the
+    /// proxy shares both, `with_memory`).
     pub fn new(
         config: TitlesConfig,
         store: Arc<dyn TitleStore>,
         upstream: Arc<Upstream>,
     ) -> Result<Self, StoreError> {
-        let bus = Bus::new(&config.store, &config.redis_prefix)?;
+        let backend = Backend::open(&config.store, &config.redis_prefix)?;
+        let memory = Arc::new(ConversationMemory::open(&backend)?);
+        Ok(Self::with_memory(config, store, &backend, memory, upstream))
+    }
+
+    /// The service over the records in `store`, with its notices on the shared `backend`, as
+    /// one consumer of the conversation `memory`.
+    pub fn with_memory(
+        config: TitlesConfig,
+        store: Arc<dyn TitleStore>,
+        backend: &Backend,
+        memory: Arc<ConversationMemory>,
+        upstream: Arc<Upstream>,
+    ) -> Self {
         let instance = config
             .instance_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let reasoning_memo = Arc::new(ReasoningMemo::open(&config)?);
-        Ok(Self {
+        Self {
             config,
             store,
             instance,
             live: LiveHub::default(),
-            bus,
+            bus: Bus::new(backend),
             outbox: Outbox::default(),
             outcomes: OutcomeQueue::default(),
             upstream,
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
-            anchors: Arc::new(Anchors::default()),
-            known: Known::default(),
+            memory,
             breaker: Breaker::default(),
-            recent: RecentTitles::default(),
             threads: TitleThreads::default(),
-            reasoning_memo,
-        })
+        }
     }
 
-    pub fn anchors(&self) -> &Arc<Anchors> {
-        &self.anchors
-    }
-
-    pub fn reasoning_memo(&self) -> &Arc<ReasoningMemo> {
-        &self.reasoning_memo
+    /// The conversation memory this service reads (and the routes share).
+    pub fn memory(&self) -> &Arc<ConversationMemory> {
+        &self.memory
     }
 
     pub fn instance(&self) -> &str {
@@ -181,7 +182,7 @@ impl TitleService {
         protocol: &str,
     ) -> Option<Arc<LiveTitle>> {
         // Known to have a record already (claimed here, or found by a claim): no store round trip.
-        if self.known.contains(owner, id) {
+        if self.memory.known.contains(owner, id) {
             return None;
         }
         let record = self.pending_record(owner, id, model, harness, protocol);
@@ -205,11 +206,11 @@ impl TitleService {
         }
         match claimed {
             Some(Ok(true)) => {
-                self.known.insert(owner, id);
+                self.memory.known.insert(owner, id);
                 self.mirror(&live);
                 return Some(live);
             }
-            Some(Ok(false)) => self.known.insert(owner, id),
+            Some(Ok(false)) => self.memory.known.insert(owner, id),
             Some(Err(err)) => {
                 store_error("claim");
                 tracing::warn!(error = %err, "title store unavailable; no title for this conversation");
@@ -240,7 +241,7 @@ impl TitleService {
         let live = self
             .live
             .register(self.pending_record(owner, id, model, harness, protocol))?;
-        self.known.insert(owner, id);
+        self.memory.known.insert(owner, id);
         self.mirror(&live);
         Some(live)
     }
@@ -339,7 +340,7 @@ impl TitleService {
 
     /// The title this caller's `words` got lately with `record`'s model, if any (`recent`).
     pub(super) fn recent_title(&self, record: &TitleRecord, words: &str) -> Option<String> {
-        self.recent.get(Source {
+        self.memory.recent.get(Source {
             owner: &record.owner,
             model: &record.model,
             text: words,
@@ -418,7 +419,7 @@ impl TitleService {
             text: &text,
         };
         if job.fresh
-            && let Some(title) = self.recent.get(source)
+            && let Some(title) = self.memory.recent.get(source)
         {
             live.push_delta(&title);
             return Outcome::Done(title);
@@ -439,7 +440,7 @@ impl TitleService {
             caught(self.run(live, job, dispatched)).await
         };
         if let Outcome::Done(title) = &outcome {
-            self.recent.remember(source, title);
+            self.memory.recent.remember(source, title);
         }
         outcome
     }

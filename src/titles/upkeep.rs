@@ -134,14 +134,6 @@ impl TitleService {
                 tracing::warn!(error = %err, "cannot prune titles");
             }
         }
-        match self.reasoning_memo.prune().await {
-            Ok(0) => {}
-            Ok(n) => tracing::debug!(count = n, "pruned remembered reasoning"),
-            Err(err) => {
-                store_error("prune");
-                tracing::warn!(error = %err, "cannot prune the reasoning memo");
-            }
-        }
     }
 
     async fn flush_outbox(&self) {
@@ -217,7 +209,6 @@ impl TitleService {
         self.cancel.cancel();
         let _ = tokio::time::timeout(Duration::from_secs(2), self.tracker.wait()).await;
         let _ = tokio::time::timeout(Duration::from_secs(1), self.write_queued_outcomes()).await;
-        self.reasoning_memo.drain(Duration::from_secs(1)).await;
         if !self.outbox.is_empty() {
             let _ = tokio::time::timeout(Duration::from_secs(1), self.flush_outbox()).await;
             let lost = self.outbox.len();

@@ -19,10 +19,10 @@ use harness_proxy::config::OpencodeConfig;
 use harness_proxy::harness::collaboration::Collaboration;
 use harness_proxy::harness::opencode::Opencode;
 use harness_proxy::harness::opencode::tools::HostInfo;
+use harness_proxy::memory::facts::ConversationFacts;
 use harness_proxy::prompts::Prompts;
 use harness_proxy::protocols::gemini::parse_with;
 use harness_proxy::protocols::{ChatAnswerReader, Inbound, Request};
-use harness_proxy::titles::facts::ConversationFacts;
 use http::{HeaderMap, HeaderName, HeaderValue, Method};
 use serde_json::{Value, json};
 

@@ -12,9 +12,9 @@ use harness_proxy::config::OpencodeConfig;
 use harness_proxy::harness::collaboration::Collaboration;
 use harness_proxy::harness::opencode::Opencode;
 use harness_proxy::harness::opencode::tools::HostInfo;
+use harness_proxy::memory::facts::ConversationFacts;
 use harness_proxy::prompts::Prompts;
 use harness_proxy::protocols::chat::request::parse_conversation;
-use harness_proxy::titles::facts::ConversationFacts;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Map, Value};
 

@@ -390,7 +390,7 @@ async fn a_turn_continued_on_the_other_replica_passes(store: impl Fn(&mut Config
     assert_eq!(status, 200, "{first}");
     let call = first["choices"][0]["message"]["tool_calls"][0].clone();
     // The first replica's write is off the answer's path: wait for it, as time would.
-    one.state.reasoning_memo.settled().await;
+    one.state.memory.reasoning.settled().await;
     let echoed = json!({"role": "assistant", "content": null, "tool_calls": [call]});
     let result = json!({"role": "tool", "tool_call_id": call["id"], "content": "a.txt"});
     let (status, answer) = post(

@@ -48,7 +48,7 @@ async fn rewrite_prints_what_the_server_sends_upstream_for_every_protocol() {
     .await;
     let base = upstream.base_url();
     let app = TestApp::start(test_config(&base)).await;
-    // Each in other words: the same words are titled once (`titles::recent`).
+    // Each in other words: the same words are titled once (`memory::recent`).
     let cases = [
         (
             "chat",

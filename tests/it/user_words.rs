@@ -12,8 +12,8 @@ use proptest::test_runner::{Config, TestRunner};
 use serde_json::{Value, json};
 
 use harness_proxy::clients::profiles::Profiles;
+use harness_proxy::memory::facts::ConversationFacts;
 use harness_proxy::protocols::{self, Inbound, Request};
-use harness_proxy::titles::facts::ConversationFacts;
 
 use crate::gemini_golden::harness;
 

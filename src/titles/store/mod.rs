@@ -19,7 +19,9 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::config::{StoreUrl, TitlesConfig};
+use crate::config::TitlesConfig;
+use crate::store::Backend;
+pub use crate::store::{Refusal, StoreError};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -104,37 +106,6 @@ impl Cursor {
     }
 }
 
-#[derive(Debug, thiserror::Error)]
-pub enum StoreError {
-    /// The store cannot be reached right now (Redis down, file gone); callers may retry.
-    #[error("title store unreachable: {0}")]
-    Unavailable(String),
-    #[error("title store: {0}")]
-    Backend(String),
-    /// The store answers but refuses writes: full (Redis `-OOM`) or read-only (`-READONLY`
-    /// replica, `-MISCONF` failed snapshot). Unlike `Unavailable`, retrying soon rarely helps;
-    /// someone must free memory or fix the server.
-    #[error("title store refuses writes ({}): {reason}", .refusal.state())]
-    Refusing { refusal: Refusal, reason: String },
-}
-
-/// Why a store that answers refuses writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Refusal {
-    Full,
-    ReadOnly,
-}
-
-impl Refusal {
-    /// The word `/readyz` shows as the store's `state`.
-    pub fn state(self) -> &'static str {
-        match self {
-            Self::Full => "full",
-            Self::ReadOnly => "read_only",
-        }
-    }
-}
-
 #[async_trait]
 pub trait TitleStore: Send + Sync {
     /// Inserts the pending record unless one exists for (owner, id), atomically: `true` means this
@@ -183,16 +154,15 @@ pub trait TitleStore: Send + Sync {
     fn shared(&self) -> bool;
 }
 
-/// Opens the store `titles.store` names.
-pub fn open(config: &TitlesConfig) -> Result<Arc<dyn TitleStore>, StoreError> {
-    Ok(match &config.store {
-        StoreUrl::Memory => Arc::new(memory::MemoryStore::new(config.max_records)),
-        StoreUrl::Sqlite(path) => Arc::new(sqlite::SqliteStore::open(path)?),
-        StoreUrl::Redis(url) => Arc::new(redis::RedisStore::open(
-            url,
-            &config.redis_prefix,
+/// The title records in the shared backend (`titles.store`, opened once by the state).
+pub fn open(config: &TitlesConfig, backend: &Backend) -> Result<Arc<dyn TitleStore>, StoreError> {
+    Ok(match backend {
+        Backend::Memory => Arc::new(memory::MemoryStore::new(config.max_records)),
+        Backend::Sqlite(file) => Arc::new(sqlite::SqliteStore::on(file)?),
+        Backend::Redis(server) => Arc::new(redis::RedisStore::on(
+            server.clone(),
             config.retention,
             config.max_records,
-        )?),
+        )),
     })
 }

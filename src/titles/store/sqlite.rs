@@ -14,6 +14,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use super::background::Background;
 use super::{Cursor, Status, StoreError, TitleRecord, TitleStore};
+use crate::store::{SqliteFile, open_connection};
 
 pub struct SqliteStore {
     conn: Arc<Mutex<Connection>>,
@@ -73,36 +74,27 @@ const MIGRATIONS: [(&str, &str); 3] = [
 const COLUMNS: &str = "owner, id, title, status, error, model, harness, created_at, updated_at, instance, text, protocol";
 const VALUES: &str = "?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12";
 
-/// A connection to the store's file (its directory made first), as every user of the file opens
-/// it: WAL (readers never wait for the writer), commits without fsync (a crash loses at most the
-/// last commits, never the file), and a wait for the other writers.
-pub(crate) fn open_connection(path: &Path) -> Result<Connection, StoreError> {
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| backend(format!("cannot create {}: {e}", dir.display())))?;
-    }
-    let conn = Connection::open(path)
-        .map_err(|e| backend(format!("cannot open {}: {e}", path.display())))?;
-    conn.pragma_update(None, "journal_mode", "WAL")
-        .map_err(backend)?;
-    conn.pragma_update(None, "synchronous", "NORMAL")
-        .map_err(backend)?;
-    conn.busy_timeout(std::time::Duration::from_secs(5))
-        .map_err(backend)?;
-    Ok(conn)
-}
-
 fn backend(err: impl std::fmt::Display) -> StoreError {
     StoreError::Backend(err.to_string())
 }
 
 impl SqliteStore {
+    /// The store in the file at `path`, opened for it alone (tests; the proxy shares its file,
+    /// `on`).
     pub fn open(path: &Path) -> Result<Self, StoreError> {
-        let conn = open_connection(path)?;
-        migrate(&conn).map_err(backend)?;
-        conn.execute_batch(SCHEMA).map_err(backend)?;
+        Self::on(&SqliteFile::open(path)?)
+    }
+
+    /// The store in the shared file: its schema made (an older file migrated) on the shared
+    /// connection, and a connection of its own for the batched writer.
+    pub fn on(file: &SqliteFile) -> Result<Self, StoreError> {
+        file.now(|conn| {
+            migrate(conn)?;
+            conn.execute_batch(SCHEMA)
+        })?;
+        let path = file.path();
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: file.connection(),
             background: Background::start(open_connection(path)?)?,
             identity: file_identity(path),
             path: path.to_owned(),

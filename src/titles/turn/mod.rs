@@ -14,8 +14,6 @@ use std::time::Duration;
 
 use http::HeaderValue;
 
-use super::answer_tap::{Anchor, AnswerTap, MemoSink, Taps};
-use super::facts::ConversationFacts;
 use super::input::AnswerText;
 use super::job::{JobRequest, TitleJob, TitleWriter};
 use super::live::LiveTitle;
@@ -23,6 +21,8 @@ use super::observe::Observed;
 use super::service::{Started, TitleService};
 use super::threads::{WAIT, Waiting};
 use crate::config::{TitleInput, TitleOrder};
+use crate::memory::answer_tap::{Anchor, AnswerTap, MemoSink, Taps};
+use crate::memory::facts::ConversationFacts;
 
 use crate::upstream::{UpstreamError, UpstreamResponse, is_event_stream};
 
@@ -117,7 +117,7 @@ impl TitleService {
         };
         if turn.started {
             out.anchor = Some(Anchor {
-                anchors: self.anchors().clone(),
+                anchors: self.memory.anchors.clone(),
                 owner: turn.owner.to_owned(),
                 conversation: turn.conversation.to_owned(),
                 user_text: facts.last_user_text.clone(),

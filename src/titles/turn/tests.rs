@@ -12,8 +12,8 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::config::{Config, StoreUrl, TitlesConfig};
+use crate::memory::facts::exchange_digest;
 use crate::titles::TitleRequest;
-use crate::titles::facts::exchange_digest;
 use crate::titles::store::Status;
 use crate::titles::store::memory::MemoryStore;
 use crate::upstream::Upstream;
@@ -259,8 +259,8 @@ async fn a_started_conversation_titles_from_what_this_turn_asks() {
 async fn a_fresh_conversation_with_recently_titled_words_takes_that_title_at_once() {
     let service = titles(TitleOrder::Parallel);
     let first = facts(false, true);
-    service.recent.remember(
-        crate::titles::recent::Source {
+    service.memory().recent.remember(
+        crate::memory::recent::Source {
             owner: "owner",
             model: "m",
             text: "first question",
@@ -400,7 +400,7 @@ async fn a_started_conversations_clean_answer_becomes_its_anchor() {
     drain(upstream).await;
     let digest = exchange_digest("last question", "Hi", &[]).expect("digest");
     assert_eq!(
-        service.anchors().find("owner", &[digest]).as_deref(),
+        service.memory().anchors.find("owner", &[digest]).as_deref(),
         Some("c10")
     );
 
@@ -419,7 +419,7 @@ async fn a_started_conversations_clean_answer_becomes_its_anchor() {
     turn.watch_answer(&mut refused, None);
     drain(refused).await;
     let digest = exchange_digest("other question", "Hi", &[]).expect("digest");
-    assert_eq!(service.anchors().find("owner", &[digest]), None);
+    assert_eq!(service.memory().anchors.find("owner", &[digest]), None);
 }
 
 #[tokio::test]

@@ -9,12 +9,12 @@
 //! connection manager reconnects by itself; when Redis cannot be reached every call fails fast
 //! with `StoreError::Unavailable` (the caller decides: no title, or a queued outcome).
 
-mod conn;
 mod scripts;
 #[cfg(test)]
 pub(crate) mod tests;
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -22,7 +22,7 @@ use chrono::{DateTime, TimeZone, Utc};
 use redis::aio::ConnectionManager;
 use redis::{AsyncCommands, Script};
 
-pub(crate) use conn::{LazyConnection, classify};
+use crate::store::{RedisServer, classify};
 use scripts::Scripts;
 
 use super::{Cursor, Status, StoreError, TitleRecord, TitleStore};
@@ -31,7 +31,7 @@ use super::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 const SEP: char = '\u{1f}';
 
 pub struct RedisStore {
-    conn: LazyConnection,
+    server: Arc<RedisServer>,
     prefix: String,
     retention: Duration,
     max_records: usize,
@@ -43,24 +43,19 @@ fn micros(at: DateTime<Utc>) -> i64 {
 }
 
 impl RedisStore {
-    /// Parses the URL; connecting waits for the first use.
-    pub fn open(
-        url: &str,
-        prefix: &str,
-        retention: Duration,
-        max_records: usize,
-    ) -> Result<Self, StoreError> {
-        Ok(Self {
-            conn: LazyConnection::new(url)?,
-            prefix: prefix.to_owned(),
+    /// The store on the shared server, under its prefix.
+    pub fn on(server: Arc<RedisServer>, retention: Duration, max_records: usize) -> Self {
+        Self {
+            prefix: server.prefix.clone(),
+            server,
             retention,
             max_records: max_records.max(1),
             scripts: Scripts::default(),
-        })
+        }
     }
 
     async fn conn(&self) -> Result<ConnectionManager, StoreError> {
-        self.conn.get().await
+        self.server.conn.get().await
     }
 
     fn key(&self, kind: &str, rest: &str) -> String {

@@ -1,7 +1,5 @@
-//! The Redis store against the real Redis (`HARNESS_PROXY_TEST_REDIS_URL`, default the local one), each test
-//! under its own key prefix. Without a Redis a test is skipped visibly, except in CI (`CI=true`), where it fails:
-//! `SKIPPED <test>: <reason>` on the terminal past the output capture, and a file of that name in the skip ledger
-//! `<target>/tmp/skipped/` (the integration tests' `support::skip` keeps the same ledger).
+//! The Redis store against the real Redis (`store::redis_tests`: skipped visibly without one,
+//! except in CI), each test under its own key prefix.
 
 use std::time::Duration;
 
@@ -9,71 +7,18 @@ use chrono::Utc;
 use redis::AsyncCommands;
 
 use super::RedisStore;
+use crate::store::redis_tests::test_server;
 use crate::titles::store::TitleStore;
 
 pub(crate) async fn test_store(max_records: usize) -> Option<RedisStore> {
-    let url = std::env::var("HARNESS_PROXY_TEST_REDIS_URL")
-        .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-    let prefix = format!("hp-test-{}", uuid::Uuid::new_v4());
     // Records in the contract are from 2023: keep them well past now.
     let retention = Duration::from_secs(100 * 365 * 24 * 3600);
-    let store = RedisStore::open(&url, &prefix, retention, max_records).expect("URL parses");
-    let entry = ledger_entry();
-    match store.ping().await {
-        Ok(()) => {
-            if let Some(entry) = &entry {
-                let _ = std::fs::remove_file(entry);
-            }
-            Some(store)
-        }
-        Err(err) if std::env::var("CI").as_deref() == Ok("true") => {
-            panic!("CI needs Redis at {url}: {err}")
-        }
-        Err(err) => {
-            use std::io::Write;
-            let test = std::thread::current()
-                .name()
-                .unwrap_or("a Redis store test")
-                .to_owned();
-            let line = format!(
-                "SKIPPED harness_proxy::{test}: no Redis at {url} ({err}); set HARNESS_PROXY_TEST_REDIS_URL"
-            );
-            if let Some(entry) = &entry
-                && let Some(dir) = entry.parent()
-            {
-                let _ = std::fs::create_dir_all(dir);
-                let _ = std::fs::write(entry, format!("{line}\n"));
-            }
-            // Straight to the process's stderr: `eprintln!` would be captured and shown only on failure.
-            let _ = writeln!(std::io::stderr(), "{line}");
-            None
-        }
-    }
-}
-
-/// This test's file in the skip ledger: `<target>/tmp/skipped/harness_proxy.<test>`, the test binary being
-/// `<target>/<profile>/deps/harness_proxy-…` (unit tests get no `CARGO_TARGET_TMPDIR`).
-fn ledger_entry() -> Option<std::path::PathBuf> {
-    let test = std::thread::current().name()?.replace("::", ".");
-    let exe = std::env::current_exe().ok()?;
-    let target = exe.parent()?.parent()?.parent()?;
-    Some(
-        target
-            .join("tmp/skipped")
-            .join(format!("harness_proxy.{test}")),
-    )
+    Some(RedisStore::on(test_server().await?, retention, max_records))
 }
 
 /// Deletes every key under the test's prefix.
 pub(crate) async fn purge(store: &RedisStore) {
-    let mut conn = store.conn().await.expect("conn");
-    let keys: Vec<String> = conn
-        .keys(format!("{}:*", store.prefix))
-        .await
-        .expect("keys");
-    if !keys.is_empty() {
-        let _: i64 = conn.del(keys).await.expect("del");
-    }
+    crate::store::redis_tests::purge(&store.server).await;
 }
 
 #[tokio::test]

@@ -1,4 +1,4 @@
-//! The memo's keys in the title store's Redis, under `P:rm:` (`P` = `titles.redis_prefix`):
+//! The memo's keys in the shared Redis (`store`), under `P:rm:` (`P` = `titles.redis_prefix`):
 //! - `P:rm:a:{n}`: one answer, a hash of its reasoning (`t`), the time it is forgotten (`e`,
 //!   ms) and its calls' references (`c`, 16 bytes each), kept `SLACK` past that time;
 //! - `P:rm:r:{owner}`: a caller's calls, a hash of reference → `n` of the answer it refers to
@@ -23,6 +23,7 @@
 //!
 //! Owns: the `P:rm:` keys. Must not: touch the title records' keys.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -31,8 +32,7 @@ use redis::Script;
 
 use super::shared::{Entry, SharedMemo};
 use super::{Bounds, Evicted, Usage};
-use crate::titles::store::StoreError;
-use crate::titles::store::redis::{LazyConnection, classify};
+use crate::store::{RedisServer, StoreError, classify};
 
 /// How long an answer's hash outlives its time, so that the next write or the hourly prune
 /// still finds the references it must take along (a caller's hash of references expires a TTL
@@ -147,7 +147,7 @@ fn reference(key: &str) -> Vec<u8> {
 }
 
 pub struct RedisMemo {
-    conn: LazyConnection,
+    server: Arc<RedisServer>,
     /// `P:rm:`.
     prefix: String,
     bounds: Bounds,
@@ -157,16 +157,16 @@ pub struct RedisMemo {
 }
 
 impl RedisMemo {
-    /// Parses the URL; connecting waits for the first use.
-    pub fn open(url: &str, prefix: &str, bounds: Bounds) -> Result<Self, StoreError> {
-        Ok(Self {
-            conn: LazyConnection::new(url)?,
-            prefix: format!("{prefix}:rm:"),
+    /// The memo on the shared server, under `P:rm:`.
+    pub fn on(server: Arc<RedisServer>, bounds: Bounds) -> Self {
+        Self {
+            prefix: format!("{}:rm:", server.prefix),
+            server,
             bounds,
             put: Script::new(&format!("{COMMON}{PUT}")),
             get: Script::new(&format!("{COMMON}{GET}")),
             prune: Script::new(&format!("{COMMON}{PRUNE}")),
-        })
+        }
     }
 
     /// A script invocation with the common arguments, the time now from this process's clock.
@@ -190,7 +190,7 @@ impl RedisMemo {
 
     /// Drops the answers whose time is up by `now_ms`; how many.
     async fn prune_at(&self, now_ms: i64) -> Result<u64, StoreError> {
-        let mut conn = self.conn.get().await?;
+        let mut conn = self.server.conn.get().await?;
         self.invoke_at(&self.prune, now_ms, super::SHARED_TTL)
             .invoke_async(&mut conn)
             .await
@@ -206,7 +206,7 @@ impl SharedMemo for RedisMemo {
             return Ok(Evicted::default());
         }
         let refs: Vec<u8> = entry.calls.iter().flat_map(|k| reference(k)).collect();
-        let mut conn = self.conn.get().await?;
+        let mut conn = self.server.conn.get().await?;
         let mut invocation = self.invoke(&self.put, ttl);
         invocation
             .arg(entry.owner)
@@ -230,7 +230,7 @@ impl SharedMemo for RedisMemo {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
-        let mut conn = self.conn.get().await?;
+        let mut conn = self.server.conn.get().await?;
         let mut invocation = self.invoke(&self.get, super::SHARED_TTL);
         invocation.arg(owner);
         for key in keys {
@@ -253,7 +253,7 @@ impl RedisMemo {
     /// What Redis says the memo's keys take (`MEMORY USAGE`, every key under `P:rm:`).
     async fn used_bytes(&self) -> u64 {
         use redis::AsyncCommands;
-        let mut conn = self.conn.get().await.expect("conn");
+        let mut conn = self.server.conn.get().await.expect("conn");
         let keys: Vec<String> = conn.keys(format!("{}*", self.prefix)).await.expect("keys");
         let mut total = 0;
         for key in keys {
@@ -278,19 +278,16 @@ mod tests {
     use redis::AsyncCommands;
 
     use super::*;
-    use crate::reasoning_memo::{SHARED_TTL, STORE_BOUNDS, contract};
-    use crate::titles::store::redis::tests::test_store;
+    use crate::memory::reasoning_memo::{SHARED_TTL, STORE_BOUNDS, contract};
+    use crate::store::redis_tests::{purge, test_server};
 
     #[tokio::test]
     async fn satisfies_the_memo_contract_and_each_key_expires() {
-        // The title store's test helper decides (skip ledger) whether Redis is there.
-        let Some(titles) = test_store(10).await else {
+        let Some(server) = test_server().await else {
             return;
         };
-        let url = std::env::var("HARNESS_PROXY_TEST_REDIS_URL")
-            .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-        let prefix = format!("hp-test-{}", uuid::Uuid::new_v4());
-        let memo = Arc::new(RedisMemo::open(&url, &prefix, STORE_BOUNDS).expect("URL parses"));
+        let prefix = server.prefix.clone();
+        let memo = Arc::new(RedisMemo::on(server.clone(), STORE_BOUNDS));
         let measured = memo.clone();
         let footprint: contract::Footprint = Box::new(move || {
             let memo = measured.clone();
@@ -298,13 +295,13 @@ mod tests {
         });
         contract::run(
             |bounds| {
-                let memo = RedisMemo::open(&url, &prefix, bounds).expect("URL parses");
+                let memo = RedisMemo::on(server.clone(), bounds);
                 Some(Arc::new(memo) as Arc<dyn SharedMemo>)
             },
             Some(footprint),
         )
         .await;
-        let mut conn = memo.conn.get().await.expect("conn");
+        let mut conn = memo.server.conn.get().await.expect("conn");
         let keys: Vec<String> = conn.keys(format!("{prefix}:*")).await.expect("keys");
         assert!(keys.iter().all(|k| k.starts_with(&format!("{prefix}:rm:"))));
         let most = i64::try_from((SHARED_TTL + SLACK).as_millis()).expect("fits");
@@ -313,20 +310,18 @@ mod tests {
             assert!(ttl > 0 && ttl <= most, "{key} expires: {ttl}");
         }
         let _: i64 = conn.del(keys).await.expect("del");
-        crate::titles::store::redis::tests::purge(&titles).await;
+        purge(&server).await;
     }
 
     /// Answers whose time is up are dropped with their references, and taken off the sums, at
     /// the next write or prune, even while Redis still holds their keys.
     #[tokio::test]
     async fn expired_answers_leave_the_sums() {
-        let Some(titles) = test_store(10).await else {
+        let Some(server) = test_server().await else {
             return;
         };
-        let url = std::env::var("HARNESS_PROXY_TEST_REDIS_URL")
-            .unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned());
-        let prefix = format!("hp-test-{}", uuid::Uuid::new_v4());
-        let memo = RedisMemo::open(&url, &prefix, STORE_BOUNDS).expect("URL parses");
+        let prefix = server.prefix.clone();
+        let memo = RedisMemo::on(server.clone(), STORE_BOUNDS);
         let calls = [super::super::key("o", "c1"), super::super::key("o", "c2")];
         let entry = Entry {
             owner: "o",
@@ -334,7 +329,7 @@ mod tests {
             text: "why",
         };
         memo.put(entry, SHARED_TTL).await.expect("put");
-        let mut conn = memo.conn.get().await.expect("conn");
+        let mut conn = memo.server.conn.get().await.expect("conn");
         let sum = format!("{prefix}:rm:sum");
         let now = Utc::now().timestamp_millis();
         assert_eq!(memo.prune_at(now).await.expect("prune"), 0, "not yet");
@@ -361,6 +356,6 @@ mod tests {
         if !rest.is_empty() {
             let _: i64 = conn.del(rest).await.expect("del");
         }
-        crate::titles::store::redis::tests::purge(&titles).await;
+        purge(&server).await;
     }
 }

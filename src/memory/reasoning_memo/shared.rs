@@ -1,4 +1,4 @@
-//! The memo's entries in the title store's backend, so that a turn answered by one replica and
+//! The memo's entries in the shared store backend (`store`), so that a turn answered by one replica and
 //! continued on another gets its reasoning back. `SharedMemo` is what a backend offers (SQLite:
 //! a table in the same file, `sqlite`; Redis: keys under `titles.redis_prefix`, `redis`); the
 //! memory backend has none (the local map is all there is). `Shared` is how the memo uses it:
@@ -24,7 +24,7 @@ use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
 use super::Evicted;
-use crate::titles::store::StoreError;
+use crate::store::StoreError;
 
 /// How long another replica can find an answer's reasoning: a tool loop's next turn comes
 /// within minutes; a session resumed a day later sends its history to whichever replica.

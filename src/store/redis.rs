@@ -1,18 +1,19 @@
-//! One lazily made, self-reconnecting Redis connection, and how Redis errors map to store errors.
+//! One lazily made, self-reconnecting Redis connection (shared by every user of the server), and
+//! how Redis errors map to store errors.
 
 use std::time::{Duration, Instant};
 
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use tokio::sync::Mutex;
 
-use crate::titles::store::{Refusal, StoreError};
+use super::{Refusal, StoreError};
 
 /// After a failed connection attempt, calls fail at once for this long instead of each waiting.
 const RECONNECT_BACKOFF: Duration = Duration::from_millis(500);
 
 /// One self-reconnecting connection, made on first use: a Redis that is down at start-up does
 /// not stop the proxy, and while it stays down calls fail at once rather than each waiting.
-pub(crate) struct LazyConnection {
+pub struct LazyConnection {
     client: redis::Client,
     state: Mutex<ConnState>,
 }
@@ -24,7 +25,7 @@ struct ConnState {
 }
 
 impl LazyConnection {
-    pub(crate) fn new(url: &str) -> Result<Self, StoreError> {
+    pub fn new(url: &str) -> Result<Self, StoreError> {
         let client =
             redis::Client::open(url).map_err(|e| StoreError::Backend(format!("bad URL: {e}")))?;
         Ok(Self {
@@ -33,7 +34,7 @@ impl LazyConnection {
         })
     }
 
-    pub(crate) fn client(&self) -> &redis::Client {
+    pub fn client(&self) -> &redis::Client {
         &self.client
     }
 
@@ -67,11 +68,11 @@ impl LazyConnection {
     }
 }
 
-pub(crate) fn unavailable(err: impl std::fmt::Display) -> StoreError {
+pub fn unavailable(err: impl std::fmt::Display) -> StoreError {
     StoreError::Unavailable(err.to_string())
 }
 
-pub(crate) fn classify(err: &redis::RedisError) -> StoreError {
+pub fn classify(err: &redis::RedisError) -> StoreError {
     if err.is_io_error() || err.is_timeout() || err.is_connection_dropped() {
         return unavailable(err);
     }

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use sha2::{Digest, Sha256};
 
-use crate::titles::facts::ExchangeDigest;
+use crate::memory::facts::ExchangeDigest;
 
 /// Anchors kept; one per id-less conversation (about 100 bytes each).
 pub const CAPACITY: usize = 100_000;

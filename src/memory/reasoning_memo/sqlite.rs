@@ -1,5 +1,5 @@
-//! The memo's tables in the title store's SQLite file (its own connection, WAL like the title
-//! store's), so processes sharing the file share the memo: `reasoning_memo_answer` holds each
+//! The memo's tables in the shared SQLite file (`store::SqliteFile`: the connection the title
+//! records use too), so processes sharing the file share the memo: `reasoning_memo_answer` holds each
 //! answer's reasoning once, `reasoning_memo_call` each call's key (32 bytes) and the answer it
 //! refers to, `reasoning_memo_usage` what each caller's answers and all of them count (kept by
 //! triggers, so every delete, whoever makes it, keeps it true). A write drops expired answers and
@@ -24,7 +24,7 @@ use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::shared::{Entry, SharedMemo};
 use super::{Bounds, Evicted, Usage};
-use crate::titles::store::StoreError;
+use crate::store::{SqliteFile, StoreError};
 
 const SCHEMA: &str = "
 DROP TABLE IF EXISTS reasoning_memo;
@@ -80,11 +80,17 @@ fn now_ms() -> i64 {
 }
 
 impl SqliteMemo {
+    /// The memo in the file at `path`, opened for it alone (tests; the proxy shares its file,
+    /// `on`).
     pub fn open(path: &Path, bounds: Bounds) -> Result<Self, StoreError> {
-        let conn = crate::titles::store::sqlite::open_connection(path)?;
-        conn.execute_batch(SCHEMA).map_err(backend)?;
+        Self::on(&SqliteFile::open(path)?, bounds)
+    }
+
+    /// The memo's tables in the shared file, on its shared connection.
+    pub fn on(file: &SqliteFile, bounds: Bounds) -> Result<Self, StoreError> {
+        file.now(|conn| conn.execute_batch(SCHEMA))?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
+            conn: file.connection(),
             bounds,
         })
     }
@@ -274,7 +280,7 @@ impl SqliteMemo {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reasoning_memo::STORE_BOUNDS;
+    use crate::memory::reasoning_memo::STORE_BOUNDS;
 
     fn keys(names: &[&str]) -> Vec<String> {
         names.iter().map(hex::encode).collect()

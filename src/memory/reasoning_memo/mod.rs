@@ -10,7 +10,7 @@
 //! theirs, so the route gives them no memo at all (their own seal is all they can prove).
 //!
 //! Two levels: the process-local map (`local`; a hit costs no round trip), and, beside it, the
-//! title store's backend (`shared`: tables in the SQLite file, keys with a TTL in Redis; nothing
+//! shared store backend (`store`) (`shared`: tables in the SQLite file, keys with a TTL in Redis; nothing
 //! for `memory`), so a turn answered by one replica and continued on another finds it too.
 //! Writes to the store go on a tracked task, never awaited by the answer; a turn reads the store
 //! only for the turns the local map does not know (`recover` names them, `recover_shared` looks
@@ -36,9 +36,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::config::{StoreUrl, TitlesConfig};
 use crate::conversation::{Item, Reasoning, Role};
-use crate::titles::store::StoreError;
+use crate::store::{Backend, StoreError};
 use local::{Known, Local};
 pub use shared::{Entry, READ_TIMEOUT, SHARED_TTL, SharedMemo};
 use shared::{Shared, key};
@@ -143,7 +142,7 @@ impl Evicted {
 
 pub struct ReasoningMemo {
     local: Local,
-    /// The title store's backend, when other processes can read it.
+    /// The shared store backend, when other processes can read it.
     shared: Option<Shared>,
 }
 
@@ -180,15 +179,13 @@ impl ReasoningMemo {
 
     /// The memo over the backend `titles.store` names (none for `memory`: the local map is all
     /// there is).
-    pub fn open(config: &TitlesConfig) -> Result<Self, StoreError> {
-        let shared: Option<Arc<dyn SharedMemo>> = match &config.store {
-            StoreUrl::Memory => None,
-            StoreUrl::Sqlite(path) => Some(Arc::new(sqlite::SqliteMemo::open(path, STORE_BOUNDS)?)),
-            StoreUrl::Redis(url) => Some(Arc::new(redis::RedisMemo::open(
-                url,
-                &config.redis_prefix,
-                STORE_BOUNDS,
-            )?)),
+    pub fn open(backend: &Backend) -> Result<Self, StoreError> {
+        let shared: Option<Arc<dyn SharedMemo>> = match backend {
+            Backend::Memory => None,
+            Backend::Sqlite(file) => Some(Arc::new(sqlite::SqliteMemo::on(file, STORE_BOUNDS)?)),
+            Backend::Redis(server) => {
+                Some(Arc::new(redis::RedisMemo::on(server.clone(), STORE_BOUNDS)))
+            }
         };
         Ok(Self::new(shared))
     }

@@ -8,19 +8,18 @@
 //! event is parsed only if it mentions reasoning or tool calls.
 
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_util::Stream;
 
 use super::anchors::Anchors;
-use super::input::AnswerText;
+use crate::memory::facts::ExchangeHasher;
+use crate::memory::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo};
 use crate::protocols::chat::chunk::ChunkView;
 use crate::protocols::chat::is_done;
-use crate::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo};
 use crate::sse::Decoder;
-use crate::titles::facts::ExchangeHasher;
 
 /// Non-streamed answers are read up to this size.
 const MAX_JSON: usize = 256 * 1024;
@@ -304,5 +303,29 @@ impl<S> Drop for AnswerTap<S> {
         {
             sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
         }
+    }
+}
+
+/// One answer's text, written by the answer tap and read by the title job it belongs to.
+#[derive(Debug, Clone, Default)]
+pub struct AnswerText(Arc<Mutex<Option<String>>>);
+
+impl AnswerText {
+    /// The answer's text so far: written when the answer says it is finished, again when it
+    /// ends, so a title started at either point reads it whole.
+    pub fn set(&self, text: &str) {
+        if let Ok(mut slot) = self.0.lock() {
+            *slot = Some(text.to_owned());
+        }
+    }
+
+    /// The text written, or empty when the answer had none (only tool calls, or it failed
+    /// before any text).
+    pub fn get(&self) -> String {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|slot| slot.clone())
+            .unwrap_or_default()
     }
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""By-hand sizing run (README "Scaling out"): N concurrent streaming first turns through one proxy
+"""By-hand sizing run (docs/operations.md "Sizing"): N concurrent streaming first turns through one proxy
 process, each also titled, against a local fake model server; prints the proxy's resident memory
 idle, at peak and after. Standard library only; loopback only; bounded in count and time.
 

@@ -1,4 +1,4 @@
-//! What a title is made from (`titles.input`, README "Titles", docs/configuration.md): the first user words
+//! What a title is made from (`titles.input`, docs/titles.md, docs/configuration.md): the first user words
 //! (opencode's form), or the exchange: the first user words and the first answer's text, each
 //! cut to `titles.input_chars`, as `USER:`/`ASSISTANT:` in one user message (the seed's contract).
 //!

@@ -1,4 +1,4 @@
-//! Conversation titles (README "Titles"): which turn gets one (`identity`, `service`) and when,
+//! Conversation titles (docs/titles.md): which turn gets one (`identity`, `service`) and when,
 //! relative to its answer (`turn`: a chat turn's claims and the order policy); what a title is
 //! made from (`input`) and the work order a claim gives its task (`job`; the title request itself
 //! is the turn's harness's, `Harness::title_request`); its answer (`answer`), the sanitizer

@@ -9,6 +9,9 @@
 //! Only a caller with a credential has a scope of its own: callers without one would share
 //! theirs, so the route gives them no memo at all (their own seal is all they can prove).
 //!
+//! The `TitleService` opens it (`ReasoningMemo::open`, over `titles.store`); `titles::answer_tap`
+//! feeds it and `routes::inbound` reads it.
+//!
 //! Two levels: the process-local map (`local`; a hit costs no round trip), and, beside it, the
 //! title store's backend (`shared`: tables in the SQLite file, keys with a TTL in Redis; nothing
 //! for `memory`), so a turn answered by one replica and continued on another finds it too.

@@ -7,7 +7,10 @@
 //! (`writer`), titles reused for the same words (`recent`), clients that title themselves on a
 //! thread of their own (`threads`) and the service's life around requests (`upkeep`);
 //! conversations of clients that send no id (`anchors`, fed by `answer_tap`, which also hands an
-//! exchange title its answer).
+//! exchange title its answer). Also `facts` (what a turn tells the service), `known`
+//! (conversations known to have a record), `breaker` (first turns stop waiting on a store that
+//! left a claim unanswered) and `observe` (a client's own title stream, teed). Must not: block or
+//! fail the chat answer.
 
 pub mod anchors;
 mod answer;

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""By-hand sizing run (README "Scaling out"): N concurrent streaming first turns through one proxy
-process, each also titled, against a local fake model server; prints the proxy's resident memory
-idle, at peak and after. Standard library only; loopback only; bounded in count and time.
+"""By-hand sizing run (docs/operations.md "Sizing"): N concurrent streaming first turns through
+one proxy process, each also titled, against a local fake model server; prints the proxy's
+resident memory idle, at peak and after. Standard library only; loopback only; bounded in count
+and time.
 
   cargo build --release --bin harness-proxy
   python3 scripts/measure-streams.py --streams 1000 --store redis://127.0.0.1:6379/15

@@ -1,6 +1,10 @@
 //! `ProxyError`: every failure a client can see, mapped to one status and one OpenAI error body.
 //! Logged once, here, at the boundary, at the variant's level, and counted by its kind
-//! (`harness_proxy_errors_total`); internals never reach the client.
+//! (`harness_proxy_errors_total`, one of `KINDS`); internals never reach the client.
+//! `InternalError` is what failed inside, its cause typed, for the log only. `render_with` is the
+//! one rendering, a protocol's shape given (OpenAI's is `ProxyError`'s `IntoResponse`);
+//! `ErrorShape` is the route's shape, read by the middlewares that refuse a request. Must not: be
+//! logged or counted anywhere but `render_with`.
 
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};

@@ -1,4 +1,6 @@
-//! Thin entry point: parse the command line and hand over to `cli::run`.
+//! Thin entry point: parse the command line and hand over to `cli::run`. Also the global
+//! allocator, jemalloc (`tikv-jemallocator`; its decay settings are compiled in from
+//! `.cargo/config.toml`). Must not: hold logic.
 
 use std::process::ExitCode;
 

@@ -1,5 +1,8 @@
 //! `AppState`: everything a handler shares, built once at start-up. No process-wide mutable state
 //! lives anywhere else (the metrics recorder aside, which is global by the `metrics` crate's design).
+//! `Host` is the process's environment and local UTC offset as start-up sees them: `cli` reads
+//! them and injects them here (tests pass their own), so nothing here reads the process env or
+//! time zone itself.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -1,5 +1,5 @@
 //! The strict `{{ name }}` template engine used for embedded prompts (Codex's template rules, as
-//! README "Collaboration modes" states them), plus `format_mode_names` for the collaboration-mode `KNOWN_MODE_NAMES` value.
+//! docs/harnesses.md "Collaboration modes" states them), plus `format_mode_names` for the collaboration-mode `KNOWN_MODE_NAMES` value.
 //!
 //! It owns parsing and rendering only: it does no I/O, knows no prompt names and never guesses — every
 //! malformed template and every mismatch between placeholders and supplied values is an error, so a bad

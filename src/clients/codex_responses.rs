@@ -259,8 +259,8 @@ mod tests {
             bash,
             Some(json!({"command": "ls -la", "workdir": "/w", "timeout": 5000}))
         );
-        // README "Codex CLI (0.95 and later)": yield_time_ms = min(timeout, 30000); description
-        // dropped.
+        // docs/agents.md "What the Responses front does": yield_time_ms = min(timeout, 30000);
+        // description dropped.
         let exec = bash_to_exec(&object(
             r#"{"command":"cargo test","description":"Run tests","timeout":120000}"#,
         ));

@@ -7,8 +7,10 @@
 //! schemas (`bridge`, `schema`, each call decided once: `verdicts`); which parts of a user message are context rather than the
 //! user's words (`contextual`); how a client's sub-agent requests are told apart and its answers
 //! read (`subagent`); how opencode quotes user text (`quote`) and reserialises its tool
-//! arguments (`args`); which tool names may be metric labels (`labels`). Pure and synchronous: no
-//! I/O, no axum.
+//! arguments (`args`); which tool names may be metric labels (`labels`); Codex's code mode, its
+//! JavaScript `exec` scripts (`codex_code_mode`). Pure and synchronous: no I/O, no axum. Must not:
+//! name a client protocol, or write a client × harness pair (calls go client tool → capability →
+//! harness tool).
 
 pub mod args;
 pub mod bridge;

@@ -5,8 +5,11 @@
 //! told about itself. `answer` holds the other direction: the answer as a stream of events.
 //!
 //! Pure data: no I/O, no clock, no axum, no wire format. Each protocol adapter
-//! (`protocols::{chat, responses, messages}`) builds it; a harness turns it into the upstream Chat
-//! Completions body; `mapping` says how the upstream's answer is mapped back.
+//! (`protocols::{chat, responses, messages, gemini}`) builds it; a harness turns it into the
+//! upstream Chat Completions body; `mapping` says how the upstream's answer is mapped back
+//! (`ResponsePlan`, `CallMapper`). Also: `view` (the message views the title facts read),
+//! `action` (what a text-protocol harness makes of a whole answer), `seal` (the proxy's reasoning
+//! seal in a client's opaque field, whose key `routes::inbound` hands the renderers).
 
 pub mod action;
 pub mod answer;

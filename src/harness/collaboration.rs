@@ -1,7 +1,7 @@
-//! Collaboration modes (README "Collaboration modes"): header `x-collaboration-mode` selects
-//! Default or Plan; the mode's instructions reach the model as a `<collaboration_mode>` developer
-//! message, and the mode gates `request_user_input` and sets Plan's reasoning effort. Templates
-//! were rendered at start-up.
+//! Collaboration modes (docs/harnesses.md "Collaboration modes"): header `x-collaboration-mode`
+//! selects Default or Plan; the mode's instructions reach the model as a `<collaboration_mode>`
+//! developer message, and the mode gates `request_user_input` and sets Plan's reasoning effort.
+//! Templates were rendered at start-up.
 
 use crate::clients::contextual::is_context_only;
 use crate::conversation::{Conversation, Item, Message, Role};

@@ -3,6 +3,14 @@
 //! Pure and synchronous: no I/O, no async, no axum, so golden tests cover every rule. Adding a
 //! harness = one module + one line in `Registry::build`: a harness owns its upstream body, the
 //! headers its requests carry (`add_upstream_headers`) and its title request (`title_request`).
+//!
+//! `prepare` gives the upstream body and a `ResponsePlan` (how the answer maps back); a harness
+//! with an Anthropic Messages form says so (`speaks`, `upstream_path`, `title_path`: `claude_code`,
+//! `zcode`). `Registry::build` hands each harness its `Setup` (config, prompts, host, profiles).
+//! Shared parts: `family` (what the reference's chat harnesses share: tool set, bridge, history,
+//! builders), `text` (the text-protocol harnesses), `plain` (the model as a plain Chat Completions
+//! request), `cache_key` (the upstream's `prompt_cache_key`). Must not: parse a client protocol,
+//! read a credential, or know which headers name a conversation.
 
 pub mod cache_key;
 pub mod claude_code;

@@ -1,5 +1,5 @@
 //! Who is calling (a hash of its credential, never the credential) and which conversation a
-//! request belongs to (README "Titles", conversation id).
+//! request belongs to (docs/titles.md, "Conversation id").
 
 use http::HeaderMap;
 use sha2::{Digest, Sha256};

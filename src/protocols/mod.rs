@@ -11,6 +11,8 @@
 //! is its own business. Adding a protocol = one folder here (naming its `PROTOCOL`), one route
 //! file (its `Front`), and its line in `routes::FRONTS`, the one list of the protocols served.
 //! `upstream_error` reads what an upstream's error body says, for the protocols that reshape it.
+//! `ClientProtocol` is a protocol's name (logs, metrics, `rewrite --protocol`); `Inbound` is what
+//! a parse gives: the conversation, its `Renderer` (none for Chat) and the hosted tools dropped.
 
 pub mod chat;
 pub mod gemini;

@@ -2,6 +2,13 @@
 //! `pipeline`; what the proxied routes share has a file each: `extract` (path and body, bounded),
 //! `headers` (both ways), `passthrough_body` (an upstream body forwarded as it comes),
 //! `answer_end` (how an answer's end is known).
+//!
+//! One file per front (`chat`, `responses` with `responses_ws` for its WebSocket, `messages`,
+//! `gemini`) and `FRONTS`, the one list of them: the server mounts each front's routes from it,
+//! `rewrite --protocol` takes its names and metrics label by them. The pipeline's stages have a
+//! file each: `inbound`, `turn`, `answering` (`actions`, `correct`, `checks`), `answer` (a Chat
+//! client's answer) and `render` (any other's), `local` (an answer given without the upstream).
+//! Published for the server: `RequestId`, `ResponseFacts`, `ConnectionScope`.
 
 pub mod actions;
 pub mod answer;

@@ -1,5 +1,13 @@
 //! The HTTP server: `router(state)` and `run(listener, state, shutdown)`. Takes an already-bound
 //! listener so tests can use port 0; shutdown is any future, so tests need no signals.
+//!
+//! The router mounts every front of `routes::FRONTS` (behind `front_routes`), forwards the rest of
+//! `/v1/*`, and serves the probes, the titles API and the console. Its parts: `listen` (the accept
+//! loop, connection cap, drain and cut), `activity` (each connection's idle timer), `open_files`
+//! (`max_connections` fitted to the open-file limit), `admit` (body bounds, then a request slot),
+//! `access_log`, `browser_guard`, `inbound_auth` (the `auth.keys` gate) and `json_errors`. It
+//! reads only what `routes` publishes for it (handlers, `FRONTS`, `RequestId`, `ResponseFacts`,
+//! `ConnectionScope`, `AnswerFinished`).
 
 pub mod access_log;
 mod activity;

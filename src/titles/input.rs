@@ -1,6 +1,7 @@
-//! What a title is made from (`titles.input`, README "Titles", docs/configuration.md): the first user words
-//! (opencode's form), or the exchange: the first user words and the first answer's text, each
-//! cut to `titles.input_chars`, as `USER:`/`ASSISTANT:` in one user message (the seed's contract).
+//! What a title is made from (`titles.input`, docs/titles.md, docs/configuration.md): the first
+//! user words (opencode's form), or the exchange: the first user words and the first answer's
+//! text, each cut to `titles.input_chars`, as `USER:`/`ASSISTANT:` in one user message (the
+//! seed's contract).
 //!
 //! The answer's half is this turn's answer: an exchange is titled on the turn that starts its
 //! conversation, so no answer precedes it. The answer tap (`answer_tap`) writes its text into an

@@ -1,4 +1,4 @@
-//! Conversation titles (README "Titles"), one consumer of conversation memory (`memory`: who a
+//! Conversation titles (docs/titles.md), one consumer of conversation memory (`memory`: who a
 //! conversation is, what was seen of it, the anchors of id-less clients): which turn gets one
 //! (`service`) and when,
 //! relative to its answer (`turn`: a chat turn's claims and the order policy); what a title is
@@ -7,8 +7,9 @@
 //! (`sanitize`), records (`store`), titles in progress (`live` here, `follow` elsewhere, `bus`
 //! between processes), outcomes waiting for the store (`outbox`) or batched on their way to it
 //! (`writer`), clients that title themselves on a thread of their own (`threads`) and the
-//! service's life around requests (`upkeep`). An exchange title gets its answer from
-//! `memory::answer_tap`.
+//! service's life around requests (`upkeep`). Also `breaker` (first turns stop waiting on a store
+//! that left a claim unanswered) and `observe` (a client's own title stream, teed). An exchange
+//! title gets its answer from `memory::answer_tap`. Must not: block or fail the chat answer.
 
 mod answer;
 mod breaker;

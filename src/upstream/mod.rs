@@ -4,6 +4,12 @@
 //! It returns the response head and a body stream; it never buffers a body and never parses one,
 //! save the answers of an Anthropic Messages upstream to requests the proxy wrote, read one event
 //! at a time into the Chat Completions answer the rest of the proxy reads (`messages`).
+//!
+//! One credential: the configured key, else the base URL's userinfo (as `Basic`), else the
+//! client's key when `auth.forward_client_key` allows; on a Messages upstream it goes in
+//! `x-api-key`, with `anthropic-version`. Its failures are `UpstreamError`, causes typed (the
+//! `reqwest::Error` without its URL, an `Interruption` mid-body), so no error names the upstream
+//! URL.
 
 pub mod messages;
 

@@ -1155,15 +1155,17 @@ async fn the_deployment_agrees_with_the_config_the_routes_and_the_image() {
         false
     );
     // Memory: request = limit (a busy pod is no early eviction candidate), at least what the
-    // measured per-stream cost gives at the concurrency cap (README "Sizing": ~0.16 MiB per
-    // stream plus ~25 MiB) and the in-flight body budget's bound (tests/it/memory.rs: 640 MiB).
+    // measured per-stream cost gives at the concurrency cap (read from the one place it is
+    // written, docs/operations.md "Sizing") and the in-flight body budget's bound
+    // (tests/it/memory.rs: 640 MiB).
     let request = mebibytes(str_of(&container["resources"]["requests"]["memory"]));
     let limit = mebibytes(str_of(&container["resources"]["limits"]["memory"]));
     assert!(
         (request - limit).abs() < f64::EPSILON,
         "{request} = {limit}"
     );
-    let streams = 25.0 + 0.16 * config.limits.max_concurrent_requests as f64;
+    let (per_stream, base) = sizing_budget();
+    let streams = base + per_stream * config.limits.max_concurrent_requests as f64;
     assert!(
         request >= streams,
         "{request} MiB holds {streams} MiB of streams"
@@ -1204,6 +1206,34 @@ async fn the_deployment_agrees_with_the_config_the_routes_and_the_image() {
         let answer = app.get(path).send().await.unwrap();
         assert_eq!(answer.status(), 200, "{probe} {path}");
     }
+}
+
+/// The memory budget docs/operations.md "Sizing" states, `**Budget ~X MiB per stream plus ~Y
+/// MiB**`, as (MiB per stream, MiB besides): the one source of the sizing figures.
+fn sizing_budget() -> (f64, f64) {
+    let text = read(&repo().join("docs/operations.md")).replace('\n', " ");
+    let rest = text
+        .split_once("**Budget ~")
+        .expect("docs/operations.md states the budget as **Budget ~X MiB per stream plus ~Y MiB**")
+        .1;
+    let (per_stream, rest) = rest
+        .split_once(" MiB per stream plus ~")
+        .expect("the per-stream figure");
+    let base = rest.split_once(" MiB").expect("the base figure").0;
+    let figure = |text: &str| -> f64 {
+        text.parse()
+            .unwrap_or_else(|_| panic!("`{text}` is a figure in MiB"))
+    };
+    (figure(per_stream), figure(base))
+}
+
+#[test]
+fn the_sizing_budget_is_read_from_the_operations_book() {
+    let (per_stream, base) = sizing_budget();
+    assert!(
+        per_stream > 0.0 && per_stream < 1.0 && base > 0.0 && base < 100.0,
+        "{per_stream} MiB per stream, {base} MiB besides"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

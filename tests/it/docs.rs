@@ -1,10 +1,12 @@
 //! Docs that cannot drift: `docs/configuration.md` lists every key of the real config with its
 //! default and env name (a key added to `Config` without a row fails here, naming the row to add),
 //! `docs/metrics.md` every kind of `harness_proxy_errors_total` (`error::KINDS`),
-//! the README, ARCHITECTURE.md and docs/ link nothing outside the repository, and every reference
-//! a source comment, script or golden case's description makes (a file path, a section of
-//! `docs/wire.md`) resolves inside the repository, naming no document the repository does not
-//! hold; every test RELIABILITY.md cites exists (`cited`).
+//! the README, ARCHITECTURE.md, BENCHMARKS.md, RELIABILITY.md, docs/ and `bench/history/` link
+//! nothing outside the repository, and every reference a source comment, script or golden case's
+//! description makes (a file path, a section of `docs/wire.md`) resolves inside the repository,
+//! naming no document the repository does not hold; every test RELIABILITY.md cites exists
+//! (`cited`); the README keeps its short list of sections and links every book of docs/, so it
+//! cannot grow back into a manual (issue 32 item 5).
 
 mod cited;
 
@@ -178,11 +180,20 @@ fn relative_links(text: &str) -> Vec<String> {
 #[test]
 fn the_docs_link_nothing_outside_the_repository() {
     let root = repo().canonicalize().expect("repo");
-    let mut files = vec![root.join("README.md"), root.join("ARCHITECTURE.md")];
-    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
-        let path = entry.expect("entry").path();
-        if path.extension().is_some_and(|e| e == "md") {
-            files.push(path);
+    let mut files = [
+        "README.md",
+        "ARCHITECTURE.md",
+        "BENCHMARKS.md",
+        "RELIABILITY.md",
+    ]
+    .map(|f| root.join(f))
+    .to_vec();
+    for dir in ["docs", "bench/history"] {
+        for entry in std::fs::read_dir(root.join(dir)).expect("a folder of documents") {
+            let path = entry.expect("entry").path();
+            if path.extension().is_some_and(|e| e == "md") {
+                files.push(path);
+            }
         }
     }
     for file in files {
@@ -202,6 +213,76 @@ fn the_docs_link_nothing_outside_the_repository() {
             );
         }
     }
+}
+
+/// The README's sections, in order. The manual is the docs/ book; a section added here instead
+/// fails, and belongs in a book linked from "Documentation".
+const README_SECTIONS: [&str; 5] = [
+    "Point an agent at it",
+    "See the title",
+    "Where the binary is",
+    "Documentation",
+    "Development",
+];
+
+/// The README stays a page a newcomer reads to the end.
+const README_MAX_LINES: usize = 199;
+
+/// The `## ` headings of a markdown text, fenced code aside.
+fn sections(text: &str) -> Vec<&str> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+        } else if !fenced && let Some(heading) = line.strip_prefix("## ") {
+            out.push(heading.trim());
+        }
+    }
+    out
+}
+
+#[test]
+fn the_readme_keeps_its_sections_and_stays_short() {
+    let root = repo();
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README.md");
+    assert_eq!(
+        sections(&readme),
+        README_SECTIONS,
+        "README.md's `## ` sections changed: a manual's section belongs in a docs/ book, \
+         linked from README \"Documentation\""
+    );
+    let lines = readme.lines().count();
+    assert!(
+        lines <= README_MAX_LINES,
+        "README.md has {lines} lines, at most {README_MAX_LINES}: move the detail into docs/"
+    );
+    for entry in std::fs::read_dir(root.join("docs")).expect("docs/") {
+        let name = entry.expect("entry").file_name();
+        let name = name.to_string_lossy();
+        assert!(
+            readme.contains(&format!("](docs/{name})")),
+            "README.md \"Documentation\" does not link docs/{name} (it links every book)"
+        );
+    }
+    // The test command says what it needs and what happens without it.
+    let test_command: String = readme
+        .lines()
+        .skip_while(|line| !line.starts_with("cargo test"))
+        .take_while(|line| !line.starts_with("```"))
+        .collect();
+    for word in ["Redis", "Chromium", "skip"] {
+        assert!(
+            test_command.contains(word),
+            "README's `cargo test` line names {word}: {test_command}"
+        );
+    }
+}
+
+#[test]
+fn sections_are_read_outside_fenced_code_only() {
+    let text = "# t\n## One\n```sh\n## not a heading\n```\n### sub\n## Two \n";
+    assert_eq!(sections(text), ["One", "Two"]);
 }
 
 /// Names of documents that are not in the repository; a comment citing one points nowhere.

@@ -1,4 +1,7 @@
 //! One integration binary: the real server on 127.0.0.1:0 against a recording fake upstream.
+//! `support/` holds the app launcher, the recording fake upstream, the child-process binary, the
+//! headless browser, test Redis and the skip ledger (`skip`; `zz_skips_summary` closes the run);
+//! `conformance/` is the scenario list every front × every registered harness runs.
 
 #![allow(clippy::unwrap_used)]
 
@@ -28,6 +31,7 @@ mod harness_goldens;
 mod harness_prefix;
 mod images;
 mod interrupted;
+mod layers;
 mod limits;
 mod load;
 mod memory;

@@ -496,8 +496,8 @@ async fn claude_code_s_own_title_request_is_forwarded_translated_and_teed_into_t
     })
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    // README "Claude Code": interactive Claude Code asks for a session title with `tools: []` and
-    // an `output_config.format` JSON schema `{title}`.
+    // docs/agents.md "What the Messages front does": interactive Claude Code asks for a session
+    // title with `tools: []` and an `output_config.format` JSON schema `{title}`.
     let body = json!({
         "model": "mock-model",
         "max_tokens": 512,

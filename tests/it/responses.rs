@@ -233,8 +233,8 @@ async fn exec_command_round_trips_as_opencode_bash() {
     assert_eq!(done[0]["name"], "exec_command");
     assert_eq!(done[0]["call_id"], "call_1");
     let args: Value = serde_json::from_str(done[0]["arguments"].as_str().unwrap()).unwrap();
-    // README "Codex CLI (0.95 and later)": yield_time_ms = min(timeout, 30000); description has no
-    // counterpart.
+    // docs/agents.md "What the Responses front does": yield_time_ms = min(timeout, 30000);
+    // description has no counterpart.
     assert_eq!(
         args,
         json!({"cmd": "echo hi > made_by_codex.txt", "yield_time_ms": 5000})
@@ -480,8 +480,8 @@ async fn codex_s_own_title_request_is_forwarded_translated_and_teed_into_the_tit
     })
     .await;
     let app = TestApp::start(test_config(&upstream.base_url())).await;
-    // README "Codex CLI (0.95 and later)": the TUI's title request has `tools: []` and the schema
-    // `codex_output_schema`.
+    // docs/agents.md "What the Responses front does": the TUI's title request has `tools: []` and
+    // the schema `codex_output_schema`.
     let body = json!({
         "model": "mock-model",
         "stream": true,

@@ -1,4 +1,4 @@
-//! `titles.input = "exchange"` through the real server (README "Titles"): a first turn is
+//! `titles.input = "exchange"` through the real server (docs/titles.md): a first turn is
 //! titled, once its answer has ended, from its user words and its answer's text in one user
 //! message; a missing half is left out and the other still asked; a compaction summary in first
 //! place is skipped; with neither half no title request goes upstream.

@@ -138,8 +138,8 @@ fn asks_for_a_title(conversation: &Conversation) -> bool {
 }
 
 /// A client's own title request asking for a JSON answer, as the fronts translate it: no tools
-/// and a JSON-schema answer format that is Codex's (`codex_output_schema`, README "Codex CLI (0.95
-/// and later)") or holds one property, `title` (Claude Code's `output_config.format` `{title}`).
+/// and a JSON-schema answer format that is Codex's (`codex_output_schema`, docs/agents.md "What
+/// the Responses front does") or holds one property, `title` (Claude Code's `output_config.format` `{title}`).
 fn is_schema_title_request(conversation: &Conversation) -> bool {
     let Some(ResponseFormat::JsonSchema { name, schema, .. }) =
         &conversation.options.response_format

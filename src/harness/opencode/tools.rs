@@ -1,8 +1,8 @@
-//! The tool list (docs/wire.md §1 "Tools"; README "Harnesses", tool policy): opencode's canonical
-//! definitions, selected by flavour and by the tools policy for the client tools the request's
-//! bridge maps to them, then the client tools it keeps (their own definitions, after opencode's,
-//! as opencode sends MCP tools). The catalogue is also the harness's tool set the bridge pivots
-//! on (`HarnessTools`).
+//! The tool list (docs/wire.md §1 "Tools"; docs/harnesses.md "The opencode harness", tool
+//! policy): opencode's canonical definitions, selected by flavour and by the tools policy for the
+//! client tools the request's bridge maps to them, then the client tools it keeps (their own
+//! definitions, after opencode's, as opencode sends MCP tools). The catalogue is also the
+//! harness's tool set the bridge pivots on (`HarnessTools`).
 
 use std::borrow::Cow;
 use std::path::Path;

@@ -9,8 +9,11 @@
 //! Only a caller with a credential has a scope of its own: callers without one would share
 //! theirs, so the route gives them no memo at all (their own seal is all they can prove).
 //!
+//! Conversation memory opens it (`ReasoningMemo::open`, over the shared `store` backend);
+//! `memory::answer_tap` feeds it and `routes::inbound` reads it.
+//!
 //! Two levels: the process-local map (`local`; a hit costs no round trip), and, beside it, the
-//! shared store backend (`store`) (`shared`: tables in the SQLite file, keys with a TTL in Redis; nothing
+//! shared store backend (`shared`: tables in the SQLite file, keys with a TTL in Redis; nothing
 //! for `memory`), so a turn answered by one replica and continued on another finds it too.
 //! Writes to the store go on a tracked task, never awaited by the answer; a turn reads the store
 //! only for the turns the local map does not know (`recover` names them, `recover_shared` looks

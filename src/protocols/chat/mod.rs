@@ -10,7 +10,12 @@
 //! Also the one reader of a Chat Completions answer's wire, which every reader of the upstream's
 //! stream shares (the title readers and passthrough's watch too): `chunk` (a borrowed view of one
 //! streamed chunk: delta content, reasoning, tool calls, finish reason, usage, error), `end` (the
-//! `DONE` sentinel and where an answer ends), and below, the checks every forwarded event gets.
+//! `DONE` sentinel and where an answer ends; `EndWatch`, passthrough's observer), and below, the
+//! checks every forwarded event gets. The rest: `request` (a Chat client's body → the
+//! conversation), `peek` (message views of a body passthrough forwards), `synthetic` (a JSON
+//! answer as a stream, when the upstream ignored `stream: true`), `calls` and `call_chunk` (tool
+//! calls back into the client's dialect through the `CallMapper`), `usage`, `tokens` (the input
+//! estimate) and `answer` (the chat stream read into answer events).
 
 pub mod answer;
 mod call_chunk;

@@ -2,7 +2,7 @@
 //! becomes the protocol-neutral `Conversation` directly (tools still in the client's dialect), and
 //! `render` turns the answer events back into Responses SSE events or one `response` object.
 //!
-//! Mapping (README "Codex CLI (0.95 and later)"): items in `input` (messages, calls, outputs,
+//! Mapping (docs/agents.md "What the Responses front does"): items in `input` (messages, calls, outputs,
 //! reasoning: summary and `encrypted_content`); tools in `tools` (functions, freeform `custom` tools, namespaces
 //! flattened, hosted tools dropped and reported); here the options: sampling, `tool_choice`,
 //! `text.format`, `prompt_cache_key` (also the conversation key), and the Codex profile when the

@@ -425,7 +425,8 @@ pub struct TitlesConfig {
 impl Default for TitlesConfig {
     fn default() -> Self {
         Self {
-            harnesses: vec!["opencode".to_owned()],
+            // The two agents that title their conversations themselves, each with its own request.
+            harnesses: vec!["opencode".to_owned(), "claude-code".to_owned()],
             order: TitleOrder::Parallel,
             input: TitleInput::FirstUser,
             input_chars: 2000,

@@ -289,6 +289,37 @@ async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_i
     assert!(main.json()["output_config"].get("format").is_none());
 }
 
+/// With the shipped titles config (`titles.harnesses` names claude-code; order `parallel`), a
+/// first turn through claude-code is titled by Claude Code's own request, dispatched first.
+#[tokio::test]
+async fn claude_code_is_titled_by_default_with_its_own_request_first() {
+    let fake = FakeUpstream::start(|request, _| {
+        if request.json()["output_config"]["format"]["type"] == "json_schema" {
+            anthropic::text("{\"title\": \"Listing the files\"}")
+        } else {
+            anthropic::text("Here they are.")
+        }
+    })
+    .await;
+    let mut config = config(&fake);
+    config.default_harness = "claude-code".to_owned();
+    let app = TestApp::start(config).await;
+    let first = crate::titles::first_turn("list the files\n");
+    let response = crate::titles::chat(&app, &first, "conv-default", "k").await;
+    assert_eq!(response.status(), 200);
+    read_all(response).await;
+    let record = crate::titles::settled(&app, "conv-default", "k").await;
+    assert_eq!(record["title"], "Listing the files");
+    assert_eq!(record["harness"], "claude-code");
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 2, "one title request, one main request");
+    assert_eq!(
+        sent[0].json()["output_config"]["format"]["type"],
+        "json_schema",
+        "the title request is dispatched first"
+    );
+}
+
 #[tokio::test]
 async fn count_tokens_counts_the_messages_body_claude_code_sends() {
     let fake = FakeUpstream::fixed(anthropic::text("never")).await;

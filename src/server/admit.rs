@@ -16,7 +16,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::config::LimitsConfig;
-use crate::error::{ErrorShape, ProxyError};
+use crate::error::ProxyError;
+use crate::routes::error_response::ErrorShape;
 use crate::state::AppState;
 
 use super::access_log::{InFlight, PermitSlot};

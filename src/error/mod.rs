@@ -1,11 +1,9 @@
-//! `ProxyError`: every failure a client can see, mapped to one status and one OpenAI error body.
-//! Logged once, here, at the boundary, at the variant's level, and counted by its kind
-//! (`harness_proxy_errors_total`); internals never reach the client.
+//! `ProxyError`: every failure a client can see, classified: its status, code, metric kind
+//! (`harness_proxy_errors_total`), log level and public message (internals never reach the
+//! client). Rendered once, at the edge (`routes::error_response`), in the route's protocol shape.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use http::StatusCode;
 
-use crate::api::error::{ErrorBody, ErrorDetail};
 use crate::harness::HarnessError;
 use crate::upstream::UpstreamError;
 
@@ -256,17 +254,17 @@ impl ProxyError {
         }
     }
 
-    /// OpenAI's error `type`, from the status.
-    fn openai_type(&self) -> &'static str {
-        match self.status().as_u16() {
-            401 => "authentication_error",
-            404 => "not_found_error",
-            400..=499 => "invalid_request_error",
-            _ => "server_error",
-        }
+    /// The proxy's own "retry shortly" (a slot, a bound or the title store): the rendering adds
+    /// `Retry-After`.
+    pub fn is_overload(&self) -> bool {
+        matches!(
+            self,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
+        )
     }
 
-    fn param(&self) -> Option<&'static str> {
+    /// The request field the client is told is wrong, if any.
+    pub fn param(&self) -> Option<&'static str> {
         match self {
             Self::InvalidRequest { param, .. } => *param,
             _ => None,
@@ -276,7 +274,7 @@ impl ProxyError {
     /// The message shown to the client; internal details stay in the log. A parse error can quote
     /// the client's whole input back (serde names the value it did not expect), so the message is
     /// cut at `MAX_MESSAGE_CHARS`: an error body stays small enough for any route to reshape.
-    fn public_message(&self) -> String {
+    pub fn public_message(&self) -> String {
         match self {
             Self::Internal(_) => "internal error".to_owned(),
             Self::Rejected { status, .. } if status.is_server_error() => {
@@ -319,107 +317,6 @@ fn cut_message(message: String) -> String {
             &message[..at]
         ),
         None => message,
-    }
-}
-
-/// Marker put in response extensions so the access log can name the error code.
-#[derive(Debug, Clone, Copy)]
-pub struct ErrorCode(pub &'static str);
-
-/// What a protocol's error shape is rendered from: the status, the code and the public message
-/// (internals already left out).
-pub struct ErrorFacts<'a> {
-    pub status: StatusCode,
-    pub code: &'static str,
-    pub message: &'a str,
-}
-
-impl ProxyError {
-    /// The one rendering of this error: logged at its `log_level`, counted by its `kind`, its body
-    /// made by `shape` (a protocol's error shape, which may also pick the status it is sent
-    /// with), `Retry-After` on the proxy's own overload, and the code marked for the access log.
-    pub fn render_with(
-        self,
-        shape: impl FnOnce(&ErrorFacts<'_>) -> (StatusCode, String),
-    ) -> Response {
-        let status = self.status();
-        self.log();
-        metrics::counter!("harness_proxy_errors_total", "kind" => self.kind()).increment(1);
-        let message = self.public_message();
-        let (status, body) = shape(&ErrorFacts {
-            status,
-            code: self.code(),
-            message: &message,
-        });
-        let mut response = (status, body).into_response();
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        if self.is_overload() {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        response.extensions_mut().insert(ErrorCode(self.code()));
-        response
-    }
-
-    /// One line at `log_level` (tracing's macros want their level known where they are written).
-    fn log(&self) {
-        let (code, kind) = (self.code(), self.kind());
-        match self.log_level() {
-            tracing::Level::ERROR => tracing::error!(code, kind, error = %self, "request failed"),
-            tracing::Level::WARN => tracing::warn!(code, kind, error = %self, "request failed"),
-            tracing::Level::INFO => tracing::info!(code, kind, error = %self, "request refused"),
-            _ => tracing::debug!(code, kind, error = %self, "request refused"),
-        }
-    }
-
-    /// The proxy's own "retry shortly" (a slot, a bound or the title store).
-    pub fn is_overload(&self) -> bool {
-        matches!(
-            self,
-            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
-        )
-    }
-}
-
-/// OpenAI's shape, what Chat Completions and Responses clients get.
-impl IntoResponse for ProxyError {
-    fn into_response(self) -> Response {
-        let kind = self.openai_type();
-        let param = self.param();
-        self.render_with(|facts| {
-            let body = ErrorBody {
-                error: ErrorDetail {
-                    message: facts.message,
-                    kind,
-                    param,
-                    code: facts.code,
-                },
-            };
-            (facts.status, body.to_json())
-        })
-    }
-}
-
-/// How the route's client protocol renders the proxy's own errors. A protocol's route layer puts
-/// it in the request's extensions, so a middleware that refuses the request (admission, the key
-/// gate, the browser guard) answers in the client's shape, and in the response's, for the
-/// framework's own errors (`server::json_errors`). Absent: OpenAI's shape.
-#[derive(Clone, Copy)]
-pub struct ErrorShape(pub fn(ProxyError) -> Response);
-
-impl ErrorShape {
-    pub fn of(extensions: &http::Extensions) -> Self {
-        extensions
-            .get::<Self>()
-            .copied()
-            .unwrap_or(Self(IntoResponse::into_response))
-    }
-
-    pub fn render(self, err: ProxyError) -> Response {
-        (self.0)(err)
     }
 }
 

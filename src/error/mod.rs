@@ -2,10 +2,11 @@
 //! (`harness_proxy_errors_total`), log level and public message (internals never reach the
 //! client). Rendered once, at the edge (`routes::error_response`), in the route's protocol shape.
 
+pub mod upstream;
+
 use http::StatusCode;
 
-use crate::harness::HarnessError;
-use crate::upstream::UpstreamError;
+use upstream::UpstreamError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
@@ -98,22 +99,6 @@ pub enum InternalError {
     Store(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl From<HarnessError> for ProxyError {
-    fn from(err: HarnessError) -> Self {
-        match err {
-            HarnessError::Invalid {
-                message,
-                param,
-                code,
-            } => Self::InvalidRequest {
-                message,
-                param,
-                code,
-            },
-        }
-    }
-}
-
 impl ProxyError {
     /// An internal failure, from its typed cause (`.map_err(ProxyError::internal)`).
     pub fn internal(cause: impl Into<InternalError>) -> Self {
@@ -201,20 +186,7 @@ impl ProxyError {
             Self::Overloaded | Self::Busy(_) => "overloaded",
             Self::RequestTimeout(_) => "request_timeout",
             Self::StoreUnavailable { .. } => "store_unavailable",
-            Self::Upstream(e) => match e {
-                UpstreamError::Unreachable(_) => "upstream_unreachable",
-                UpstreamError::Timeout(_) => "upstream_timeout",
-                UpstreamError::Reported { code, .. } if *code == "upstream_timeout" => {
-                    "upstream_timeout"
-                }
-                UpstreamError::Interrupted(_) | UpstreamError::Reported { .. } => {
-                    "upstream_interrupted"
-                }
-                UpstreamError::EventTooLarge(_)
-                | UpstreamError::InvalidEvent(_)
-                | UpstreamError::AnswerTooLarge(_) => "upstream_bad_answer",
-                UpstreamError::PathEscape => "invalid_path",
-            },
+            Self::Upstream(e) => e.kind(),
             Self::Internal(_) => "internal",
             Self::UpgradeRequired(_) => "upgrade_required",
             Self::Rejected { .. } => "rejected",

@@ -52,6 +52,23 @@ pub enum HarnessError {
     },
 }
 
+/// A request the harness cannot rebuild is the client's to fix: a 400 with the harness's words.
+impl From<HarnessError> for crate::error::ProxyError {
+    fn from(err: HarnessError) -> Self {
+        match err {
+            HarnessError::Invalid {
+                message,
+                param,
+                code,
+            } => Self::InvalidRequest {
+                message,
+                param,
+                code,
+            },
+        }
+    }
+}
+
 impl From<crate::clients::profiles::UnknownProfile> for HarnessError {
     fn from(err: crate::clients::profiles::UnknownProfile) -> Self {
         Self::Invalid {

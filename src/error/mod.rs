@@ -10,8 +10,14 @@ use upstream::UpstreamError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
-    #[error("{0}")]
-    InvalidJson(String),
+    /// The body is not JSON at all: `context` says what it had to be (`NOT_JSON`, or a WebSocket
+    /// message's form), the parser's words follow.
+    #[error("{context}: {source}")]
+    InvalidJson {
+        context: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("{message}")]
     InvalidRequest {
         message: String,
@@ -34,8 +40,10 @@ pub enum ProxyError {
         "the parameters schema of tool `{tool}` takes more than {limit} bytes (limits.max_tool_schema_bytes); offer a smaller schema"
     )]
     ToolSchemaTooLarge { tool: String, limit: usize },
+    /// The body's stream failed (the connection, its framing): the server's own error, boxed, as
+    /// the core does not know axum.
     #[error("cannot read the request body: {0}")]
-    BodyRead(String),
+    BodyRead(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("no route for {method} {path}")]
     NotFound { method: String, path: String },
     #[error("method {method} is not allowed on {path}")]
@@ -99,7 +107,18 @@ pub enum InternalError {
     Store(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
+/// What a request body that does not parse as JSON is told.
+pub const NOT_JSON: &str = "request body is not valid JSON";
+
 impl ProxyError {
+    /// A request body that is not JSON at all, the parser's error kept.
+    pub fn invalid_json(source: serde_json::Error) -> Self {
+        Self::InvalidJson {
+            context: NOT_JSON,
+            source,
+        }
+    }
+
     /// An internal failure, from its typed cause (`.map_err(ProxyError::internal)`).
     pub fn internal(cause: impl Into<InternalError>) -> Self {
         Self::Internal(cause.into())
@@ -107,7 +126,7 @@ impl ProxyError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidJson(_)
+            Self::InvalidJson { .. }
             | Self::InvalidRequest { .. }
             | Self::UnknownHarness { .. }
             | Self::BodyRead(_) => StatusCode::BAD_REQUEST,
@@ -133,7 +152,7 @@ impl ProxyError {
 
     pub fn code(&self) -> &'static str {
         match self {
-            Self::InvalidJson(_) => "invalid_json",
+            Self::InvalidJson { .. } => "invalid_json",
             Self::InvalidRequest { code, .. } => code,
             Self::UnknownHarness { .. } => "unknown_harness",
             Self::BodyTooLarge { .. } => "request_too_large",
@@ -171,7 +190,7 @@ impl ProxyError {
     /// words), so the metric stays low-cardinality.
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::InvalidJson(_) | Self::InvalidRequest { .. } | Self::BodyRead(_) => {
+            Self::InvalidJson { .. } | Self::InvalidRequest { .. } | Self::BodyRead(_) => {
                 "invalid_request"
             }
             Self::UnknownHarness { .. } => "unknown_harness",
@@ -209,7 +228,7 @@ impl ProxyError {
             | Self::Unauthorized(_)
             | Self::Forbidden { .. }
             | Self::RequestTimeout(_) => Level::INFO,
-            Self::InvalidJson(_)
+            Self::InvalidJson { .. }
             | Self::InvalidRequest { .. }
             | Self::UnknownHarness { .. }
             | Self::BodyTooLarge { .. }

@@ -28,7 +28,7 @@ fn table() -> Vec<(ProxyError, u16, Level, &'static str)> {
     let (method, path) = (String::from("GET"), String::from("/x"));
     vec![
         (
-            ProxyError::InvalidJson("m".into()),
+            ProxyError::invalid_json(not_json()),
             400,
             Level::DEBUG,
             "invalid_request",
@@ -212,6 +212,11 @@ fn table() -> Vec<(ProxyError, u16, Level, &'static str)> {
     ]
 }
 
+/// A real `serde_json::Error`: `x` is not JSON.
+fn not_json() -> serde_json::Error {
+    serde_json::from_str::<serde_json::Value>("x").expect_err("not JSON")
+}
+
 #[test]
 fn every_variant_has_its_status_log_level_and_kind() {
     for (err, status, level, kind) in table() {
@@ -233,6 +238,29 @@ fn kinds_are_the_documented_fixed_set() {
     for kind in KINDS {
         assert!(seen.contains(kind), "no variant has the kind {kind}");
     }
+}
+
+#[test]
+fn a_body_that_is_not_json_keeps_the_parser_s_error_and_says_it_after_what_failed() {
+    let err = ProxyError::invalid_json(not_json());
+    assert_eq!(
+        err.public_message(),
+        "request body is not valid JSON: expected value at line 1 column 1"
+    );
+    let source =
+        std::error::Error::source(&err).and_then(|s| s.downcast_ref::<serde_json::Error>());
+    assert!(source.is_some_and(serde_json::Error::is_syntax));
+}
+
+#[test]
+fn an_unreadable_body_keeps_the_server_s_error_and_says_it_after_what_failed() {
+    let err = ProxyError::BodyRead(Box::new(std::io::Error::other("connection reset")));
+    assert_eq!(
+        err.public_message(),
+        "cannot read the request body: connection reset"
+    );
+    let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<std::io::Error>());
+    assert!(source.is_some(), "the body's error is kept typed");
 }
 
 #[test]

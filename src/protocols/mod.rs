@@ -116,7 +116,7 @@ pub fn read_request<T: serde::de::DeserializeOwned>(
         let path = err.path().to_string();
         let inner = err.into_inner();
         if inner.is_syntax() || inner.is_eof() {
-            ProxyError::InvalidJson(format!("request body is not valid JSON: {inner}"))
+            ProxyError::invalid_json(inner)
         } else {
             ProxyError::InvalidRequest {
                 message: format!("invalid {what} request at `{path}`: {inner}"),

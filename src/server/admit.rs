@@ -71,7 +71,7 @@ async fn read(
     loop {
         let quiet = Instant::now() + limits.request_idle_timeout;
         let frame = match tokio::time::timeout_at(deadline.min(quiet), body.frame()).await {
-            Ok(Some(frame)) => frame.map_err(|e| ProxyError::BodyRead(e.to_string()))?,
+            Ok(Some(frame)) => frame.map_err(|e| ProxyError::BodyRead(e.into()))?,
             Ok(None) => break,
             Err(_) if Instant::now() >= deadline => {
                 return Err(ProxyError::RequestTimeout(

@@ -165,7 +165,7 @@ fn only_a_body_that_is_not_a_messages_request_is_refused() {
     let bad = super::parse(&Bytes::from_static(b"{not json"), &headers).err();
     assert!(matches!(
         bad,
-        Some(crate::error::ProxyError::InvalidJson(_))
+        Some(crate::error::ProxyError::InvalidJson { .. })
     ));
     let bad = super::parse(&Bytes::from_static(br#"{"model":"m"}"#), &headers).err();
     assert!(

@@ -101,6 +101,10 @@ pub enum InternalError {
     /// An answer of the proxy's own could not be written as JSON.
     #[error("cannot write the answer as JSON: {0}")]
     Encode(#[from] serde_json::Error),
+    /// A request of the proxy's own to the upstream (a harness's body) could not be written as
+    /// JSON: it is not sent, empty or otherwise.
+    #[error("cannot write the upstream request as JSON: {0}")]
+    EncodeRequest(#[source] serde_json::Error),
     /// The title store failed otherwise than by being unreachable. Boxed: `error` sits below
     /// `titles` and does not name its types.
     #[error("{0}")]

@@ -376,7 +376,7 @@ fn a_whole_answer_is_one_message_json() {
         &mut discard,
     );
     assert_eq!(
-        failed.into_json().err().map(|f| f.message),
+        failed.into_json().err().map(|f| f.to_string()),
         Some("boom".into())
     );
 }

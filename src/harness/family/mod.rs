@@ -200,7 +200,7 @@ impl Common {
             conversation.client.profile,
             &conversation.tools,
         )?;
-        if let Some(collector) = profile.subagent.collector() {
+        if let Some(collector) = crate::clients::converters::collector_of(&profile.subagent) {
             if let Some(call) = (collector.pending)(&conversation.items) {
                 return Ok(Prepared::local(call, conversation));
             }

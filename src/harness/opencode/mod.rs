@@ -172,7 +172,7 @@ impl Opencode {
                 .detect(headers, conversation.client.profile, &conversation.tools)?;
         // A client whose sub-agent is two calls (Codex): its collecting call is made here, and
         // each pair reads as the one call it stands for.
-        if let Some(collector) = profile.subagent.collector() {
+        if let Some(collector) = crate::clients::converters::collector_of(&profile.subagent) {
             if let Some(call) = (collector.pending)(&conversation.items) {
                 return Ok(Built::local(call, &conversation));
             }

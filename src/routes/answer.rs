@@ -261,10 +261,10 @@ fn stopped_event(stopped: ShapeError) -> Bytes {
         ShapeError::TooLarge(too_large) => UpstreamError::EventTooLarge(too_large.limit),
         ShapeError::Invalid(what) => UpstreamError::InvalidEvent(what),
         ShapeError::Encode(cause) => {
+            tracing::error!(error = %cause, "cannot write a reshaped chunk as JSON; the stream stopped");
+            // Told as any internal failure is: its words and code, nothing of the cause.
             let err = ProxyError::internal(cause);
-            let (code, kind) = (err.code(), err.kind());
-            tracing::error!(code, kind, error = %err, "reshaped stream stopped");
-            return Bytes::from(sse_error_event(&err.public_message(), code));
+            return Bytes::from(sse_error_event(&err.public_message(), err.code()));
         }
     };
     metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);

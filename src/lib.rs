@@ -17,7 +17,8 @@
 //! - `upstream`: the only HTTP client of the model server.
 //! - `auth`: credentials of a request, the admin token, inbound keys (hashed, constant time).
 //! - `sse`: split-safe SSE codec, no protocol's events. `api`: OpenAI wire types. `error`:
-//!   `ProxyError`, rendered once in a protocol's error shape (OpenAI's by default).
+//!   `ProxyError` classified (status, code, kind, level), no axum; rendered once at the edge in
+//!   a protocol's error shape (`routes::error_response`, OpenAI's by default).
 //! - `prompts`, `template`: embedded prompt files, directory override, strict start-up rendering.
 //! - `store`: the store backend `titles.store` names (memory, SQLite, Redis), opened once and
 //!   shared by everything kept in it.

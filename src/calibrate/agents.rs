@@ -376,7 +376,14 @@ pub fn check(agent: Agent, dir: &Path, captures: &[Capture], host: HostInfo) -> 
         // task alone, as any other client would send it.
         client_request["messages"][1]["content"] = Value::from(MINI_TASK);
     }
-    let body = bytes::Bytes::from(serde_json::to_vec(&client_request).unwrap_or_default());
+    let body = match serde_json::to_vec(&client_request) {
+        Ok(body) => bytes::Bytes::from(body),
+        Err(err) => {
+            return vec![format!(
+                "the captured request cannot be written again: {err}"
+            )];
+        }
+    };
     let Ok(conversation) = crate::protocols::chat::request::parse_conversation(&body) else {
         return vec!["the captured request does not parse".to_owned()];
     };

@@ -11,6 +11,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::{CliError, CommonArgs, load_config, process_host};
 use crate::config::Config;
+use crate::error::ProxyError;
 use crate::harness::{Harness, TitleAsk};
 use crate::prompts::Prompts;
 use crate::routes::RequestId;
@@ -134,7 +135,10 @@ fn rewritten(
         words: crate::harness::TitleWords::FirstUser(&facts.first_user_text),
         conversation: "",
     };
-    Ok(harness.title_request(&ask, &mut HeaderMap::new()).to_vec())
+    let body = harness
+        .title_request(&ask, &mut HeaderMap::new())
+        .map_err(ProxyError::from)?;
+    Ok(body.to_vec())
 }
 
 fn parse_headers(raw_headers: &[String]) -> Result<HeaderMap, CliError> {

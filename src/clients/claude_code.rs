@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::capability::Capability;
-use super::converters::one;
+use super::converter::one;
 
 /// Claude Code `Bash {command, timeout, description, run_in_background, dangerouslyDisableSandbox}`
 /// → the neutral shell `{command, timeout, description}`.

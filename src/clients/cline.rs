@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 
 use super::capability::Capability;
-use super::converters::one;
+use super::converter::one;
 
 fn strings(value: &Value) -> Option<Vec<&str>> {
     value.as_array()?.iter().map(Value::as_str).collect()

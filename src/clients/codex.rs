@@ -5,7 +5,7 @@
 use serde_json::{Map, Value, json};
 
 use super::capability::Capability;
-use super::converters::one;
+use super::converter::one;
 
 /// Codex's text form of a command result (`shell_command`): header lines such as
 /// `Exit code: 0` and `Wall time: 0.3 seconds`, then `Output:` and the output itself.

@@ -11,7 +11,7 @@
 use serde_json::{Map, Value, json};
 
 use super::capability::Capability;
-use super::converters::one;
+use super::converter::one;
 
 /// Codex caps `yield_time_ms` at 30 s (the reference maps opencode's timeout the same way).
 const MAX_YIELD_MS: u64 = 30_000;

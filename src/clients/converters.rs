@@ -1,41 +1,20 @@
 //! Named converters: the structural conversions a rename table cannot say (one call ↔ several,
 //! a list ↔ one value, a patch ↔ an edit), registered by name and named by profile files
-//! (`converter = "codex_shell"`). Each is a pair of plain functions, client arguments → neutral
-//! calls and a neutral call → client arguments, written in the dialect's own module; this table
-//! only lists them, so a new structural converter is one function pair in its agent's module and
-//! one line here. Result readers (a structured result text → the neutral words) and sub-agent
-//! collectors (`clients::subagent`) are listed the same way.
+//! (`converter = "codex_shell"`). Each is a pair of plain functions (`converter::Named`), client
+//! arguments → neutral calls and a neutral call → client arguments, written in the dialect's own
+//! module; this table only lists them, so a new structural converter is one function pair in its
+//! agent's module and one line here. Result readers (a structured result text → the neutral
+//! words) and sub-agent collectors (`clients::subagent`) are listed the same way.
 //!
-//! Owns: the registry. Must not: convert anything itself.
+//! Owns: the registry. Must not: convert anything itself, or be imported by what it lists (the
+//! shapes they share are `converter`'s).
 
-use serde_json::{Map, Value};
-
-use super::capability::Capability;
-use super::subagent::Collector;
+use super::converter::{FromNeutral, Named, ResultReader, ToNeutral};
+use super::subagent::{Collector, Markers};
 use super::{
     claude_code, cline, codex, codex_agents, codex_code_mode, codex_responses, gemini_cli, kimi,
     pi, profiles,
 };
-
-/// A client tool's arguments as neutral calls: one, or several when the tool does several things
-/// at once (pi's `edits[]`); `None` when they do not convert. The capability given is the one the
-/// profile's alias names; a converter may say another (a patch that only adds a file is a write).
-pub type ToNeutral = fn(Capability, &Map<String, Value>) -> Option<Vec<(Capability, Value)>>;
-/// A neutral call of a capability as the client tool's arguments; `None` when it cannot be
-/// expressed for this tool.
-pub type FromNeutral = fn(Capability, &Map<String, Value>) -> Option<Value>;
-
-#[derive(Debug)]
-pub struct Named {
-    pub name: &'static str,
-    pub to_neutral: ToNeutral,
-    pub from_neutral: FromNeutral,
-}
-
-/// One call of the alias's own capability.
-pub fn one(capability: Capability, value: Option<Value>) -> Option<Vec<(Capability, Value)>> {
-    value.map(|v| vec![(capability, v)])
-}
 
 const fn named(name: &'static str, to_neutral: ToNeutral, from_neutral: FromNeutral) -> Named {
     Named {
@@ -150,9 +129,6 @@ static REGISTRY: [Named; 21] = [
     ),
 ];
 
-/// A structured result text → the neutral words; `None` leaves the text as it is.
-pub type ResultReader = fn(&str) -> Option<String>;
-
 /// Every result reader (`output = "…"` in a profile file).
 static READERS: [(&str, ResultReader); 8] = [
     ("shell_block", profiles::shell_block),
@@ -175,6 +151,12 @@ static COLLECTORS: [Collector; 1] = [Collector {
 /// The sub-agent collector of that name.
 pub fn collector(name: &str) -> Option<&'static Collector> {
     COLLECTORS.iter().find(|c| c.name == name)
+}
+
+/// The collector an agent's sub-agents need (its profile's `[subagent] collect`), if any (its
+/// name was checked at load).
+pub fn collector_of(markers: &Markers) -> Option<&'static Collector> {
+    markers.collect.as_deref().and_then(collector)
 }
 
 /// The converter of that name.

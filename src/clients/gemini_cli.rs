@@ -9,7 +9,7 @@
 use serde_json::{Map, Value, json};
 
 use super::capability::Capability;
-use super::converters::one;
+use super::converter::one;
 
 /// `read_file {file_path, start_line?, end_line?}` (1-based, inclusive) → `read {filePath,
 /// offset?, limit?}` (offset 1-based).

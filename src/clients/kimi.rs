@@ -8,7 +8,7 @@
 use serde_json::{Map, Value, json};
 
 use super::capability::Capability;
-use super::converters::one;
+use super::converter::one;
 use super::gemini_cli::status_in;
 
 /// `StrReplaceFile {path, edit: {old, new, replace_all?}}` → the neutral edit (a list of edits,

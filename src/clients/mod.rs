@@ -1,6 +1,6 @@
 //! The dialect layer: each agent's tools described once against neutral capabilities
 //! (`capability`; `profiles`: one data file per agent, named structural converters in
-//! `converters` and one module per agent: `codex`, `codex_responses`, `codex_agents`, `claude_code`, `pi`,
+//! `converters` (their shapes in `converter`) and one module per agent: `codex`, `codex_responses`, `codex_agents`, `claude_code`, `pi`,
 //! `gemini_cli`, `cline`, `kimi`), serving the agent both as a client and as a harness's tool set;
 //! tools no profile names read by their name and schema (`infer`); how one request's client tools
 //! stand to the harness's and how the model's calls come back checked against the client's own
@@ -22,6 +22,7 @@ pub mod codex_agents;
 pub mod codex_code_mode;
 pub mod codex_responses;
 pub mod contextual;
+pub mod converter;
 pub mod converters;
 pub mod gemini_cli;
 pub mod infer;

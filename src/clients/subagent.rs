@@ -122,13 +122,6 @@ impl Markers {
         self.headers.is_empty() && self.system_openings.is_empty() && self.tools.is_empty()
     }
 
-    /// The collector this agent's sub-agents need, if any (its name was checked at load).
-    pub fn collector(&self) -> Option<&'static Collector> {
-        self.collect
-            .as_deref()
-            .and_then(super::converters::collector)
-    }
-
     /// Whether a request with these headers, system texts and offered tools is one of the
     /// agent's sub-agents'.
     pub fn matches(&self, headers: &HeaderMap, system_texts: &[&str], offered: &[&str]) -> bool {

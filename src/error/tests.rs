@@ -1,4 +1,5 @@
-//! The status, log level and metric kind of every `ProxyError`, and what an internal error keeps.
+//! The status, log level and metric kind of every `ProxyError`, what an internal error keeps, and
+//! what the core does not import.
 
 use super::*;
 use tracing::Level;
@@ -27,7 +28,7 @@ fn table() -> Vec<(ProxyError, u16, Level, &'static str)> {
     let (method, path) = (String::from("GET"), String::from("/x"));
     vec![
         (
-            ProxyError::InvalidJson("m".into()),
+            ProxyError::invalid_json(not_json()),
             400,
             Level::DEBUG,
             "invalid_request",
@@ -126,7 +127,10 @@ fn table() -> Vec<(ProxyError, u16, Level, &'static str)> {
         ),
         (store, 503, Level::WARN, "store_unavailable"),
         (
-            upstream(UpstreamError::Unreachable(a_reqwest_error())),
+            upstream(UpstreamError::Unreachable {
+                words: "connection failed".into(),
+                cause: "refused".into(),
+            }),
             502,
             Level::WARN,
             "upstream_unreachable",
@@ -145,7 +149,7 @@ fn table() -> Vec<(ProxyError, u16, Level, &'static str)> {
         ),
         (
             upstream(UpstreamError::Interrupted(
-                crate::upstream::Interruption::Unfinished,
+                upstream::Interruption::Unfinished,
             )),
             502,
             Level::WARN,
@@ -208,12 +212,9 @@ fn table() -> Vec<(ProxyError, u16, Level, &'static str)> {
     ]
 }
 
-/// A real `reqwest::Error`, made without a network: a URL that does not parse.
-fn a_reqwest_error() -> reqwest::Error {
-    reqwest::Client::new()
-        .get("http://[::1")
-        .build()
-        .expect_err("not a URL")
+/// A real `serde_json::Error`: `x` is not JSON.
+fn not_json() -> serde_json::Error {
+    serde_json::from_str::<serde_json::Value>("x").expect_err("not JSON")
 }
 
 #[test]
@@ -240,6 +241,29 @@ fn kinds_are_the_documented_fixed_set() {
 }
 
 #[test]
+fn a_body_that_is_not_json_keeps_the_parser_s_error_and_says_it_after_what_failed() {
+    let err = ProxyError::invalid_json(not_json());
+    assert_eq!(
+        err.public_message(),
+        "request body is not valid JSON: expected value at line 1 column 1"
+    );
+    let source =
+        std::error::Error::source(&err).and_then(|s| s.downcast_ref::<serde_json::Error>());
+    assert!(source.is_some_and(serde_json::Error::is_syntax));
+}
+
+#[test]
+fn an_unreadable_body_keeps_the_server_s_error_and_says_it_after_what_failed() {
+    let err = ProxyError::BodyRead(Box::new(std::io::Error::other("connection reset")));
+    assert_eq!(
+        err.public_message(),
+        "cannot read the request body: connection reset"
+    );
+    let source = std::error::Error::source(&err).and_then(|s| s.downcast_ref::<std::io::Error>());
+    assert!(source.is_some(), "the body's error is kept typed");
+}
+
+#[test]
 fn an_internal_error_keeps_its_cause_for_the_log_and_tells_the_client_nothing() {
     let cause = serde_json::from_str::<u8>("x").expect_err("not a number");
     let err = ProxyError::internal(cause);
@@ -252,4 +276,53 @@ fn an_internal_error_keeps_its_cause_for_the_log_and_tells_the_client_nothing() 
         .and_then(std::error::Error::source)
         .and_then(|s| s.downcast_ref::<serde_json::Error>());
     assert!(source.is_some(), "the serde_json error is kept typed");
+}
+
+/// The core is what the pure layers (`protocols`, `harness`) and `upstream` import: none of its
+/// files (its tests aside, which may build anything) names axum, the HTTP client or a module of
+/// the proxy above it. Comments are not read: they may say where the rendering lives.
+#[test]
+fn the_core_imports_neither_axum_nor_the_modules_above_it() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/error");
+    let mut read = Vec::new();
+    for entry in std::fs::read_dir(&dir).expect("src/error") {
+        let path = entry.expect("an entry").path();
+        let name = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or_default();
+        if name == "tests.rs" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).expect("a core file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or_default();
+            for forbidden in [
+                "axum",
+                "tower",
+                "hyper",
+                "reqwest",
+                "crate::harness",
+                "crate::upstream",
+                "crate::routes",
+                "crate::server",
+                "crate::protocols",
+                "crate::titles",
+                "crate::api",
+            ] {
+                assert!(
+                    !code.contains(forbidden),
+                    "src/error/{name}:{} names `{forbidden}`: {line}",
+                    n + 1
+                );
+            }
+        }
+        read.push(name.to_owned());
+    }
+    read.sort();
+    assert_eq!(
+        read,
+        ["mod.rs", "upstream.rs"],
+        "the core's files, every one read"
+    );
 }

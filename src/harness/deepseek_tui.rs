@@ -222,15 +222,19 @@ impl Harness for DeepseekTui {
                 tools.slot(&mut body);
                 body["tool_choice"] = json!("auto");
             }
-            Ok(prepared(
+            prepared(
                 Body::new(&body, &tools).with_system(&system),
                 bridge,
                 &conversation,
-            ))
+            )
         })
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

@@ -142,11 +142,15 @@ impl Harness for KimiCli {
                 tools.slot(&mut body);
             }
             effort(&mut body, conversation.options.reasoning_effort.as_deref());
-            Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
+            prepared(Body::new(&body, &tools), bridge, &conversation)
         })
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

@@ -145,11 +145,15 @@ impl Harness for KimiCode {
                 tools.slot(&mut body);
             }
             body["thinking"] = json!({"type": "enabled", "keep": "all"});
-            Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
+            prepared(Body::new(&body, &tools), bridge, &conversation)
         })
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

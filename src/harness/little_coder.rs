@@ -108,11 +108,15 @@ impl Harness for LittleCoder {
             body["thinking"] = json!({"type": "enabled"});
             body["reasoning_effort"] = json!("high");
             body["temperature"] = json!(0.3);
-            Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
+            prepared(Body::new(&body, &tools), bridge, &conversation)
         })
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

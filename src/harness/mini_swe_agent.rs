@@ -94,12 +94,7 @@ impl MiniSweAgent {
             no_tool_call: self.no_tool_call.clone(),
             shell,
         };
-        Ok(text::prepared(
-            &body,
-            bridge,
-            &conversation,
-            Arc::new(reader),
-        ))
+        text::prepared(&body, bridge, &conversation, Arc::new(reader))
     }
 }
 
@@ -126,12 +121,16 @@ impl Harness for MiniSweAgent {
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         if self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
+            return Prepared::unchanged(&request);
         }
         self.body(request)
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

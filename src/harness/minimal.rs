@@ -57,11 +57,15 @@ impl Harness for Minimal {
             if !tools.is_empty() {
                 tools.slot(&mut body);
             }
-            Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
+            prepared(Body::new(&body, &tools), bridge, &conversation)
         })
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

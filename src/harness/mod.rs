@@ -47,6 +47,7 @@ use crate::clients::profiles::Profiles;
 use crate::config::{Config, Wire};
 use crate::conversation::Conversation;
 use crate::conversation::mapping::ResponsePlan;
+use crate::error::InternalError;
 use crate::prompts::Prompts;
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +59,29 @@ pub enum HarnessError {
         param: Option<&'static str>,
         code: &'static str,
     },
+    /// The upstream request the harness wrote (or its title request) cannot be written as JSON:
+    /// a failure of the proxy's, never an empty body sent in its place.
+    #[error("cannot write the upstream request as JSON: {0}")]
+    Encode(#[source] serde_json::Error),
+}
+
+/// A request the harness cannot rebuild is the client's to fix: a 400 with the harness's words; a
+/// body it cannot write is the proxy's failure, a 500 that says nothing more.
+impl From<HarnessError> for crate::error::ProxyError {
+    fn from(err: HarnessError) -> Self {
+        match err {
+            HarnessError::Invalid {
+                message,
+                param,
+                code,
+            } => Self::InvalidRequest {
+                message,
+                param,
+                code,
+            },
+            HarnessError::Encode(err) => Self::internal(InternalError::EncodeRequest(err)),
+        }
+    }
 }
 
 impl From<crate::clients::profiles::UnknownProfile> for HarnessError {
@@ -129,16 +153,15 @@ impl Prepared {
         }
     }
 
-    pub fn unchanged(request: &HarnessRequest<'_>) -> Self {
+    pub fn unchanged(request: &HarnessRequest<'_>) -> Result<Self, HarnessError> {
         let upstream_body = match request.chat_body {
             Some(bytes) => bytes.clone(),
             None => {
                 let chat = plain::chat_request(&request.conversation, true);
-                // Serializing owned strings and JSON values cannot fail.
-                Bytes::from(serde_json::to_vec(&chat).unwrap_or_default())
+                Bytes::from(serde_json::to_vec(&chat).map_err(HarnessError::Encode)?)
             }
         };
-        Self {
+        Ok(Self {
             upstream_body,
             rewritten: false,
             response: ResponsePlan::Passthrough,
@@ -146,7 +169,7 @@ impl Prepared {
             passthrough_tools: Vec::new(),
             subagent: false,
             local: None,
-        }
+        })
     }
 }
 
@@ -185,7 +208,11 @@ pub trait Harness: Send + Sync {
     fn add_upstream_headers(&self, _headers: &mut HeaderMap, _conversation: &str) {}
     /// The proxy's own title request for one of this harness's conversations, as the client it
     /// poses as asks for a title: its body, and its headers added to the client's.
-    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes;
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        headers: &mut HeaderMap,
+    ) -> Result<Bytes, HarnessError>;
 }
 
 /// What a title request is written from.
@@ -305,5 +332,31 @@ impl Registry {
             .copied()
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ProxyError;
+
+    /// A real encode failure: a map whose keys are not strings is no JSON object.
+    fn encode_error() -> serde_json::Error {
+        let map = BTreeMap::from([((1, 2), 3)]);
+        serde_json::to_vec(&map).expect_err("keys that are not strings")
+    }
+
+    #[test]
+    fn a_body_the_harness_cannot_write_is_the_proxy_s_failure_and_tells_the_client_nothing() {
+        let err = ProxyError::from(HarnessError::Encode(encode_error()));
+        assert_eq!(
+            (err.status().as_u16(), err.kind(), err.log_level()),
+            (500, "internal", tracing::Level::ERROR)
+        );
+        assert_eq!(err.public_message(), "internal error");
+        assert_eq!(
+            err.to_string(),
+            "internal error: cannot write the upstream request as JSON: key must be a string"
+        );
     }
 }

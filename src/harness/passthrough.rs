@@ -39,10 +39,14 @@ impl Harness for Passthrough {
     /// Not called by the proxy (a harness that does not rewrite gets no parsed request); given a
     /// conversation anyway, it sends the request as it was.
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
-        Ok(Prepared::unchanged(&request))
+        Prepared::unchanged(&request)
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        headers: &mut HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.titled_as.title_request(ask, headers)
     }
 }

@@ -59,7 +59,7 @@ impl Pi {
         }
         body["thinking"] = json!({"type": "enabled"});
         body["reasoning_effort"] = json!("high");
-        Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
+        prepared(Body::new(&body, &tools), bridge, &conversation)
     }
 }
 
@@ -76,7 +76,11 @@ impl Harness for Pi {
         self.common.prepare(request, |request| self.body(request))
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

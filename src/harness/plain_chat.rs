@@ -43,14 +43,13 @@ impl Harness for PlainChat {
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         let conversation = &request.conversation;
         if self.titles.is_title_request(conversation) {
-            return Ok(Prepared::unchanged(&request));
+            return Prepared::unchanged(&request);
         }
         // Always streamed, as every rewritten request: the answer is reshaped or folded for the
         // client either way.
         let chat = super::plain::chat_request(conversation, true);
         Ok(Prepared {
-            // Serializing owned strings and JSON values cannot fail.
-            upstream_body: Bytes::from(serde_json::to_vec(&chat).unwrap_or_default()),
+            upstream_body: Bytes::from(serde_json::to_vec(&chat).map_err(HarnessError::Encode)?),
             rewritten: true,
             response: ResponsePlan::Reshape(Reshape {
                 client_stream: conversation.options.stream,
@@ -65,14 +64,18 @@ impl Harness for PlainChat {
         })
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         title_body(&self.title_prompt, ask)
     }
 }
 
 /// A plain title request: the title prompt as the system message, the words as the user's; no
 /// headers of another client's. The title request of every harness whose agent asks for none.
-pub fn title_body(title_prompt: &str, ask: &TitleAsk<'_>) -> Bytes {
+pub fn title_body(title_prompt: &str, ask: &TitleAsk<'_>) -> Result<Bytes, HarnessError> {
     let body = TitleBody {
         model: ask.model,
         stream: true,
@@ -90,17 +93,20 @@ pub fn title_body(title_prompt: &str, ask: &TitleAsk<'_>) -> Bytes {
             },
         ],
     };
-    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(HarnessError::Encode)
 }
 
 /// `title_body` as a Messages request, for a Messages upstream: the prompt as `system`, the
 /// words as the user's turn, Anthropic's required token limit (a title is a few words).
-pub fn title_body_messages(title_prompt: &str, ask: &TitleAsk<'_>) -> Bytes {
+pub fn title_body_messages(title_prompt: &str, ask: &TitleAsk<'_>) -> Result<Bytes, HarnessError> {
     let body = serde_json::json!({"model": ask.model, "max_tokens": TITLE_MAX_TOKENS,
         "system": title_prompt, "messages": [{"role": "user", "content": ask.words.text()}],
         "stream": true});
-    // Serializing a JSON value cannot fail.
-    Bytes::from(serde_json::to_vec(&body).unwrap_or_default())
+    serde_json::to_vec(&body)
+        .map(Bytes::from)
+        .map_err(HarnessError::Encode)
 }
 
 /// The token limit of a Messages title request.
@@ -134,14 +140,16 @@ mod tests {
         let prompts = Prompts::load(None).expect("built-in prompts");
         let harness = PlainChat::new(&prompts);
         let mut headers = HeaderMap::new();
-        let body = harness.title_request(
-            &TitleAsk {
-                model: "m",
-                words: crate::harness::TitleWords::FirstUser("fix the \"login\" bug"),
-                conversation: "c1",
-            },
-            &mut headers,
-        );
+        let body = harness
+            .title_request(
+                &TitleAsk {
+                    model: "m",
+                    words: crate::harness::TitleWords::FirstUser("fix the \"login\" bug"),
+                    conversation: "c1",
+                },
+                &mut headers,
+            )
+            .expect("a title body");
         let body: serde_json::Value = serde_json::from_slice(&body).expect("JSON");
         assert_eq!(
             body,

@@ -185,11 +185,15 @@ impl Harness for QwenCode {
         if !tools.is_empty() {
             tools.slot(&mut body);
         }
-        Ok(prepared(Body::new(&body, &tools), bridge, &conversation))
+        prepared(Body::new(&body, &tools), bridge, &conversation)
         })
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

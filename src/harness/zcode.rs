@@ -126,7 +126,7 @@ impl Zcode {
                     "max_tokens": MAX_TOKENS, "stream": true})
             }
         };
-        Ok(prepared(Body::plain(&body), bridge, &conversation))
+        prepared(Body::plain(&body), bridge, &conversation)
     }
 }
 
@@ -149,7 +149,7 @@ impl Harness for Zcode {
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         if self.wire == Wire::Chat && self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
+            return Prepared::unchanged(&request);
         }
         self.common
             .prepare_sub_agents(request, |request| self.body(request))
@@ -191,7 +191,11 @@ impl Harness for Zcode {
 
     /// ZCode asks for no title; the proxy's plain one, when the operator titles it, on the wire
     /// the upstream speaks (with ZCode's headers on the Messages one).
-    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        headers: &mut HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         match self.wire {
             Wire::Chat => self.common.title_request(ask),
             Wire::Messages => {

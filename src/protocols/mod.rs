@@ -77,11 +77,28 @@ pub struct Inbound {
     pub dropped_tools: Vec<String>,
 }
 
-/// Why a whole (non-streamed) answer could not be rendered.
+/// Why a whole (non-streamed) answer could not be rendered: the upstream's answer failed, as it
+/// was reported (`message`, `code`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AnswerFailed {
     pub message: String,
     pub code: String,
+}
+
+/// Why `Renderer::into_json` gave no body: the answer failed upstream, or the proxy could not
+/// write its own JSON (never an empty body in its place).
+#[derive(Debug, thiserror::Error)]
+pub enum NoJson {
+    #[error("{}", .0.message)]
+    Failed(AnswerFailed),
+    #[error("cannot write the answer as JSON: {0}")]
+    Encode(#[from] serde_json::Error),
+}
+
+impl From<AnswerFailed> for NoJson {
+    fn from(failed: AnswerFailed) -> Self {
+        Self::Failed(failed)
+    }
 }
 
 /// Answer events → one protocol's bytes. Fed every event in order; `start` once, first.
@@ -96,7 +113,7 @@ pub trait Renderer: Send {
     }
     /// For a client that did not stream: the whole answer as one JSON body, once every event
     /// was given to `event` (whose output the caller discarded).
-    fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed>;
+    fn into_json(self: Box<Self>) -> Result<Bytes, NoJson>;
     /// Said before `start` when only `into_json` will be read: a renderer may then skip rendering
     /// events, so that it holds the answer once (not again in every `…done` event).
     fn holding_whole(&mut self) {}
@@ -118,7 +135,7 @@ pub fn read_request<T: serde::de::DeserializeOwned>(
         let path = err.path().to_string();
         let inner = err.into_inner();
         if inner.is_syntax() || inner.is_eof() {
-            ProxyError::InvalidJson(format!("request body is not valid JSON: {inner}"))
+            ProxyError::invalid_json(inner)
         } else {
             ProxyError::InvalidRequest {
                 message: format!("invalid {what} request at `{path}`: {inner}"),
@@ -148,9 +165,11 @@ pub(crate) fn split_at(bytes: &[u8], mut cuts: Vec<usize>) -> Vec<&[u8]> {
 /// text, reasoning and arguments) plus room for escapes and the envelope. A folded answer can be
 /// `limits.max_answer_bytes` of text, and a buffer grown by doubling held it up to three times
 /// over while it grew (issue 30: 4.4–6.5× the answer in RSS).
-pub fn json_answer(value: &impl serde::Serialize, text_bytes: usize) -> bytes::Bytes {
+pub fn json_answer(
+    value: &impl serde::Serialize,
+    text_bytes: usize,
+) -> Result<bytes::Bytes, serde_json::Error> {
     let mut out = Vec::with_capacity(text_bytes + text_bytes / 8 + 4096);
-    // Writing a JSON value into a Vec cannot fail.
-    let _ = serde_json::to_writer(&mut out, value);
-    bytes::Bytes::from(out)
+    serde_json::to_writer(&mut out, value)?;
+    Ok(bytes::Bytes::from(out))
 }

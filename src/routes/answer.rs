@@ -118,7 +118,7 @@ pub(crate) async fn answer(
         translate_completion(&mut folded, mapper.as_ref());
     }
     let text_bytes = folded.text_bytes();
-    let json = crate::protocols::json_answer(&folded, text_bytes);
+    let json = crate::protocols::json_answer(&folded, text_bytes).map_err(ProxyError::internal)?;
     drop(folded);
     Ok(build(status, out_headers, Body::from(json)))
 }
@@ -253,6 +253,25 @@ fn fold_error(err: FoldError) -> ProxyError {
     }
 }
 
+/// The event a reshaped stream the `Shaper` stopped ends with, the failure logged once here: the
+/// upstream's (counted as a failed stream, its words told), or the proxy's own (an `internal
+/// error`, its cause in the log only).
+fn stopped_event(stopped: ShapeError) -> Bytes {
+    let err = match stopped {
+        ShapeError::TooLarge(too_large) => UpstreamError::EventTooLarge(too_large.limit),
+        ShapeError::Invalid(what) => UpstreamError::InvalidEvent(what),
+        ShapeError::Encode(cause) => {
+            tracing::error!(error = %cause, "cannot write a reshaped chunk as JSON; the stream stopped");
+            // Told as any internal failure is: its words and code, nothing of the cause.
+            let err = ProxyError::internal(cause);
+            return Bytes::from(sse_error_event(&err.public_message(), err.code()));
+        }
+    };
+    metrics::counter!("harness_proxy_upstream_stream_errors_total").increment(1);
+    tracing::warn!(code = err.code(), error = %err, "upstream stream stopped");
+    Bytes::from(sse_error_event(&err.to_string(), err.code()))
+}
+
 /// A reshaped SSE body: upstream chunks in, shaped events out, one error event if the upstream fails.
 pub(crate) struct ShapedBody {
     inner: BodyStream,
@@ -296,16 +315,7 @@ impl Stream for ShapedBody {
                     if let Err(stopped) = this.shaper.push(&chunk, &mut out) {
                         // Ending here drops the upstream request with this body.
                         this.done = true;
-                        let err = match stopped {
-                            ShapeError::TooLarge(too_large) => {
-                                UpstreamError::EventTooLarge(too_large.limit)
-                            }
-                            ShapeError::Invalid(what) => UpstreamError::InvalidEvent(what),
-                        };
-                        metrics::counter!("harness_proxy_upstream_stream_errors_total")
-                            .increment(1);
-                        tracing::warn!(code = err.code(), error = %err, "upstream stream stopped");
-                        out.push(Bytes::from(sse_error_event(&err.to_string(), err.code())));
+                        out.push(stopped_event(stopped));
                     }
                 }
                 Poll::Ready(Some(Err(err))) => {
@@ -329,5 +339,32 @@ impl Stream for ShapedBody {
             }
             this.queue.extend(out);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chunk_the_proxy_cannot_write_again_ends_the_stream_with_an_internal_error_only() {
+        let map = std::collections::BTreeMap::from([((1, 2), 3)]);
+        let cause = serde_json::to_vec(&map).expect_err("keys that are not strings");
+        assert_eq!(
+            stopped_event(ShapeError::Encode(cause)),
+            Bytes::from(
+                "data: {\"error\":{\"message\":\"internal error\",\"type\":\"server_error\",\"param\":null,\"code\":\"internal_error\"}}\n\n"
+            )
+        );
+    }
+
+    #[test]
+    fn an_upstream_event_too_large_ends_the_stream_with_its_own_words() {
+        let event = stopped_event(ShapeError::TooLarge(crate::sse::EventTooLarge { limit: 8 }));
+        let text = String::from_utf8(event.to_vec()).expect("utf-8");
+        assert!(
+            text.contains("\"code\":\"upstream_event_too_large\""),
+            "{text}"
+        );
     }
 }

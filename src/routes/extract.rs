@@ -49,7 +49,7 @@ pub async fn read_body(headers: &HeaderMap, body: Body, limit: usize) -> Result<
         if too_large {
             ProxyError::BodyTooLarge { limit }
         } else {
-            ProxyError::BodyRead(err.to_string())
+            ProxyError::BodyRead(err.into())
         }
     })
 }

@@ -14,9 +14,10 @@ use axum::http::{HeaderMap, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::error::{ErrorShape, ProxyError};
+use crate::error::ProxyError;
 use crate::protocols::{self, ClientProtocol, Inbound};
 use crate::routes::RequestId;
+use crate::routes::error_response::ErrorShape;
 use crate::state::AppState;
 
 /// An inbound adapter's entry point: the client's request → the conversation model.

@@ -17,6 +17,7 @@ use crate::error::ProxyError;
 use crate::protocols::gemini::{self, error as google, models};
 use crate::routes::answer::{Bounds, collect};
 use crate::routes::count_tokens::{self, Counting};
+use crate::routes::error_response;
 use crate::routes::front::{Call, Front, Mount};
 use crate::routes::headers::client_authorization;
 use crate::routes::pipeline;
@@ -79,7 +80,7 @@ impl From<ProxyError> for GeminiError {
 
 impl IntoResponse for GeminiError {
     fn into_response(self) -> Response {
-        self.0.render_with(|facts| {
+        error_response::render(&self.0, |facts| {
             (
                 facts.status,
                 google::body(facts.status.as_u16(), facts.message),

@@ -279,7 +279,7 @@ fn prepare_now(
     };
     // ... and is forwarded as the client asked, whatever the harness.
     let prepared = if aside {
-        Prepared::unchanged(&request)
+        Prepared::unchanged(&request)?
     } else {
         harness.prepare(request)?
     };

@@ -12,6 +12,7 @@ use axum::routing::{MethodRouter, post};
 use crate::error::ProxyError;
 use crate::protocols::messages::{self, error as anthropic};
 use crate::routes::count_tokens::{self, Counting};
+use crate::routes::error_response;
 use crate::routes::extract::read_body;
 use crate::routes::front::{Call, Front, Mount, method_not_allowed};
 use crate::routes::pipeline;
@@ -58,7 +59,7 @@ impl From<ProxyError> for AnthropicError {
 impl IntoResponse for AnthropicError {
     fn into_response(self) -> Response {
         let overload = self.0.is_overload();
-        self.0.render_with(|facts| {
+        error_response::render(&self.0, |facts| {
             let status = if overload {
                 StatusCode::from_u16(529).unwrap_or(StatusCode::SERVICE_UNAVAILABLE)
             } else {

@@ -20,6 +20,7 @@ pub mod checks;
 pub mod correct;
 pub mod count_tokens;
 pub mod dropped_tools;
+pub mod error_response;
 pub mod extract;
 pub mod forward;
 pub mod front;

@@ -15,7 +15,7 @@ use futures_util::{Stream, StreamExt};
 use crate::error::ProxyError;
 use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};
-use crate::protocols::{AnswerEvent, ChatAnswerReader, Renderer};
+use crate::protocols::{AnswerEvent, ChatAnswerReader, NoJson, Renderer};
 use crate::routes::answer::{Bounds, ShapedBody, apart, bounded, build, collect, translate_json};
 use crate::routes::answer_end::AnswerFinished;
 use crate::routes::front::UpstreamErrorShape;
@@ -107,8 +107,11 @@ pub async fn render(
         renderer.into_json()
     })
     .await?
-    .map_err(|failed| {
-        ProxyError::Upstream(UpstreamError::reported(&failed.code, failed.message))
+    .map_err(|no_json| match no_json {
+        NoJson::Failed(failed) => {
+            ProxyError::Upstream(UpstreamError::reported(&failed.code, failed.message))
+        }
+        NoJson::Encode(cause) => ProxyError::internal(cause),
     })?;
     out_headers.insert(
         header::CONTENT_TYPE,

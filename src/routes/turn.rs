@@ -59,14 +59,14 @@ impl Turn<'_> {
                     words,
                     conversation: &conversation,
                 };
-                let body = harness.title_request(&ask, &mut title_headers);
+                let body = harness.title_request(&ask, &mut title_headers)?;
                 let path = harness.title_path();
-                TitleRequest {
+                Ok(TitleRequest {
                     body,
                     headers: title_headers,
                     path: path.unwrap_or(UPSTREAM_PATH),
                     messages: path.is_some(),
-                }
+                })
             })
         };
         self.state

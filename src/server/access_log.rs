@@ -15,7 +15,7 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::error::ErrorCode;
+use crate::routes::error_response::ErrorCode;
 use crate::routes::{AnswerFinished, RequestId, ResponseFacts, is_event_stream};
 use crate::state::AppState;
 

@@ -16,7 +16,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::time::Instant;
 
 use crate::config::LimitsConfig;
-use crate::error::{ErrorShape, ProxyError};
+use crate::error::ProxyError;
+use crate::routes::error_response::ErrorShape;
 use crate::state::AppState;
 
 use super::access_log::{InFlight, PermitSlot};
@@ -70,7 +71,7 @@ async fn read(
     loop {
         let quiet = Instant::now() + limits.request_idle_timeout;
         let frame = match tokio::time::timeout_at(deadline.min(quiet), body.frame()).await {
-            Ok(Some(frame)) => frame.map_err(|e| ProxyError::BodyRead(e.to_string()))?,
+            Ok(Some(frame)) => frame.map_err(|e| ProxyError::BodyRead(e.into()))?,
             Ok(None) => break,
             Err(_) if Instant::now() >= deadline => {
                 return Err(ProxyError::RequestTimeout(

@@ -26,7 +26,8 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::config::ServerConfig;
-use crate::error::{ErrorShape, ProxyError};
+use crate::error::ProxyError;
+use crate::routes::error_response::ErrorShape;
 
 /// Why the guard refused a request; rendered through `ProxyError`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -8,7 +8,8 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::Credential;
-use crate::error::{ErrorShape, ProxyError};
+use crate::error::ProxyError;
+use crate::routes::error_response::ErrorShape;
 use crate::state::AppState;
 
 const NEED_A_KEY: &str = "this proxy needs an API key: send `Authorization: Bearer <key>` or \

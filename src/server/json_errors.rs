@@ -12,8 +12,9 @@ use axum::http::header;
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::error::{ErrorCode, ErrorShape, ProxyError};
+use crate::error::ProxyError;
 use crate::routes::ResponseFacts;
+use crate::routes::error_response::{ErrorCode, ErrorShape};
 
 /// How much of a framework error body is kept as the message.
 const MAX_MESSAGE_BYTES: usize = 4096;

@@ -6,7 +6,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
 
 use super::input::{AnswerText, exchange};
-use crate::harness::TitleWords;
+use crate::harness::{HarnessError, TitleWords};
 
 /// A title request as a harness wrote it.
 pub struct TitleRequest {
@@ -22,8 +22,9 @@ pub struct TitleRequest {
 }
 
 /// Writes the turn's title request for the given words, as the turn's harness does: made when a
-/// title is claimed, run when its words are known.
-pub type TitleWriter = Box<dyn FnOnce(TitleWords<'_>) -> TitleRequest + Send>;
+/// title is claimed, run when its words are known. A body the harness cannot write fails the
+/// title.
+pub type TitleWriter = Box<dyn FnOnce(TitleWords<'_>) -> Result<TitleRequest, HarnessError> + Send>;
 
 /// Everything a title task needs from the request that started it.
 pub struct TitleJob {
@@ -38,8 +39,8 @@ pub struct TitleJob {
 
 /// The request a title job sends.
 pub enum JobRequest {
-    /// Written at the claim, from the first user words.
-    Written(TitleRequest),
+    /// Written at the claim, from the first user words (or failed to be).
+    Written(Result<TitleRequest, HarnessError>),
     /// Nothing to title from: no request is sent, the title fails `no input to title from`.
     NoInput,
     /// Written when the job starts, from the user's words and the answer's text, each cut to
@@ -61,19 +62,20 @@ impl JobRequest {
         }
     }
 
-    /// The request to send now: an exchange is written from the answer as it stands.
-    pub fn written(self, words: &str) -> Option<TitleRequest> {
+    /// The request to send now (none: nothing to title from): an exchange is written from the
+    /// answer as it stands.
+    pub fn written(self, words: &str) -> Result<Option<TitleRequest>, HarnessError> {
         match self {
-            Self::Written(request) => Some(request),
-            Self::NoInput => None,
+            Self::Written(request) => request.map(Some),
+            Self::NoInput => Ok(None),
             Self::Exchange {
                 write,
                 answer,
                 chars,
-            } => {
-                let text = exchange(words, &answer.get(), chars)?;
-                Some(write(TitleWords::Exchange(&text)))
-            }
+            } => match exchange(words, &answer.get(), chars) {
+                Some(text) => write(TitleWords::Exchange(&text)).map(Some),
+                None => Ok(None),
+            },
         }
     }
 }
@@ -83,26 +85,28 @@ mod tests {
     use super::*;
 
     fn echo() -> TitleWriter {
-        Box::new(|words| TitleRequest {
-            body: Bytes::from(match words {
-                TitleWords::FirstUser(text) => format!("first-user:{text}"),
-                TitleWords::Exchange(text) => format!("exchange:{text}"),
-            }),
-            headers: HeaderMap::new(),
-            path: "/chat/completions",
-            messages: false,
+        Box::new(|words| {
+            Ok(TitleRequest {
+                body: Bytes::from(match words {
+                    TitleWords::FirstUser(text) => format!("first-user:{text}"),
+                    TitleWords::Exchange(text) => format!("exchange:{text}"),
+                }),
+                headers: HeaderMap::new(),
+                path: "/chat/completions",
+                messages: false,
+            })
         })
     }
 
-    fn body(request: Option<TitleRequest>) -> Option<Bytes> {
-        request.map(|r| r.body)
+    fn body(request: Result<Option<TitleRequest>, HarnessError>) -> Option<Bytes> {
+        request.expect("written").map(|r| r.body)
     }
 
     #[test]
     fn first_user_words_are_written_at_once_and_blank_ones_not_at_all() {
         let written = JobRequest::first_user(echo(), "fix it").written("fix it");
         assert_eq!(body(written).as_deref(), Some(&b"first-user:fix it"[..]));
-        assert!(JobRequest::first_user(echo(), " \n").written("").is_none());
+        assert!(body(JobRequest::first_user(echo(), " \n").written("")).is_none());
     }
 
     #[test]
@@ -121,12 +125,30 @@ mod tests {
     }
 
     #[test]
+    fn a_request_the_harness_cannot_write_fails_the_job_instead_of_going_empty() {
+        let cannot: TitleWriter = Box::new(|_| {
+            let map = std::collections::BTreeMap::from([((1, 2), 3)]);
+            Err(HarnessError::Encode(
+                serde_json::to_vec(&map).expect_err("keys that are not strings"),
+            ))
+        });
+        let err = JobRequest::first_user(cannot, "fix it")
+            .written("fix it")
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(
+            err.as_deref(),
+            Some("cannot write the upstream request as JSON: key must be a string")
+        );
+    }
+
+    #[test]
     fn an_exchange_with_neither_half_writes_nothing() {
         let request = JobRequest::Exchange {
             write: echo(),
             answer: AnswerText::default(),
             chars: 100,
         };
-        assert!(request.written("").is_none());
+        assert!(body(request.written("")).is_none());
     }
 }

@@ -40,6 +40,8 @@ enum TitleFailure {
     #[error("no input to title from")]
     NoInput,
     #[error(transparent)]
+    Write(#[from] crate::harness::HarnessError),
+    #[error(transparent)]
     Send(#[from] crate::upstream::UpstreamError),
     #[error("upstream answered {status}: {message}")]
     Refused { status: u16, message: String },
@@ -83,7 +85,7 @@ pub struct TitleService {
 /// to title from).
 struct Ready {
     words: String,
-    request: Option<TitleRequest>,
+    request: Result<Option<TitleRequest>, crate::harness::HarnessError>,
     fresh: bool,
     client_authorization: Option<HeaderValue>,
 }
@@ -448,7 +450,7 @@ impl TitleService {
     /// The title task's work; its outcome is settled by the caller, panic or not.
     async fn run(&self, live: &LiveTitle, job: Ready, dispatched: oneshot::Sender<()>) -> Outcome {
         tokio::select! {
-            result = tokio::time::timeout(self.config.timeout, self.generate(live, &job, dispatched)) => match result {
+            result = tokio::time::timeout(self.config.timeout, self.generate(live, job, dispatched)) => match result {
                 Ok(Ok(title)) => Outcome::Done(title),
                 Ok(Err(failure)) => Outcome::Failed(failure.to_string()),
                 Err(_) => Outcome::Failed(format!(
@@ -584,12 +586,10 @@ impl TitleService {
     async fn generate(
         &self,
         live: &LiveTitle,
-        job: &Ready,
+        job: Ready,
         dispatched: oneshot::Sender<()>,
     ) -> Result<String, TitleFailure> {
-        let Some(request) = &job.request else {
-            return Err(TitleFailure::NoInput);
-        };
+        let request = job.request?.ok_or(TitleFailure::NoInput)?;
         let response = self
             .upstream
             .send(Outbound {

@@ -25,104 +25,9 @@ use tokio::time::Sleep;
 
 use crate::config::{UpstreamConfig, Wire};
 
-/// A failure of the upstream, as the client is told it. Each cause is kept typed (`#[source]`)
-/// for a caller that asks what it was (`std::error::Error::source`); the message already says
-/// it in words that never include the upstream URL, so a log prints the error alone, not its
-/// chain too.
-#[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
-    #[error("the upstream is unreachable: {}", describe(.0))]
-    Unreachable(#[source] reqwest::Error),
-    #[error("the upstream did not answer in time ({0})")]
-    Timeout(&'static str),
-    #[error("the upstream stream failed: {0}")]
-    Interrupted(#[source] Interruption),
-    /// One SSE event of the answer grew past `limits.max_sse_event_bytes`.
-    #[error("an upstream SSE event exceeds limits.max_sse_event_bytes ({0} bytes)")]
-    EventTooLarge(usize),
-    /// An event that is not a Chat Completions chunk: what it was (its start, cut short, or the
-    /// JSON parser's words on it) — a description of the upstream's data rather than a cause,
-    /// worded by `protocols::chat`'s readers.
-    #[error("the upstream sent an event that is not a chat completions chunk: {0}")]
-    InvalidEvent(String),
-    /// The answer of a client that did not stream grew past `limits.max_answer_bytes`.
-    #[error(
-        "the upstream's answer exceeds limits.max_answer_bytes ({0} bytes), the most the proxy holds for a client that does not stream"
-    )]
-    AnswerTooLarge(usize),
-    /// The answer failed as an error event reported (`code`, `message`, already worded) while it
-    /// was read into one JSON.
-    #[error("{message}")]
-    Reported { code: &'static str, message: String },
-    /// The joined URL would leave the base path: refused before sending (defence in depth; the
-    /// forward route already refuses such paths).
-    #[error("the request path leaves the upstream base path")]
-    PathEscape,
-}
-
-/// Why an upstream answer stopped before it finished.
-#[derive(Debug, thiserror::Error)]
-pub enum Interruption {
-    /// The connection failed while the body was read.
-    #[error("{}", describe(.0))]
-    Transport(#[source] reqwest::Error),
-    /// The stream stopped with neither a `finish_reason` nor `[DONE]`.
-    #[error(
-        "the upstream closed the stream before the answer finished (no finish_reason, no [DONE])"
-    )]
-    Unfinished,
-    /// The upstream sent an error object in its stream; its message, as it worded it (what the
-    /// upstream said, not an error of ours, so it stays its text).
-    #[error("{0}")]
-    ErrorEvent(String),
-}
-
-impl UpstreamError {
-    pub fn status(&self) -> StatusCode {
-        match self {
-            Self::Unreachable(_)
-            | Self::Interrupted(_)
-            | Self::EventTooLarge(_)
-            | Self::InvalidEvent(_)
-            | Self::AnswerTooLarge(_) => StatusCode::BAD_GATEWAY,
-            Self::Reported { code, .. } if *code == "upstream_timeout" => {
-                StatusCode::GATEWAY_TIMEOUT
-            }
-            Self::Reported { .. } => StatusCode::BAD_GATEWAY,
-            Self::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
-            Self::PathEscape => StatusCode::BAD_REQUEST,
-        }
-    }
-
-    pub fn code(&self) -> &'static str {
-        match self {
-            Self::Unreachable(_) => "upstream_unreachable",
-            Self::Timeout(_) => "upstream_timeout",
-            Self::Interrupted(_) => "upstream_interrupted",
-            Self::EventTooLarge(_) => "upstream_event_too_large",
-            Self::AnswerTooLarge(_) => "upstream_answer_too_large",
-            Self::InvalidEvent(_) => "upstream_invalid_event",
-            Self::Reported { code, .. } => code,
-            Self::PathEscape => "invalid_path",
-        }
-    }
-
-    /// The error an answer reader reported as `code` (one of this enum's codes, else
-    /// `upstream_interrupted`) with its message as worded, for a client that gets one JSON.
-    pub fn reported(code: &str, message: String) -> Self {
-        let code = [
-            "upstream_timeout",
-            "upstream_event_too_large",
-            "upstream_answer_too_large",
-            "upstream_invalid_event",
-            "upstream_unreachable",
-        ]
-        .into_iter()
-        .find(|known| *known == code)
-        .unwrap_or("upstream_interrupted");
-        Self::Reported { code, message }
-    }
-}
+// The upstream's error is classified in the error core, which `ProxyError` carries it from;
+// made here, where the HTTP client is known (`classify`, `describe`).
+pub use crate::error::upstream::{Interruption, UpstreamError};
 
 /// Body chunks of an upstream response; an `Err` is the last item.
 pub type BodyStream = Pin<Box<dyn Stream<Item = Result<Bytes, UpstreamError>> + Send>>;
@@ -468,7 +373,13 @@ impl Upstream {
         let status = response.status();
         let mut headers = response.headers().clone();
         let body = response.bytes_stream().map(|chunk| {
-            chunk.map_err(|e| UpstreamError::Interrupted(Interruption::Transport(e.without_url())))
+            chunk.map_err(|e| {
+                let e = e.without_url();
+                UpstreamError::Interrupted(Interruption::Transport {
+                    words: describe(&e),
+                    cause: Box::new(e),
+                })
+            })
         });
         let mut body: BodyStream = Box::pin(IdleTimeout::new(Box::pin(body), self.idle_timeout));
         if messages {
@@ -605,7 +516,11 @@ fn classify(err: reqwest::Error) -> UpstreamError {
     if err.is_timeout() {
         UpstreamError::Timeout("connecting")
     } else {
-        UpstreamError::Unreachable(err.without_url())
+        let err = err.without_url();
+        UpstreamError::Unreachable {
+            words: describe(&err),
+            cause: Box::new(err),
+        }
     }
 }
 

@@ -24,7 +24,7 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value};
 
 use super::capability::Capability;
-use super::converters::{Named, ResultReader};
+use super::converter::{Named, ResultReader};
 use convert::parse_object;
 
 /// How one aliased tool's arguments convert.

@@ -197,7 +197,7 @@ impl ClaudeCode {
                 body::messages(&parts, &setting)
             }
         };
-        Ok(prepared(Body::plain(&upstream), bridge, &conversation))
+        prepared(Body::plain(&upstream), bridge, &conversation)
     }
 }
 
@@ -215,7 +215,7 @@ impl Harness for ClaudeCode {
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         if self.wire == Wire::Chat && self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
+            return Prepared::unchanged(&request);
         }
         self.common
             .prepare_sub_agents(request, |request| self.body(request))
@@ -246,20 +246,18 @@ impl Harness for ClaudeCode {
 
     /// On a Messages upstream Claude Code's own title request, with its headers; on a
     /// Chat upstream the proxy's plain one (the reference sends none there).
-    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        headers: &mut HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         if self.wire == Wire::Chat {
             return self.common.title_request(ask);
         }
         self.add_upstream_headers(headers, ask.conversation);
         title::add_beta(headers, self.profile == Profile::Bare);
         let words = ask.words.text();
-        Bytes::from(title::body(
-            ask.model,
-            words,
-            &self.sdk,
-            &self.title,
-            ask.conversation,
-        ))
+        title::body(ask.model, words, &self.sdk, &self.title, ask.conversation).map(Bytes::from)
     }
 
     fn title_path(&self) -> Option<&'static str> {

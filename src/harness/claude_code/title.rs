@@ -8,9 +8,16 @@ use http::{HeaderMap, HeaderValue};
 use serde_json::json;
 
 use super::model;
+use crate::harness::HarnessError;
 
 /// The title request's body for `words` (the conversation's first user words), `model` titling.
-pub fn body(model_name: &str, words: &str, sdk: &str, prompt: &str, session: &str) -> Vec<u8> {
+pub fn body(
+    model_name: &str,
+    words: &str,
+    sdk: &str,
+    prompt: &str,
+    session: &str,
+) -> Result<Vec<u8>, HarnessError> {
     let session_text = format!("<session>\n{}\n</session>", words.trim_end_matches('\n'));
     let body = json!({"model": model_name,
         "messages": [{"role": "user", "content": [{"type": "text", "text": session_text}]}],
@@ -25,8 +32,7 @@ pub fn body(model_name: &str, words: &str, sdk: &str, prompt: &str, session: &st
             "additionalProperties": false}}},
         "metadata": {"user_id": model::user_id(&model::session_id(session))},
         "temperature": 1, "max_tokens": 32000, "stream": true});
-    // Serializing a JSON value cannot fail.
-    serde_json::to_vec(&body).unwrap_or_default()
+    serde_json::to_vec(&body).map_err(HarnessError::Encode)
 }
 
 /// The beta list of the title request.

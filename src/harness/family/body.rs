@@ -162,45 +162,47 @@ impl<'a> Body<'a> {
         self
     }
 
-    pub fn to_vec(&self) -> Vec<u8> {
+    pub fn to_vec(&self) -> Result<Vec<u8>, serde_json::Error> {
         let system = self.system.map_or(0, |s| s.escaped.len());
         let mut out = Vec::with_capacity(system + self.tools.text_len() + 4096);
         let Value::Object(fields) = self.fields else {
-            // Writing a JSON value into a Vec cannot fail.
-            let _ = serde_json::to_writer(&mut out, self.fields);
-            return out;
+            serde_json::to_writer(&mut out, self.fields)?;
+            return Ok(out);
         };
         out.push(b'{');
         for (n, (key, value)) in fields.iter().enumerate() {
             if n > 0 {
                 out.push(b',');
             }
-            let _ = serde_json::to_writer(&mut out, key);
+            serde_json::to_writer(&mut out, key)?;
             out.push(b':');
             match (key.as_str(), value, self.system) {
                 ("tools", Value::Null, _) => self.tools.write(&mut out),
                 ("messages", Value::Array(messages), Some(system)) => {
-                    write_messages(system, messages, &mut out);
+                    write_messages(system, messages, &mut out)?;
                 }
-                _ => {
-                    let _ = serde_json::to_writer(&mut out, value);
-                }
+                _ => serde_json::to_writer(&mut out, value)?,
             }
         }
         out.push(b'}');
-        out
+        Ok(out)
     }
 }
 
-fn write_messages(system: &JsonText, messages: &[Value], out: &mut Vec<u8>) {
+fn write_messages(
+    system: &JsonText,
+    messages: &[Value],
+    out: &mut Vec<u8>,
+) -> Result<(), serde_json::Error> {
     out.extend_from_slice(br#"[{"role":"system","content":"#);
     system.write(out);
     out.push(b'}');
     for message in messages {
         out.push(b',');
-        let _ = serde_json::to_writer(&mut *out, message);
+        serde_json::to_writer(&mut *out, message)?;
     }
     out.push(b']');
+    Ok(())
 }
 
 #[cfg(test)]
@@ -222,7 +224,7 @@ mod tests {
         let mut body = json!({"model": "m"});
         tools.slot(&mut body);
         body["after"] = json!(1);
-        let text = Body::new(&body, &tools).to_vec();
+        let text = Body::new(&body, &tools).to_vec().expect("a body");
         assert_eq!(
             String::from_utf8(text).expect("utf-8"),
             r#"{"model":"m","tools":[{"function":{"name":"a","description":"say \"hi\"\n"}},{"function":{"name":"b"}}],"after":1}"#
@@ -233,7 +235,7 @@ mod tests {
     #[test]
     fn a_body_without_a_slot_is_written_as_serde_json_writes_it() {
         let body = json!({"model": "m", "tools": [1], "messages": [{"role": "user", "content": "é\u{1}\"\\"}]});
-        let text = Body::plain(&body).to_vec();
+        let text = Body::plain(&body).to_vec().expect("a body");
         assert_eq!(text, serde_json::to_vec(&body).expect("json"));
     }
 
@@ -245,7 +247,10 @@ mod tests {
         system.push("cwd: C:\\w\u{7f}\u{2028}é");
         let body =
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": true});
-        let text = Body::plain(&body).with_system(&system).to_vec();
+        let text = Body::plain(&body)
+            .with_system(&system)
+            .to_vec()
+            .expect("a body");
         let expected = json!({"model": "m", "messages": [
             {"role": "system", "content": "Line \"one\"\n\tcwd: C:\\w\u{7f}\u{2028}é"},
             {"role": "user", "content": "hi"}], "stream": true});

@@ -402,7 +402,7 @@ mod tests {
         let mut messages = vec![json!({"role":"assistant","tool_calls":[]})];
         fill_reasoning(&mut messages, "(reasoning omitted)");
         assert_eq!(
-            serde_json::to_string(&messages[0]).unwrap_or_default(),
+            serde_json::to_string(&messages[0]).expect("a JSON value"),
             r#"{"role":"assistant","content":"","tool_calls":[],"reasoning_content":"(reasoning omitted)"}"#
         );
     }

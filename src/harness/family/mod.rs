@@ -162,12 +162,12 @@ impl Common {
     }
 
     /// The proxy's title request, when the operator titles this harness's conversations: plain.
-    pub fn title_request(&self, ask: &super::TitleAsk<'_>) -> Bytes {
+    pub fn title_request(&self, ask: &super::TitleAsk<'_>) -> Result<Bytes, HarnessError> {
         super::plain_chat::title_body(&self.title_prompt, ask)
     }
 
     /// `title_request` as a Messages request (a harness on a Messages upstream).
-    pub fn title_request_messages(&self, ask: &super::TitleAsk<'_>) -> Bytes {
+    pub fn title_request_messages(&self, ask: &super::TitleAsk<'_>) -> Result<Bytes, HarnessError> {
         super::plain_chat::title_body_messages(&self.title_prompt, ask)
     }
 
@@ -182,7 +182,7 @@ impl Common {
         body: impl FnOnce(HarnessRequest<'_>) -> Result<Prepared, HarnessError>,
     ) -> Result<Prepared, HarnessError> {
         if self.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
+            return Prepared::unchanged(&request);
         }
         self.prepare_sub_agents(request, body)
     }
@@ -200,7 +200,7 @@ impl Common {
             conversation.client.profile,
             &conversation.tools,
         )?;
-        if let Some(collector) = profile.subagent.collector() {
+        if let Some(collector) = crate::clients::converters::collector_of(&profile.subagent) {
             if let Some(call) = (collector.pending)(&conversation.items) {
                 return Ok(Prepared::local(call, conversation));
             }
@@ -347,13 +347,17 @@ pub fn text_of(parts: &[Part]) -> String {
 
 /// The prepared request: the body, its answer reshaped for the client with the calls through
 /// the bridge, and the tools the bridge kept and dropped named to the client.
-pub fn prepared(body: Body<'_>, bridge: Bridge, conversation: &Conversation) -> Prepared {
+pub fn prepared(
+    body: Body<'_>,
+    bridge: Bridge,
+    conversation: &Conversation,
+) -> Result<Prepared, HarnessError> {
     let dropped_tools = bridge.dropped();
     let passthrough_tools = bridge.kept();
     let calls: Option<Arc<dyn CallMapper>> =
         (!bridge.tools.is_empty()).then(|| Arc::new(bridge) as Arc<dyn CallMapper>);
-    Prepared {
-        upstream_body: Bytes::from(body.to_vec()),
+    Ok(Prepared {
+        upstream_body: Bytes::from(body.to_vec().map_err(HarnessError::Encode)?),
         rewritten: true,
         response: ResponsePlan::Reshape(Reshape {
             client_stream: conversation.options.stream,
@@ -365,7 +369,7 @@ pub fn prepared(body: Body<'_>, bridge: Bridge, conversation: &Conversation) -> 
         passthrough_tools,
         subagent: false,
         local: None,
-    }
+    })
 }
 
 /// A tool output's text as the reference's builders read it: the neutral "(no output)" is the

@@ -172,7 +172,7 @@ impl Opencode {
                 .detect(headers, conversation.client.profile, &conversation.tools)?;
         // A client whose sub-agent is two calls (Codex): its collecting call is made here, and
         // each pair reads as the one call it stands for.
-        if let Some(collector) = profile.subagent.collector() {
+        if let Some(collector) = crate::clients::converters::collector_of(&profile.subagent) {
             if let Some(call) = (collector.pending)(&conversation.items) {
                 return Ok(Built::local(call, &conversation));
             }
@@ -218,7 +218,7 @@ impl Opencode {
             temperature: flavour.has_temperature().then_some(1),
             reasoning_effort: conversation.options.reasoning_effort.as_deref(),
             prompt_cache_key: self.prompt_cache_key(conversation, headers),
-        });
+        })?;
         let finish = profile.subagent.finish.clone().filter(|_| subagent);
         let mut built = Built::of(body, bridge, conversation);
         built.subagent = subagent;
@@ -429,14 +429,11 @@ fn messages(items: &[Item]) -> impl Iterator<Item = &Message> {
 
 /// The body, compact. Sized up front (1/8 for escapes and tools): a doubling buffer would hold up
 /// to twice a large body, and copy it on each growth.
-fn write_body(body: &UpstreamBody<'_>) -> Bytes {
+fn write_body(body: &UpstreamBody<'_>) -> Result<Bytes, HarnessError> {
     let approx: usize = body.messages.iter().map(OutMessage::approx_len).sum();
     let mut bytes = Vec::with_capacity(approx + approx / 8 + 64 * 1024);
-    // Serializing owned strings and valid raw JSON cannot fail.
-    if serde_json::to_writer(&mut bytes, body).is_err() {
-        bytes.clear();
-    }
-    Bytes::from(bytes)
+    serde_json::to_writer(&mut bytes, body).map_err(HarnessError::Encode)?;
+    Ok(Bytes::from(bytes))
 }
 
 impl Harness for Opencode {
@@ -452,15 +449,19 @@ impl Harness for Opencode {
         title::add_thread_headers(headers, conversation);
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, headers: &mut HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        headers: &mut HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         title::add_thread_headers(headers, ask.conversation);
-        Bytes::from(title::title_body(ask.model, &self.title_prompt, ask.words))
+        title::title_body(ask.model, &self.title_prompt, ask.words).map(Bytes::from)
     }
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         if self.is_title_request(&request.conversation) {
             // Already in the client's title form: forwarded as it is, observed for the record.
-            return Ok(Prepared::unchanged(&request));
+            return Prepared::unchanged(&request);
         }
         let built = self.build(request.conversation, request.headers, request.now)?;
         Ok(Prepared {

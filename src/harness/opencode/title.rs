@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use crate::clients::quote::quote_prompt;
 use crate::conversation::{Conversation, ResponseFormat, Role};
-use crate::harness::TitleWords;
+use crate::harness::{HarnessError, TitleWords};
 
 /// The fixed instruction line sent before the user's text.
 pub const TITLE_USER_LINE: &str = "Generate a title for this conversation:\n";
@@ -36,7 +36,11 @@ struct Message<'a> {
 /// The compact JSON body of the title request for `words`: opencode's own for its first user
 /// words (fixed line, quoted text); for an exchange, the rendered halves as the one user message
 /// after the title prompt, with opencode's parameters.
-pub fn title_body(model: &str, title_prompt: &str, words: TitleWords<'_>) -> Vec<u8> {
+pub fn title_body(
+    model: &str,
+    title_prompt: &str,
+    words: TitleWords<'_>,
+) -> Result<Vec<u8>, HarnessError> {
     let system = Message {
         role: "system",
         content: title_prompt.into(),
@@ -71,7 +75,7 @@ pub fn title_body(model: &str, title_prompt: &str, words: TitleWords<'_>) -> Vec
         },
         messages,
     };
-    serde_json::to_vec(&body).unwrap_or_default()
+    serde_json::to_vec(&body).map_err(HarnessError::Encode)
 }
 
 /// The reference client's thread headers (docs/wire.md §1 "Headers"), carrying the conversation id
@@ -211,11 +215,14 @@ mod tests {
 
     #[test]
     fn body_matches_the_spec_layout() {
-        let body = String::from_utf8(title_body(
-            "mock-model",
-            "PROMPT\n",
-            TitleWords::FirstUser("Run the QA pass\nthen report"),
-        ))
+        let body = String::from_utf8(
+            title_body(
+                "mock-model",
+                "PROMPT\n",
+                TitleWords::FirstUser("Run the QA pass\nthen report"),
+            )
+            .expect("a title body"),
+        )
         .expect("utf8");
         assert_eq!(
             body,
@@ -230,11 +237,14 @@ mod tests {
 
     #[test]
     fn an_exchange_is_one_plain_user_message_after_the_prompt() {
-        let body = String::from_utf8(title_body(
-            "m",
-            "PROMPT",
-            TitleWords::Exchange("USER:\nfix it\n\nASSISTANT:\nfixed"),
-        ))
+        let body = String::from_utf8(
+            title_body(
+                "m",
+                "PROMPT",
+                TitleWords::Exchange("USER:\nfix it\n\nASSISTANT:\nfixed"),
+            )
+            .expect("a title body"),
+        )
         .expect("utf8");
         assert!(
             body.ends_with(

@@ -138,12 +138,7 @@ impl Terminus2 {
             terminal_state,
             confirmed,
         };
-        Ok(text::prepared(
-            &body,
-            bridge,
-            &conversation,
-            Arc::new(reader),
-        ))
+        text::prepared(&body, bridge, &conversation, Arc::new(reader))
     }
 }
 
@@ -158,12 +153,16 @@ impl Harness for Terminus2 {
 
     fn prepare(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
         if self.common.is_title_request(&request.conversation) {
-            return Ok(Prepared::unchanged(&request));
+            return Prepared::unchanged(&request);
         }
         self.body(request)
     }
 
-    fn title_request(&self, ask: &TitleAsk<'_>, _headers: &mut http::HeaderMap) -> Bytes {
+    fn title_request(
+        &self,
+        ask: &TitleAsk<'_>,
+        _headers: &mut http::HeaderMap,
+    ) -> Result<Bytes, HarnessError> {
         self.common.title_request(ask)
     }
 }

@@ -186,12 +186,11 @@ pub fn prepared(
     bridge: Bridge,
     conversation: &Conversation,
     reader: Arc<dyn ActionReader>,
-) -> Prepared {
+) -> Result<Prepared, HarnessError> {
     let dropped_tools = bridge.dropped();
     let passthrough_tools = bridge.kept();
-    Prepared {
-        // Serializing a JSON value cannot fail.
-        upstream_body: Bytes::from(serde_json::to_vec(body).unwrap_or_default()),
+    Ok(Prepared {
+        upstream_body: Bytes::from(serde_json::to_vec(body).map_err(HarnessError::Encode)?),
         rewritten: true,
         response: ResponsePlan::Reshape(Reshape {
             client_stream: conversation.options.stream,
@@ -203,7 +202,7 @@ pub fn prepared(
         passthrough_tools,
         subagent: false,
         local: None,
-    }
+    })
 }
 
 /// Cuts `text` to at most `max` bytes, on a character boundary.

@@ -165,9 +165,12 @@ impl StreamCalls {
     }
 
     /// Processes one chunk. Returns `None` to forward the raw event unchanged, or the events to
-    /// send instead (possibly none).
-    pub fn chunk(&mut self, data: &[u8]) -> Option<Vec<Bytes>> {
-        let view: CallChunk<'_> = serde_json::from_slice(data).ok()?;
+    /// send instead (possibly none); an error when the chunk, its held calls taken out, cannot be
+    /// written again.
+    pub fn chunk(&mut self, data: &[u8]) -> Result<Option<Vec<Bytes>>, serde_json::Error> {
+        let Ok(view) = serde_json::from_slice::<CallChunk<'_>>(data) else {
+            return Ok(None);
+        };
         self.note_head(&view);
         let mut before = Vec::new();
         // Whether each call delta is forwarded, in order, for a chunk that must be re-emitted.
@@ -188,22 +191,22 @@ impl StreamCalls {
         }
         let changed = self.kept.contains(&false);
         if before.is_empty() && !changed {
-            return None;
+            return Ok(None);
         }
         let mut out = before;
         if !changed {
             out.push(data_event(data));
         } else if rest {
-            out.push(self.without_held(data));
+            out.push(self.without_held(data)?);
         }
-        Some(out)
+        Ok(Some(out))
     }
 
     /// The chunk re-emitted without its held call deltas, every other field kept.
-    fn without_held(&self, data: &[u8]) -> Bytes {
+    fn without_held(&self, data: &[u8]) -> Result<Bytes, serde_json::Error> {
         // The view read the same fields with the same types, so this parse does not fail.
         let Ok(mut chunk) = serde_json::from_slice::<Chunk>(data) else {
-            return data_event(data);
+            return Ok(data_event(data));
         };
         let mut kept = self.kept.iter();
         for choice in &mut chunk.choices {
@@ -220,7 +223,7 @@ impl StreamCalls {
         chunk
             .choices
             .retain(|c| c.finish_reason.is_some() || !delta_is_empty(&c.delta));
-        data_event(&serde_json::to_vec(&chunk).unwrap_or_default())
+        Ok(data_event(&serde_json::to_vec(&chunk)?))
     }
 
     /// Keeps `id`, `object`, `created`, `model` of the latest chunk for the chunks we emit,

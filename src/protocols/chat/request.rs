@@ -28,19 +28,16 @@ pub fn parse(body: &Bytes, _headers: &HeaderMap) -> Result<Inbound, ProxyError> 
 /// Parses a Chat Completions body, saying where it is broken.
 pub fn parse_request(body: &[u8]) -> Result<ChatRequest, ProxyError> {
     // Path tracking costs on every element, so only a failed parse is repeated with it.
-    serde_json::from_slice(body).map_err(|_| describe_parse_error(body))
+    serde_json::from_slice(body).map_err(|first| describe_parse_error(body, first))
 }
 
-fn describe_parse_error(body: &[u8]) -> ProxyError {
+/// `first`, the fast parse's error, said again with the path of what is broken. A body whose
+/// request parses but that goes on after it fails at its end: `first` is that error already.
+fn describe_parse_error(body: &[u8], first: serde_json::Error) -> ProxyError {
     let mut deserializer = serde_json::Deserializer::from_slice(body);
     let result: Result<ChatRequest, _> = serde_path_to_error::deserialize(&mut deserializer);
     let Err(err) = result else {
-        let trailing = deserializer
-            .end()
-            .err()
-            .map(|e| e.to_string())
-            .unwrap_or_default();
-        return ProxyError::InvalidJson(format!("request body is not valid JSON: {trailing}"));
+        return ProxyError::invalid_json(first);
     };
     let path = err.path().to_string();
     let inner = err.into_inner();
@@ -48,7 +45,7 @@ fn describe_parse_error(body: &[u8]) -> ProxyError {
     // says "expected value"), so only a body that is not JSON at all is `invalid_json`.
     let is_json = serde_json::from_slice::<serde::de::IgnoredAny>(body).is_ok();
     if (inner.is_syntax() || inner.is_eof()) && !is_json {
-        ProxyError::InvalidJson(format!("request body is not valid JSON: {inner}"))
+        ProxyError::invalid_json(inner)
     } else {
         ProxyError::InvalidRequest {
             message: format!("invalid chat completions request at `{path}`: {inner}"),
@@ -393,6 +390,13 @@ mod tests {
             .expect_err("a bad role");
         assert!(err.to_string().contains("messages[0].role"), "{err}");
         let err = parse_conversation(b"{not json").expect_err("not JSON");
-        assert!(matches!(err, ProxyError::InvalidJson(_)), "{err}");
+        assert!(matches!(err, ProxyError::InvalidJson { .. }), "{err}");
+        let err = parse_conversation(b"{\"model\": \"m\", \"messages\": []} x")
+            .expect_err("more after the request");
+        assert_eq!(
+            err.to_string(),
+            "request body is not valid JSON: trailing characters at line 1 column 32"
+        );
+        assert!(matches!(err, ProxyError::InvalidJson { .. }), "{err}");
     }
 }

@@ -34,6 +34,10 @@ pub enum ShapeError {
     /// An event that is not a Chat Completions chunk (what it was, cut short).
     #[error("the upstream sent an event that is not a chat completions chunk: {0}")]
     Invalid(String),
+    /// A chunk the proxy wrote again (its held calls taken out) cannot be written as JSON: the
+    /// proxy's failure, not the upstream's.
+    #[error("cannot write a reshaped chunk as JSON: {0}")]
+    Encode(#[source] serde_json::Error),
 }
 
 impl Shaper {
@@ -121,7 +125,7 @@ impl Shaper {
             if super::is_done(data) {
                 out.extend(calls.flush());
             } else if calls.wants(data)
-                && let Some(replaced) = calls.chunk(data)
+                && let Some(replaced) = calls.chunk(data).map_err(ShapeError::Encode)?
             {
                 out.extend(replaced);
                 return Ok(());

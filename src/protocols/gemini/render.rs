@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::error::stream_error;
 use crate::conversation::answer::deliverable;
-use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
+use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, NoJson, Renderer, Usage};
 
 /// A call whose arguments are still arriving.
 struct OpenCall {
@@ -181,10 +181,10 @@ impl Renderer for GeminiRenderer {
         self.holding = true;
     }
 
-    fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed> {
+    fn into_json(self: Box<Self>) -> Result<Bytes, NoJson> {
         let mut this = *self;
         if let Some(failed) = this.failed.take() {
-            return Err(failed);
+            return Err(failed.into());
         }
         let parts = std::mem::take(&mut this.parts);
         let finish = this.finish.unwrap_or("STOP");

@@ -165,7 +165,7 @@ fn only_a_body_that_is_not_a_messages_request_is_refused() {
     let bad = super::parse(&Bytes::from_static(b"{not json"), &headers).err();
     assert!(matches!(
         bad,
-        Some(crate::error::ProxyError::InvalidJson(_))
+        Some(crate::error::ProxyError::InvalidJson { .. })
     ));
     let bad = super::parse(&Bytes::from_static(br#"{"model":"m"}"#), &headers).err();
     assert!(
@@ -376,7 +376,7 @@ fn a_whole_answer_is_one_message_json() {
         &mut discard,
     );
     assert_eq!(
-        failed.into_json().err().map(|f| f.message),
+        failed.into_json().err().map(|f| f.to_string()),
         Some("boom".into())
     );
 }

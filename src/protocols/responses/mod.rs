@@ -72,7 +72,7 @@ pub fn parse(body: &Bytes, headers: &HeaderMap) -> Result<Inbound, ProxyError> {
 pub fn parse_with(body: &[u8], headers: &HeaderMap, stamp: Stamp) -> Result<Inbound, ProxyError> {
     let request: ResponsesRequest = serde_json::from_slice(body).map_err(|e| {
         if e.is_syntax() || e.is_eof() {
-            ProxyError::InvalidJson(format!("request body is not valid JSON: {e}"))
+            ProxyError::invalid_json(e)
         } else {
             ProxyError::InvalidRequest {
                 message: format!("invalid responses request: {e}"),

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use super::Stamp;
 use super::item::{IN_PROGRESS, Item, Kind};
 use crate::conversation::seal::ReasoningSeal;
-use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, Renderer, Usage};
+use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, NoJson, Renderer, Usage};
 use crate::sse::named_event;
 
 /// The `error` event that ends a Responses stream which failed after its head, when the stream
@@ -474,14 +474,14 @@ impl Renderer for ResponseRenderer {
         }
     }
 
-    fn into_json(self: Box<Self>) -> Result<Bytes, AnswerFailed> {
+    fn into_json(self: Box<Self>) -> Result<Bytes, NoJson> {
         let status = match &self.end {
-            Some(End::Failed(failed)) => return Err(failed.clone()),
+            Some(End::Failed(failed)) => return Err(failed.clone().into()),
             None => {
-                return Err(AnswerFailed {
+                return Err(NoJson::Failed(AnswerFailed {
                     message: "the upstream answer ended before it finished".into(),
                     code: "upstream_interrupted".into(),
-                });
+                }));
             }
             Some(End::Finished { reason, .. }) if incomplete_reason(reason).is_some() => {
                 "incomplete"
@@ -490,6 +490,6 @@ impl Renderer for ResponseRenderer {
         };
         let text_bytes = self.items.iter().map(|i| i.text.len()).sum();
         let response = self.into_response(status);
-        Ok(crate::protocols::json_answer(&response, text_bytes))
+        Ok(crate::protocols::json_answer(&response, text_bytes)?)
     }
 }

@@ -47,11 +47,11 @@ pub struct Create {
 
 /// Reads one text message. A bad one is a 400 naming what to fix; the connection stays usable.
 pub fn read(text: &str) -> Result<Frame, ProxyError> {
-    let mut fields: Fields = serde_json::from_str(text).map_err(|e| {
-        ProxyError::InvalidJson(format!(
-            "a WebSocket message must be one JSON object, `{{\"type\":\"response.create\", …}}`: {e}"
-        ))
-    })?;
+    let mut fields: Fields =
+        serde_json::from_str(text).map_err(|source| ProxyError::InvalidJson {
+            context: "a WebSocket message must be one JSON object, `{\"type\":\"response.create\", …}`",
+            source,
+        })?;
     let kind: Option<String> = take(&mut fields, "type")?;
     match kind.as_deref() {
         Some("response.create") => {}

@@ -63,11 +63,13 @@ fn info<'a>(conversation: &'a str, facts: &'a ConversationFacts, started: bool) 
 
 /// A writer of title requests with nothing in them (nothing listens where they would go).
 fn no_request(_model: &str) -> TitleWriter {
-    Box::new(|_| TitleRequest {
-        body: Bytes::new(),
-        headers: HeaderMap::new(),
-        path: "/chat/completions",
-        messages: false,
+    Box::new(|_| {
+        Ok(TitleRequest {
+            body: Bytes::new(),
+            headers: HeaderMap::new(),
+            path: "/chat/completions",
+            messages: false,
+        })
     })
 }
 

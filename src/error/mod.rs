@@ -1,22 +1,26 @@
-//! `ProxyError`: every failure a client can see, mapped to one status and one OpenAI error body.
-//! Logged once, here, at the boundary, at the variant's level, and counted by its kind
-//! (`harness_proxy_errors_total`, one of `KINDS`); internals never reach the client.
-//! `InternalError` is what failed inside, its cause typed, for the log only. `render_with` is the
-//! one rendering, a protocol's shape given (OpenAI's is `ProxyError`'s `IntoResponse`);
-//! `ErrorShape` is the route's shape, read by the middlewares that refuse a request. Must not: be
-//! logged or counted anywhere but `render_with`.
+//! `ProxyError`: every failure a client can see, classified: its status, code, metric kind
+//! (`harness_proxy_errors_total`, one of `KINDS`), log level and public message (internals never
+//! reach the client). `InternalError` is what failed inside, its cause typed, for the log only;
+//! `upstream` the upstream's failures. Rendered and logged once, at the edge
+//! (`routes::error_response::render`), in the route's protocol shape. Must not: import axum or any
+//! module above it (`tests` checks).
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+pub mod upstream;
 
-use crate::api::error::{ErrorBody, ErrorDetail};
-use crate::harness::HarnessError;
-use crate::upstream::UpstreamError;
+use http::StatusCode;
+
+use upstream::UpstreamError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProxyError {
-    #[error("{0}")]
-    InvalidJson(String),
+    /// The body is not JSON at all: `context` says what it had to be (`NOT_JSON`, or a WebSocket
+    /// message's form), the parser's words follow.
+    #[error("{context}: {source}")]
+    InvalidJson {
+        context: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
     #[error("{message}")]
     InvalidRequest {
         message: String,
@@ -39,8 +43,10 @@ pub enum ProxyError {
         "the parameters schema of tool `{tool}` takes more than {limit} bytes (limits.max_tool_schema_bytes); offer a smaller schema"
     )]
     ToolSchemaTooLarge { tool: String, limit: usize },
+    /// The body's stream failed (the connection, its framing): the server's own error, boxed, as
+    /// the core does not know axum.
     #[error("cannot read the request body: {0}")]
-    BodyRead(String),
+    BodyRead(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("no route for {method} {path}")]
     NotFound { method: String, path: String },
     #[error("method {method} is not allowed on {path}")]
@@ -98,29 +104,28 @@ pub enum InternalError {
     /// An answer of the proxy's own could not be written as JSON.
     #[error("cannot write the answer as JSON: {0}")]
     Encode(#[from] serde_json::Error),
+    /// A request of the proxy's own to the upstream (a harness's body) could not be written as
+    /// JSON: it is not sent, empty or otherwise.
+    #[error("cannot write the upstream request as JSON: {0}")]
+    EncodeRequest(#[source] serde_json::Error),
     /// The title store failed otherwise than by being unreachable. Boxed: `error` sits below
     /// `titles` and does not name its types.
     #[error("{0}")]
     Store(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-impl From<HarnessError> for ProxyError {
-    fn from(err: HarnessError) -> Self {
-        match err {
-            HarnessError::Invalid {
-                message,
-                param,
-                code,
-            } => Self::InvalidRequest {
-                message,
-                param,
-                code,
-            },
-        }
-    }
-}
+/// What a request body that does not parse as JSON is told.
+pub const NOT_JSON: &str = "request body is not valid JSON";
 
 impl ProxyError {
+    /// A request body that is not JSON at all, the parser's error kept.
+    pub fn invalid_json(source: serde_json::Error) -> Self {
+        Self::InvalidJson {
+            context: NOT_JSON,
+            source,
+        }
+    }
+
     /// An internal failure, from its typed cause (`.map_err(ProxyError::internal)`).
     pub fn internal(cause: impl Into<InternalError>) -> Self {
         Self::Internal(cause.into())
@@ -128,7 +133,7 @@ impl ProxyError {
 
     pub fn status(&self) -> StatusCode {
         match self {
-            Self::InvalidJson(_)
+            Self::InvalidJson { .. }
             | Self::InvalidRequest { .. }
             | Self::UnknownHarness { .. }
             | Self::BodyRead(_) => StatusCode::BAD_REQUEST,
@@ -154,7 +159,7 @@ impl ProxyError {
 
     pub fn code(&self) -> &'static str {
         match self {
-            Self::InvalidJson(_) => "invalid_json",
+            Self::InvalidJson { .. } => "invalid_json",
             Self::InvalidRequest { code, .. } => code,
             Self::UnknownHarness { .. } => "unknown_harness",
             Self::BodyTooLarge { .. } => "request_too_large",
@@ -192,7 +197,7 @@ impl ProxyError {
     /// words), so the metric stays low-cardinality.
     pub fn kind(&self) -> &'static str {
         match self {
-            Self::InvalidJson(_) | Self::InvalidRequest { .. } | Self::BodyRead(_) => {
+            Self::InvalidJson { .. } | Self::InvalidRequest { .. } | Self::BodyRead(_) => {
                 "invalid_request"
             }
             Self::UnknownHarness { .. } => "unknown_harness",
@@ -207,20 +212,7 @@ impl ProxyError {
             Self::Overloaded | Self::Busy(_) => "overloaded",
             Self::RequestTimeout(_) => "request_timeout",
             Self::StoreUnavailable { .. } => "store_unavailable",
-            Self::Upstream(e) => match e {
-                UpstreamError::Unreachable(_) => "upstream_unreachable",
-                UpstreamError::Timeout(_) => "upstream_timeout",
-                UpstreamError::Reported { code, .. } if *code == "upstream_timeout" => {
-                    "upstream_timeout"
-                }
-                UpstreamError::Interrupted(_) | UpstreamError::Reported { .. } => {
-                    "upstream_interrupted"
-                }
-                UpstreamError::EventTooLarge(_)
-                | UpstreamError::InvalidEvent(_)
-                | UpstreamError::AnswerTooLarge(_) => "upstream_bad_answer",
-                UpstreamError::PathEscape => "invalid_path",
-            },
+            Self::Upstream(e) => e.kind(),
             Self::Internal(_) => "internal",
             Self::UpgradeRequired(_) => "upgrade_required",
             Self::Rejected { .. } => "rejected",
@@ -243,7 +235,7 @@ impl ProxyError {
             | Self::Unauthorized(_)
             | Self::Forbidden { .. }
             | Self::RequestTimeout(_) => Level::INFO,
-            Self::InvalidJson(_)
+            Self::InvalidJson { .. }
             | Self::InvalidRequest { .. }
             | Self::UnknownHarness { .. }
             | Self::BodyTooLarge { .. }
@@ -260,17 +252,17 @@ impl ProxyError {
         }
     }
 
-    /// OpenAI's error `type`, from the status.
-    fn openai_type(&self) -> &'static str {
-        match self.status().as_u16() {
-            401 => "authentication_error",
-            404 => "not_found_error",
-            400..=499 => "invalid_request_error",
-            _ => "server_error",
-        }
+    /// The proxy's own "retry shortly" (a slot, a bound or the title store): the rendering adds
+    /// `Retry-After`.
+    pub fn is_overload(&self) -> bool {
+        matches!(
+            self,
+            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
+        )
     }
 
-    fn param(&self) -> Option<&'static str> {
+    /// The request field the client is told is wrong, if any.
+    pub fn param(&self) -> Option<&'static str> {
         match self {
             Self::InvalidRequest { param, .. } => *param,
             _ => None,
@@ -280,7 +272,7 @@ impl ProxyError {
     /// The message shown to the client; internal details stay in the log. A parse error can quote
     /// the client's whole input back (serde names the value it did not expect), so the message is
     /// cut at `MAX_MESSAGE_CHARS`: an error body stays small enough for any route to reshape.
-    fn public_message(&self) -> String {
+    pub fn public_message(&self) -> String {
         match self {
             Self::Internal(_) => "internal error".to_owned(),
             Self::Rejected { status, .. } if status.is_server_error() => {
@@ -323,107 +315,6 @@ fn cut_message(message: String) -> String {
             &message[..at]
         ),
         None => message,
-    }
-}
-
-/// Marker put in response extensions so the access log can name the error code.
-#[derive(Debug, Clone, Copy)]
-pub struct ErrorCode(pub &'static str);
-
-/// What a protocol's error shape is rendered from: the status, the code and the public message
-/// (internals already left out).
-pub struct ErrorFacts<'a> {
-    pub status: StatusCode,
-    pub code: &'static str,
-    pub message: &'a str,
-}
-
-impl ProxyError {
-    /// The one rendering of this error: logged at its `log_level`, counted by its `kind`, its body
-    /// made by `shape` (a protocol's error shape, which may also pick the status it is sent
-    /// with), `Retry-After` on the proxy's own overload, and the code marked for the access log.
-    pub fn render_with(
-        self,
-        shape: impl FnOnce(&ErrorFacts<'_>) -> (StatusCode, String),
-    ) -> Response {
-        let status = self.status();
-        self.log();
-        metrics::counter!("harness_proxy_errors_total", "kind" => self.kind()).increment(1);
-        let message = self.public_message();
-        let (status, body) = shape(&ErrorFacts {
-            status,
-            code: self.code(),
-            message: &message,
-        });
-        let mut response = (status, body).into_response();
-        let headers = response.headers_mut();
-        headers.insert(
-            header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        if self.is_overload() {
-            headers.insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
-        }
-        response.extensions_mut().insert(ErrorCode(self.code()));
-        response
-    }
-
-    /// One line at `log_level` (tracing's macros want their level known where they are written).
-    fn log(&self) {
-        let (code, kind) = (self.code(), self.kind());
-        match self.log_level() {
-            tracing::Level::ERROR => tracing::error!(code, kind, error = %self, "request failed"),
-            tracing::Level::WARN => tracing::warn!(code, kind, error = %self, "request failed"),
-            tracing::Level::INFO => tracing::info!(code, kind, error = %self, "request refused"),
-            _ => tracing::debug!(code, kind, error = %self, "request refused"),
-        }
-    }
-
-    /// The proxy's own "retry shortly" (a slot, a bound or the title store).
-    pub fn is_overload(&self) -> bool {
-        matches!(
-            self,
-            Self::Overloaded | Self::Busy(_) | Self::StoreUnavailable { .. }
-        )
-    }
-}
-
-/// OpenAI's shape, what Chat Completions and Responses clients get.
-impl IntoResponse for ProxyError {
-    fn into_response(self) -> Response {
-        let kind = self.openai_type();
-        let param = self.param();
-        self.render_with(|facts| {
-            let body = ErrorBody {
-                error: ErrorDetail {
-                    message: facts.message,
-                    kind,
-                    param,
-                    code: facts.code,
-                },
-            };
-            (facts.status, body.to_json())
-        })
-    }
-}
-
-/// How the route's client protocol renders the proxy's own errors. A protocol's route layer puts
-/// it in the request's extensions, so a middleware that refuses the request (admission, the key
-/// gate, the browser guard) answers in the client's shape, and in the response's, for the
-/// framework's own errors (`server::json_errors`). Absent: OpenAI's shape.
-#[derive(Clone, Copy)]
-pub struct ErrorShape(pub fn(ProxyError) -> Response);
-
-impl ErrorShape {
-    pub fn of(extensions: &http::Extensions) -> Self {
-        extensions
-            .get::<Self>()
-            .copied()
-            .unwrap_or(Self(IntoResponse::into_response))
-    }
-
-    pub fn render(self, err: ProxyError) -> Response {
-        (self.0)(err)
     }
 }
 

@@ -1,31 +1,11 @@
 //! The `codex` profile's converters (Codex CLI up to 0.94, on Chat Completions): `shell` (argv) and
-//! `shell_command` (a string) ↔ the neutral shell, `update_plan` ↔ the neutral todo list, and
-//! Codex's text form of a command result. Pure.
+//! `shell_command` (a string) ↔ the neutral shell, `update_plan` ↔ the neutral todo list. Pure.
+//! (Codex's text form of a command result is read with the other result texts, `profiles::results`.)
 
 use serde_json::{Map, Value, json};
 
 use super::capability::Capability;
 use super::converter::one;
-
-/// Codex's text form of a command result (`shell_command`): header lines such as
-/// `Exit code: 0` and `Wall time: 0.3 seconds`, then `Output:` and the output itself.
-pub(crate) fn text_output(text: &str) -> Option<&str> {
-    let mut rest = text.strip_prefix("Exit code: ")?;
-    loop {
-        let (line, after) = rest.split_once('\n')?;
-        if line == "Output:" {
-            return Some(after);
-        }
-        let known = ["Exit code: ", "Wall time: ", "Total output lines: "]
-            .iter()
-            .any(|l| line.starts_with(l))
-            || line.bytes().all(|b| b.is_ascii_digit());
-        if !known {
-            return None;
-        }
-        rest = after;
-    }
-}
 
 /// `["bash","-lc",X]` → `X`; any other argv → its shell-quoted join.
 fn argv_to_command(argv: &[Value]) -> Option<String> {

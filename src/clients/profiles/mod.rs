@@ -248,7 +248,7 @@ impl Profile {
             return plain_output(output);
         }
         if self.unwrap_output_json
-            && let Some(output) = super::codex::text_output(text)
+            && let Some(output) = results::text_output(text)
         {
             return plain_output(output.to_owned());
         }

@@ -140,6 +140,26 @@ pub fn cline_results(text: &str) -> Option<String> {
     Some(super::plain_output(joined.join("\n")))
 }
 
+/// Codex's text form of a command result (`shell_command`): header lines such as
+/// `Exit code: 0` and `Wall time: 0.3 seconds`, then `Output:` and the output itself.
+pub(super) fn text_output(text: &str) -> Option<&str> {
+    let mut rest = text.strip_prefix("Exit code: ")?;
+    loop {
+        let (line, after) = rest.split_once('\n')?;
+        if line == "Output:" {
+            return Some(after);
+        }
+        let known = ["Exit code: ", "Wall time: ", "Total output lines: "]
+            .iter()
+            .any(|l| line.starts_with(l))
+            || line.bytes().all(|b| b.is_ascii_digit());
+        if !known {
+            return None;
+        }
+        rest = after;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@
 
 pub mod chat;
 pub mod gemini;
+pub mod json_body;
 pub mod messages;
 pub mod responses;
 pub mod upstream_error;
@@ -25,6 +26,7 @@ use http::{HeaderMap, Method};
 
 pub use crate::conversation::answer::{AnswerEvent, FinishReason, Usage};
 pub use chat::answer::ChatAnswerReader;
+pub use json_body::JsonAnswer;
 
 /// The protocol a client spoke, by the name logs and metrics know it by. Each protocol's folder
 /// names its own (`chat::PROTOCOL`, …); which are served is `routes::FRONTS`' business.
@@ -113,7 +115,7 @@ pub trait Renderer: Send {
     }
     /// For a client that did not stream: the whole answer as one JSON body, once every event
     /// was given to `event` (whose output the caller discarded).
-    fn into_json(self: Box<Self>) -> Result<Bytes, NoJson>;
+    fn into_json(self: Box<Self>) -> Result<JsonAnswer, NoJson>;
     /// Said before `start` when only `into_json` will be read: a renderer may then skip rendering
     /// events, so that it holds the answer once (not again in every `…done` event).
     fn holding_whole(&mut self) {}
@@ -159,17 +161,4 @@ pub(crate) fn split_at(bytes: &[u8], mut cuts: Vec<usize>) -> Vec<&[u8]> {
     }
     pieces.push(&bytes[start..]);
     pieces
-}
-
-/// One JSON answer written into a buffer sized for it up front: `text_bytes` (the answer's
-/// text, reasoning and arguments) plus room for escapes and the envelope. A folded answer can be
-/// `limits.max_answer_bytes` of text, and a buffer grown by doubling held it up to three times
-/// over while it grew (issue 30: 4.4–6.5× the answer in RSS).
-pub fn json_answer(
-    value: &impl serde::Serialize,
-    text_bytes: usize,
-) -> Result<bytes::Bytes, serde_json::Error> {
-    let mut out = Vec::with_capacity(text_bytes + text_bytes / 8 + 4096);
-    serde_json::to_writer(&mut out, value)?;
-    Ok(bytes::Bytes::from(out))
 }

@@ -117,10 +117,12 @@ pub(crate) async fn answer(
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
-    let text_bytes = folded.text_bytes();
-    let json = crate::protocols::json_answer(&folded, text_bytes).map_err(ProxyError::internal)?;
-    drop(folded);
-    Ok(build(status, out_headers, Body::from(json)))
+    let json = crate::protocols::chat::fold::answer(folded).map_err(ProxyError::internal)?;
+    Ok(build(
+        status,
+        out_headers,
+        crate::routes::render::json_body(json),
+    ))
 }
 
 /// A JSON completion with its tool calls translated; bytes untouched when nothing maps.

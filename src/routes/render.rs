@@ -13,6 +13,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
 use crate::error::ProxyError;
+use crate::protocols::JsonAnswer;
 use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};
 use crate::protocols::{AnswerEvent, ChatAnswerReader, NoJson, Renderer};
@@ -117,7 +118,18 @@ pub async fn render(
         header::CONTENT_TYPE,
         HeaderValue::from_static("application/json"),
     );
-    Ok(build(status, out_headers, Body::from(json)))
+    Ok(build(status, out_headers, json_body(json)))
+}
+
+/// A whole JSON answer as a body: one buffer (with its length) when small; its chunks, each
+/// written as the client reads, when it carries long texts (`protocols::json_body`).
+pub(crate) fn json_body(answer: JsonAnswer) -> Body {
+    match answer.into_whole() {
+        Ok(bytes) => Body::from(bytes),
+        Err(chunks) => Body::from_stream(futures_util::stream::iter(
+            chunks.map(Ok::<_, std::convert::Infallible>),
+        )),
+    }
 }
 
 /// The upstream's own error answer (OpenAI-shaped) with its status: as it came, or in the client

@@ -11,6 +11,7 @@ use super::chunk::{CallView, ChunkView, content_text};
 use crate::api::stream::{
     CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
 };
+use crate::protocols::json_body::{JsonAnswer, LONG_TEXT, Slots, written};
 use crate::sse::{Decoder, EventTooLarge};
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -184,6 +185,30 @@ impl Folder {
         }
         Ok(())
     }
+}
+
+/// A folded answer as the client's JSON body: its text held once (`json_body`), the content,
+/// reasoning and arguments of a long answer written piece by piece.
+pub fn answer(mut folded: Completion) -> Result<JsonAnswer, serde_json::Error> {
+    let text_bytes = folded.text_bytes();
+    if text_bytes < LONG_TEXT {
+        return written(&folded, text_bytes).map(JsonAnswer::whole);
+    }
+    let slots = Slots::new();
+    let mut texts = Vec::new();
+    for choice in &mut folded.choices {
+        let message = &mut choice.message;
+        for text in [&mut message.content, &mut message.reasoning_content]
+            .into_iter()
+            .flatten()
+        {
+            slots.take(text, &mut texts);
+        }
+        for call in message.tool_calls.iter_mut().flatten() {
+            slots.take(&mut call.function.arguments, &mut texts);
+        }
+    }
+    JsonAnswer::with_texts(&folded, &slots, texts)
 }
 
 fn to_value(raw: &RawValue) -> Result<Value, FoldError> {

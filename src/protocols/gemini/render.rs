@@ -18,7 +18,10 @@ use serde_json::{Value, json};
 
 use super::error::stream_error;
 use crate::conversation::answer::deliverable;
-use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, NoJson, Renderer, Usage};
+use crate::protocols::json_body::string_bytes;
+use crate::protocols::{
+    AnswerEvent, AnswerFailed, FinishReason, JsonAnswer, NoJson, Renderer, Usage,
+};
 
 /// A call whose arguments are still arriving.
 struct OpenCall {
@@ -181,13 +184,15 @@ impl Renderer for GeminiRenderer {
         self.holding = true;
     }
 
-    fn into_json(self: Box<Self>) -> Result<Bytes, NoJson> {
+    fn into_json(self: Box<Self>) -> Result<JsonAnswer, NoJson> {
         let mut this = *self;
         if let Some(failed) = this.failed.take() {
             return Err(failed.into());
         }
         let parts = std::mem::take(&mut this.parts);
         let finish = this.finish.unwrap_or("STOP");
-        Ok(Bytes::from(this.response(parts, Some(finish)).to_string()))
+        let response = this.response(parts, Some(finish));
+        let text_bytes = string_bytes(&response);
+        Ok(JsonAnswer::of_value(response, text_bytes)?)
     }
 }

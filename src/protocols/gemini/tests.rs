@@ -351,7 +351,8 @@ fn the_whole_answer_is_one_generate_content_response() {
     }
     assert!(out.is_empty(), "nothing rendered while held whole");
     let json: Value =
-        serde_json::from_slice(&renderer.into_json().expect("an answer")).expect("JSON");
+        serde_json::from_slice(&renderer.into_json().expect("an answer").into_bytes())
+            .expect("JSON");
     assert_eq!(
         json["candidates"][0]["content"]["parts"],
         json!([{"text": "Hello"},

@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 use super::error::stream_error;
 use super::request::BlockKind;
 use crate::conversation::seal::ReasoningSeal;
-use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, NoJson, Renderer, Usage};
+use crate::protocols::{
+    AnswerEvent, AnswerFailed, FinishReason, JsonAnswer, NoJson, Renderer, Usage,
+};
 
 /// What a thinking block is signed with when the renderer has no seal key: the upstream's
 /// reasoning carries no signature. With a key (`seal_reasoning`, always on the served path) the
@@ -291,7 +293,7 @@ impl Renderer for MessagesRenderer {
         Some(event("ping", &json!({"type": "ping"})))
     }
 
-    fn into_json(self: Box<Self>) -> Result<Bytes, NoJson> {
+    fn into_json(self: Box<Self>) -> Result<JsonAnswer, NoJson> {
         if let Some(failed) = self.failed {
             return Err(failed.into());
         }
@@ -330,6 +332,6 @@ impl Renderer for MessagesRenderer {
             "stop_sequence": null,
             "usage": usage,
         });
-        Ok(crate::protocols::json_answer(&body, text_bytes)?)
+        Ok(JsonAnswer::of_value(body, text_bytes)?)
     }
 }

@@ -353,7 +353,8 @@ fn a_whole_answer_is_one_message_json() {
         renderer.event(event, &mut discard);
     }
     let json: Value =
-        serde_json::from_slice(&renderer.into_json().expect("an answer")).expect("json");
+        serde_json::from_slice(&renderer.into_json().expect("an answer").into_bytes())
+            .expect("json");
     assert_eq!(
         json,
         json!({

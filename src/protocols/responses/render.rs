@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 use super::Stamp;
 use super::item::{IN_PROGRESS, Item, Kind};
 use crate::conversation::seal::ReasoningSeal;
-use crate::protocols::{AnswerEvent, AnswerFailed, FinishReason, NoJson, Renderer, Usage};
+use crate::protocols::{
+    AnswerEvent, AnswerFailed, FinishReason, JsonAnswer, NoJson, Renderer, Usage,
+};
 use crate::sse::named_event;
 
 /// The `error` event that ends a Responses stream which failed after its head, when the stream
@@ -474,7 +476,7 @@ impl Renderer for ResponseRenderer {
         }
     }
 
-    fn into_json(self: Box<Self>) -> Result<Bytes, NoJson> {
+    fn into_json(self: Box<Self>) -> Result<JsonAnswer, NoJson> {
         let status = match &self.end {
             Some(End::Failed(failed)) => return Err(failed.clone().into()),
             None => {
@@ -490,6 +492,6 @@ impl Renderer for ResponseRenderer {
         };
         let text_bytes = self.items.iter().map(|i| i.text.len()).sum();
         let response = self.into_response(status);
-        Ok(crate::protocols::json_answer(&response, text_bytes)?)
+        Ok(JsonAnswer::of_value(response, text_bytes)?)
     }
 }

@@ -218,12 +218,17 @@ async fn a_folded_answer_is_held_once_on_every_front() {
             serde_json::json!({"model": "m", "max_tokens": 64,
                 "messages": [{"role": "user", "content": "write a lot"}]}),
         ),
+        (
+            "/v1beta/models/m:generateContent",
+            serde_json::json!({"contents": [{"role": "user", "parts": [{"text": "write a lot"}]}]}),
+        ),
     ];
     for (path, body) in fronts {
         let growth = peak_growth_for_one_answer(path, body).await;
-        // 60 MiB of text, held once (a string grown by doubling may reserve up to 64 MiB more).
+        // 60 MiB of text held once, with its string's slack and the process's buffers (measured:
+        // 67-81 MiB on each front); held twice it would be over 120.
         assert!(
-            growth < 2 * 64 * 1024,
+            growth < 104 * 1024,
             "{path}: peak RSS grew {} MiB",
             growth / 1024
         );

@@ -14,7 +14,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::error::stream_error;
 use crate::conversation::answer::deliverable;
@@ -61,18 +61,27 @@ impl GeminiRenderer {
     }
 
     /// One event holding `parts` (and, last, the finish and usage).
+    /// The parts are moved in, never copied (`json!` would copy a `Value` it is given): a
+    /// whole answer's text is held once.
     fn response(&self, parts: Vec<Value>, finish: Option<&str>) -> Value {
-        let mut candidate = json!({"content": {"role": "model", "parts": Value::Array(parts)},
-            "index": 0});
-        let mut response = json!({});
+        let mut content = Map::new();
+        content.insert("role".into(), "model".into());
+        content.insert("parts".into(), Value::Array(parts));
+        let mut candidate = Map::new();
+        candidate.insert("content".into(), Value::Object(content));
+        candidate.insert("index".into(), 0.into());
+        let mut response = Map::new();
         if let Some(reason) = finish {
-            candidate["finishReason"] = json!(reason);
-            response["usageMetadata"] = usage_metadata(&self.usage);
+            candidate.insert("finishReason".into(), reason.into());
+            response.insert("usageMetadata".into(), usage_metadata(&self.usage));
         }
-        response["candidates"] = json!([candidate]);
-        response["modelVersion"] = json!(self.model);
-        response["responseId"] = json!(self.response_id);
-        response
+        response.insert(
+            "candidates".into(),
+            Value::Array(vec![Value::Object(candidate)]),
+        );
+        response.insert("modelVersion".into(), self.model.clone().into());
+        response.insert("responseId".into(), self.response_id.clone().into());
+        Value::Object(response)
     }
 
     /// A part: streamed at once, or kept for the JSON answer (text joined to the text before).

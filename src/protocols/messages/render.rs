@@ -62,6 +62,9 @@ pub struct MessagesRenderer {
     usage: Usage,
     failed: Option<AnswerFailed>,
     seal: Option<Arc<ReasoningSeal>>,
+    /// Only `into_json` will be read (`holding_whole`): the text and thinking deltas are not
+    /// rendered, so the answer is held once.
+    holding: bool,
 }
 
 impl MessagesRenderer {
@@ -77,6 +80,7 @@ impl MessagesRenderer {
             usage: Usage::default(),
             failed: None,
             seal: None,
+            holding: false,
         }
     }
 
@@ -205,22 +209,26 @@ impl Renderer for MessagesRenderer {
                         out,
                     );
                 }
-                out.push(event(
-                    "content_block_delta",
-                    &json!({"type": "content_block_delta", "index": self.blocks - 1,
-                        "delta": {"type": "text_delta", "text": text}}),
-                ));
+                if !self.holding {
+                    out.push(event(
+                        "content_block_delta",
+                        &json!({"type": "content_block_delta", "index": self.blocks - 1,
+                            "delta": {"type": "text_delta", "text": text}}),
+                    ));
+                }
                 if let Some(Whole::Text(whole)) = self.whole.last_mut() {
                     whole.push_str(&text);
                 }
             }
             AnswerEvent::Reasoning(text) => {
                 self.open_thinking(out);
-                out.push(event(
-                    "content_block_delta",
-                    &json!({"type": "content_block_delta", "index": self.blocks - 1,
-                        "delta": {"type": "thinking_delta", "thinking": text}}),
-                ));
+                if !self.holding {
+                    out.push(event(
+                        "content_block_delta",
+                        &json!({"type": "content_block_delta", "index": self.blocks - 1,
+                            "delta": {"type": "thinking_delta", "thinking": text}}),
+                    ));
+                }
                 if let Some(Whole::Thinking(whole, _)) = self.whole.last_mut() {
                     whole.push_str(&text);
                 }
@@ -293,6 +301,10 @@ impl Renderer for MessagesRenderer {
         Some(event("ping", &json!({"type": "ping"})))
     }
 
+    fn holding_whole(&mut self) {
+        self.holding = true;
+    }
+
     fn into_json(self: Box<Self>) -> Result<JsonAnswer, NoJson> {
         if let Some(failed) = self.failed {
             return Err(failed.into());
@@ -304,15 +316,19 @@ impl Renderer for MessagesRenderer {
         let content: Vec<Value> = self
             .whole
             .into_iter()
-            .map(|block| match block {
-                // `Value::String` takes the text; `json!` would copy it.
-                Whole::Text(text) => {
-                    json!({"type": BlockKind::Text.as_str(), "text": Value::String(text)})
-                }
+            .map(|whole| match whole {
+                // The text is moved into the block (`block`), never copied.
+                Whole::Text(text) => block([
+                    ("type", BlockKind::Text.as_str().into()),
+                    ("text", Value::String(text)),
+                ]),
                 Whole::Thinking(thinking, server) => {
                     let signature = Self::signature(seal.as_deref(), &thinking, server.as_deref());
-                    json!({"type": BlockKind::Thinking.as_str(),
-                        "thinking": Value::String(thinking), "signature": signature})
+                    block([
+                        ("type", BlockKind::Thinking.as_str().into()),
+                        ("thinking", Value::String(thinking)),
+                        ("signature", signature.into()),
+                    ])
                 }
                 Whole::Tool {
                     id,
@@ -325,13 +341,26 @@ impl Renderer for MessagesRenderer {
                         .unwrap_or_else(|| json!({}))}),
             })
             .collect();
-        let body = json!({
-            "id": self.id, "type": "message", "role": "assistant", "model": self.model,
-            "content": content,
-            "stop_reason": self.stop_reason.unwrap_or("end_turn"),
-            "stop_sequence": null,
-            "usage": usage,
-        });
+        let body = block([
+            ("id", self.id.into()),
+            ("type", "message".into()),
+            ("role", "assistant".into()),
+            ("model", self.model.into()),
+            ("content", Value::Array(content)),
+            ("stop_reason", self.stop_reason.unwrap_or("end_turn").into()),
+            ("stop_sequence", Value::Null),
+            ("usage", usage),
+        ]);
         Ok(JsonAnswer::of_value(body, text_bytes)?)
     }
+}
+
+/// A JSON object from its fields, each value moved in (`json!` would copy a `Value` it is given).
+fn block<const N: usize>(fields: [(&str, Value); N]) -> Value {
+    Value::Object(
+        fields
+            .into_iter()
+            .map(|(key, value)| (key.to_owned(), value))
+            .collect(),
+    )
 }

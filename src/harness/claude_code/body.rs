@@ -75,7 +75,9 @@ pub fn messages(parts: &Parts<'_>, setting: &Messages<'_>) -> Value {
     tools.sort_by_key(|t| rank(t["name"].as_str().unwrap_or("")));
     let mut turns = messages::build(parts.items, &setting.reminder, skills);
     if let Some(texts) = &setting.todo {
-        super::todo::remind(&mut turns, texts);
+        super::todo::remind(&mut turns, &super::todo::CLAUDE_CODE, &|list| {
+            texts.reminder(list)
+        });
     }
     let mut body = json!({"model": model, "messages": turns, "system": system, "tools": tools});
     let effort = conversation.options.reasoning_effort.as_deref();

@@ -15,7 +15,7 @@ pub(crate) mod body;
 pub(crate) mod messages;
 pub mod model;
 mod title;
-mod todo;
+pub(crate) mod todo;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};

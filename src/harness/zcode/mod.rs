@@ -3,13 +3,16 @@
 //! line, its harness rules, its environment block), the messages as Anthropic blocks (Claude
 //! Code's builder, `claude_code::messages`: tool results in call order, the date reminder first,
 //! one cache breakpoint), its built-in skills message as a `system` message after the first user
-//! turn, its 14 tools in Anthropic's form, `tool_choice: {type: auto}`, `max_tokens: 64000`, and
-//! its headers. On a Chat upstream the three blocks as one system message, the messages in
-//! Chat's form, its tools as functions, the token limit.
+//! turn, its todo-staleness and plan-mode reminders (`reminders`), its 14 tools in Anthropic's
+//! form, `tool_choice: {type: auto}`, `max_tokens: 64000`, and its headers. On a Chat upstream
+//! the three blocks as one system message, the messages in Chat's form (no reminders), its tools
+//! as functions, the token limit.
 //!
 //! Its tools speak Claude Code's dialect (`profiles/claude-code.toml`: `Bash`, `Read`, `Edit`,
 //! `Write`, `TodoWrite`, `WebFetch`). Pure: the date is the client's day; what the request cannot
 //! say of the client's machine (git, shell) takes the documented empty form.
+
+mod reminders;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
@@ -45,6 +48,8 @@ pub struct Zcode {
     reminder: Pattern,
     /// The built-in skills message, after the first user turn.
     skills: String,
+    /// The todo-staleness and plan-mode reminders (Messages wire).
+    reminders: reminders::Reminders,
     wire: Wire,
 }
 
@@ -60,6 +65,7 @@ impl Zcode {
             environment: prompts.read(&ENVIRONMENT)?.pattern(&holes)?,
             reminder: prompts.read(&DATE_REMINDER)?.pattern(&["date"])?,
             skills: prompts.read(&SKILLS)?.plain()?,
+            reminders: reminders::Reminders::from_prompts(prompts)?,
             wire: setup.config.upstream.wire,
             common,
         })
@@ -118,6 +124,7 @@ impl Zcode {
                     .position(|m| m["role"] == "user")
                     .map_or(0, |i| i + 1);
                 turns.insert(at, json!({"role": "system", "content": self.skills}));
+                self.reminders.add(&mut turns);
                 let cached = |text: &str| json!({"type": "text", "text": text, "cache_control": {"type": "ephemeral"}});
                 let tools: Vec<Value> = tools.iter().map(anthropic_tool).collect();
                 json!({"model": model, "messages": turns,

@@ -248,16 +248,22 @@ async fn titled_first_turn(
     crate::titles::settled(&app, conversation, "k").await
 }
 
-#[tokio::test]
-async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_is_the_title() {
-    let fake = FakeUpstream::start(|request, _| {
+/// A Messages upstream that answers Claude Code's title request (its JSON schema) with a title,
+/// and any other request with text.
+async fn titling_upstream() -> FakeUpstream {
+    FakeUpstream::start(|request, _| {
         if request.json()["output_config"]["format"]["type"] == "json_schema" {
             anthropic::text("{\"title\": \"Listing the files\"}")
         } else {
             anthropic::text("Here they are.")
         }
     })
-    .await;
+    .await
+}
+
+#[tokio::test]
+async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_is_the_title() {
+    let fake = titling_upstream().await;
     let record = titled_first_turn(&fake, "claude-code", "conv-cc").await;
     assert_eq!(record["title"], "Listing the files");
 
@@ -293,14 +299,7 @@ async fn claude_code_s_title_request_goes_first_in_its_form_and_its_json_title_i
 /// first turn through claude-code is titled by Claude Code's own request, dispatched first.
 #[tokio::test]
 async fn claude_code_is_titled_by_default_with_its_own_request_first() {
-    let fake = FakeUpstream::start(|request, _| {
-        if request.json()["output_config"]["format"]["type"] == "json_schema" {
-            anthropic::text("{\"title\": \"Listing the files\"}")
-        } else {
-            anthropic::text("Here they are.")
-        }
-    })
-    .await;
+    let fake = titling_upstream().await;
     let mut config = config(&fake);
     config.default_harness = "claude-code".to_owned();
     let app = TestApp::start(config).await;

@@ -15,7 +15,7 @@
 //! Owns: the `reasoning_memo_*` tables. Must not: touch the title tables.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -67,12 +67,8 @@ END;
 const TOTAL: &str = "";
 
 pub struct SqliteMemo {
-    conn: Arc<Mutex<Connection>>,
+    file: Arc<SqliteFile>,
     bounds: Bounds,
-}
-
-fn backend(err: impl std::fmt::Display) -> StoreError {
-    StoreError::Backend(err.to_string())
 }
 
 fn now_ms() -> i64 {
@@ -83,14 +79,14 @@ impl SqliteMemo {
     /// The memo in the file at `path`, opened for it alone (tests; the proxy shares its file,
     /// `on`).
     pub fn open(path: &Path, bounds: Bounds) -> Result<Self, StoreError> {
-        Self::on(&SqliteFile::open(path)?, bounds)
+        Self::on(&Arc::new(SqliteFile::open(path)?), bounds)
     }
 
     /// The memo's tables in the shared file, on its shared connection.
-    pub fn on(file: &SqliteFile, bounds: Bounds) -> Result<Self, StoreError> {
+    pub fn on(file: &Arc<SqliteFile>, bounds: Bounds) -> Result<Self, StoreError> {
         file.now(|conn| conn.execute_batch(SCHEMA))?;
         Ok(Self {
-            conn: file.connection(),
+            file: file.clone(),
             bounds,
         })
     }
@@ -99,15 +95,7 @@ impl SqliteMemo {
         &self,
         work: impl FnOnce(&mut Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
-        let conn = self.conn.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut conn = conn
-                .lock()
-                .map_err(|_| backend("sqlite connection lock poisoned"))?;
-            work(&mut conn).map_err(backend)
-        })
-        .await
-        .map_err(backend)?
+        self.file.with(work).await
     }
 }
 
@@ -267,7 +255,8 @@ impl SharedMemo for SqliteMemo {
 impl SqliteMemo {
     /// The file's pages in use (its size less its free list), as this connection sees it.
     fn used_bytes(&self) -> u64 {
-        let c = self.conn.lock().expect("lock");
+        let conn = self.file.connection();
+        let c = conn.lock().expect("lock");
         let pragma = |name: &str| -> i64 {
             c.query_row(&format!("PRAGMA {name}"), [], |r| r.get(0))
                 .expect("pragma")
@@ -323,7 +312,8 @@ mod tests {
     fn expired_answers_are_not_read_and_take_their_references_along() {
         let dir = tempfile::tempdir().expect("tempdir");
         let memo = SqliteMemo::open(&dir.path().join("t.db"), STORE_BOUNDS).expect("open");
-        let mut c = memo.conn.lock().expect("lock");
+        let conn = memo.file.connection();
+        let mut c = conn.lock().expect("lock");
         let (old, new) = (keys(&["old", "old2"]), keys(&["new"]));
         put_at(&mut c, entry("a", &old, "aaaa"), 0, 100, STORE_BOUNDS).expect("put");
         put_at(&mut c, entry("a", &new, "bbbb"), 0, 300, STORE_BOUNDS).expect("put");
@@ -356,7 +346,8 @@ mod tests {
         .expect("old layout");
         drop(c);
         let memo = SqliteMemo::open(&path, STORE_BOUNDS).expect("open");
-        let c = memo.conn.lock().expect("lock");
+        let conn = memo.file.connection();
+        let c = conn.lock().expect("lock");
         let old: i64 = c
             .query_row(
                 "SELECT COUNT(*) FROM sqlite_master WHERE name = 'reasoning_memo'",

@@ -175,14 +175,34 @@ async fn peak_growth_for_one_answer(path: &str, body: serde_json::Value) -> usiz
         .await
         .unwrap();
     assert_eq!(answer.status(), 200);
-    let got = answer.bytes().await.unwrap().len();
-    assert!(got > 60 * MIB, "{path}: the whole answer: {got} bytes");
+    let got = answer.bytes().await.unwrap();
+    assert!(
+        got.len() > 60 * MIB,
+        "{path}: the whole answer: {} bytes",
+        got.len()
+    );
+    if body.get("stream") != Some(&serde_json::Value::Bool(true)) {
+        // Written in pieces, read whole: one valid JSON answer holding all 60 MiB of text.
+        let answer: serde_json::Value = serde_json::from_slice(&got).expect("one JSON answer");
+        let text = longest_string(&answer);
+        assert_eq!(text, 960 * 64 * 1024, "{path}: the answer's text, whole");
+    }
     let growth = status_kib(pid, "VmHWM").saturating_sub(before);
     eprintln!(
         "{path}: a 60 MiB answer grew the peak RSS by {} MiB",
         growth / 1024
     );
     growth
+}
+
+/// The length of the longest string in `value` (a whole answer's text).
+fn longest_string(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::String(text) => text.len(),
+        serde_json::Value::Array(items) => items.iter().map(longest_string).max().unwrap_or(0),
+        serde_json::Value::Object(map) => map.values().map(longest_string).max().unwrap_or(0),
+        _ => 0,
+    }
 }
 
 /// Issue 30: the conversation-memory tap hashed an answer's text by keeping it whole, so an answer

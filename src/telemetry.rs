@@ -53,9 +53,32 @@ pub fn metrics_handle() -> Option<PrometheusHandle> {
                 .install_recorder()
                 .ok()?;
             describe_metrics();
+            spawn_upkeep(handle.clone());
             Some(handle)
         })
         .clone()
+}
+
+/// How often the recorder's histogram samples are folded into their buckets.
+const UPKEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Folds the recorder's pending histogram samples into their buckets every `UPKEEP_EVERY`.
+/// A recorder installed with `install_recorder` keeps every recorded sample until a scrape or
+/// an upkeep drains it, so a proxy nobody scrapes would grow by each request's durations without
+/// bound (metrics-rs/metrics#467). A plain thread: the recorder outlives any one runtime (tests
+/// build many apps per process), and the work is a few locks every few seconds.
+fn spawn_upkeep(handle: PrometheusHandle) {
+    let spawned = std::thread::Builder::new()
+        .name("metrics-upkeep".to_owned())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(UPKEEP_EVERY);
+                handle.run_upkeep();
+            }
+        });
+    if let Err(err) = spawned {
+        tracing::warn!(error = %err, "cannot start the metrics upkeep thread; histogram samples are drained only by scrapes of /metrics");
+    }
 }
 
 /// Buckets of every `_seconds` histogram: from the proxy's own sub-millisecond work to a model's

@@ -1,7 +1,7 @@
 //! Who is calling (a hash of its credential, never the credential) and which conversation a
 //! request belongs to (docs/titles.md, "Conversation id").
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use sha2::{Digest, Sha256};
 
 use crate::auth::Credential;
@@ -59,30 +59,41 @@ impl Caller {
 }
 
 fn hash_hex(parts: &[&[u8]], hex_chars: usize) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut hasher = Sha256::new();
     for part in parts {
         hasher.update(part);
     }
-    let mut text = hex::encode(hasher.finalize());
+    // By hand: this runs on every request, and a generic hex encoder goes char by char.
+    let mut text = String::with_capacity(hex_chars + 1);
+    for byte in hasher.finalize().iter().take(hex_chars.div_ceil(2)) {
+        text.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        text.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
     text.truncate(hex_chars);
     text
 }
 
 /// Headers that carry a client-chosen conversation id, in order of preference.
-const ID_HEADERS: [&str; 6] = [
-    "x-conversation-id",
-    "x-session-id",
-    "session_id",
-    "session-id",
+/// Names made once, not parsed from text on each of the several lookups every request makes.
+static ID_HEADERS: [(HeaderName, &str); 6] = [
+    id_header("x-conversation-id"),
+    id_header("x-session-id"),
+    id_header("session_id"),
+    id_header("session-id"),
     // Codex 0.171 sends `thread-id` next to `session-id` (the same UUID).
-    "thread-id",
+    id_header("thread-id"),
     // Claude Code's session (the Messages route also sets it from `metadata.user_id`).
-    "x-claude-code-session-id",
+    id_header("x-claude-code-session-id"),
 ];
+
+const fn id_header(name: &'static str) -> (HeaderName, &'static str) {
+    (HeaderName::from_static(name), name)
+}
 
 /// Whether the client named its conversation in a header (`ID_HEADERS`, the one list).
 pub fn has_conversation_header(headers: &HeaderMap) -> bool {
-    ID_HEADERS.iter().any(|h| headers.contains_key(*h))
+    ID_HEADERS.iter().any(|(h, _)| headers.contains_key(h))
 }
 
 /// A client-chosen conversation id that is not a safe path segment.
@@ -125,13 +136,16 @@ pub fn conversation_id_with_key(
     owner: &str,
     first_user_text: &str,
 ) -> Result<String, BadConversationId> {
-    Ok(
-        client_conversation_id(headers, body_key)?.unwrap_or_else(|| {
-            format!(
-                "conv_{}",
-                hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
-            )
-        }),
+    Ok(client_conversation_id(headers, body_key)?
+        .unwrap_or_else(|| derived_conversation_id(owner, first_user_text)))
+}
+
+/// `conv_<16 hex>` of (caller, first user text): the id of a conversation its client named
+/// nowhere.
+pub fn derived_conversation_id(owner: &str, first_user_text: &str) -> String {
+    format!(
+        "conv_{}",
+        hash_hex(&[owner.as_bytes(), b"\0", first_user_text.as_bytes()], 16)
     )
 }
 
@@ -140,8 +154,8 @@ pub fn client_conversation_id(
     headers: &HeaderMap,
     body_key: Option<&str>,
 ) -> Result<Option<String>, BadConversationId> {
-    for header in ID_HEADERS {
-        let Some(value) = headers.get(header) else {
+    for (name, header) in &ID_HEADERS {
+        let Some(value) = headers.get(name) else {
             continue;
         };
         let value = value.to_str().map(str::trim).unwrap_or("\0");

@@ -32,7 +32,7 @@ use crate::store::{Backend, StoreError};
 use anchors::Anchors;
 use anchors::fresh_id;
 use facts::ConversationFacts;
-use identity::{BadConversationId, client_conversation_id, conversation_id_with_key};
+use identity::{BadConversationId, client_conversation_id, derived_conversation_id};
 use known::Known;
 use reasoning_memo::ReasoningMemo;
 use recent::RecentTitles;
@@ -91,12 +91,10 @@ impl ConversationMemory {
                     None => (fresh_id(), true),
                 }
             }
+            // The client named it nowhere (checked above).
             _ => {
                 let first_user_text = facts.map_or("", |f| f.first_user_text.as_str());
-                (
-                    conversation_id_with_key(headers, body_key, owner, first_user_text)?,
-                    false,
-                )
+                (derived_conversation_id(owner, first_user_text), false)
             }
         })
     }

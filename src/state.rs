@@ -264,11 +264,11 @@ impl AppState {
     }
 }
 
-/// 32 random bytes (two v4 UUIDs: 244 random bits, from the OS's generator).
+/// 32 random bytes from the OS's generator. Without one the process cannot keep a secret, so it
+/// does not start.
 fn random_key() -> [u8; 32] {
     let mut key = [0; 32];
-    key[..16].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
-    key[16..].copy_from_slice(uuid::Uuid::new_v4().as_bytes());
+    getrandom::fill(&mut key).expect("the OS's random generator is unavailable");
     key
 }
 

@@ -119,10 +119,11 @@ fn opencode_done(captures: &[Capture]) -> bool {
             .any(|c| extract::main_system(&c.body).is_some())
 }
 
-/// A fresh one-time token for the base URL: 128 bits from the OS's CSRNG (uuid v4 reads
-/// `getrandom`), as 32 hex digits.
+/// A fresh one-time token for the base URL: 128 bits from the OS's CSRNG, as 32 hex digits.
 pub fn token() -> String {
-    uuid::Uuid::new_v4().simple().to_string()
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).expect("the OS's random generator is unavailable");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Serves the capture endpoint until opencode has sent its main and its title request, or

@@ -2,11 +2,12 @@
 # The side-by-side load bench (see BENCHMARKS.md): every target in one go, on the same mock model
 # server, the proxy (or peer) pinned to core 0, the mock and the load driver pinned to core 1.
 #
-#   bench/run.sh           full run: mock direct, passthrough, opencode with titles off (a diagnostic
-#                          row) and as shipped (titles on, SQLite file store) with and without a
-#                          conversation id (small chat, 32 KB agent turn), the Responses / Messages
-#                          fronts as shipped with their clients' ids, TensorZero and
-#                          LiteLLM (installed pinned into bench/.venv on first use)
+#   bench/run.sh           full run: mock direct, a bare hyper relay (the rig's floor), passthrough,
+#                          opencode with titles off (a diagnostic row) and as shipped (titles on,
+#                          SQLite file store) with and without a conversation id (small chat,
+#                          32 KB agent turn), the Responses / Messages fronts as shipped with
+#                          their clients' ids, TensorZero and LiteLLM (installed pinned into
+#                          bench/.venv on first use)
 #   bench/run.sh --quick   seconds per target, proxy targets only, no peers (CI runs this so the
 #                          bench never rots; its figures are printed, never asserted)
 #   bench/run.sh --harnesses    only the mock and the harness rows (passthrough, opencode, pi,
@@ -91,6 +92,20 @@ PIDS+=("$MOCK_PID")
 wait_file "$OUT/mock.addr" "$MOCK_PID" 10 || { echo "the mock did not start" >&2; exit 1; }
 MOCK=$(cat "$OUT/mock.addr")
 measure "mock direct" direct "http://$MOCK/v1/chat/completions" ""
+
+# The rig's floor: a bare hyper relay (bench/src/bin/relay.rs) in front of the same mock, pinned
+# where the proxy runs. What one more loopback hop and process cost on this machine; the part of
+# the proxy's added time above this row is the proxy's own.
+"${PIN_SERVER[@]}" bench/target/release/relay --upstream "$MOCK" --addr-file "$OUT/relay.addr" \
+  2>"$OUT/relay.log" &
+RELAY_PID=$!
+PIDS+=("$RELAY_PID")
+if wait_file "$OUT/relay.addr" "$RELAY_PID" 10; then
+  measure "bare hyper relay (rig floor)" floor "http://$(cat "$OUT/relay.addr")/v1/chat/completions" "$RELAY_PID"
+else
+  note "bare hyper relay (rig floor)" floor "did not start: $(tail -n 1 "$OUT/relay.log")"
+fi
+stop "$RELAY_PID"
 
 # The proxy as shipped (info-level access log, to a file), titles off so each request is one
 # upstream call, and room for the 2,048-stream phase (default max_concurrent_requests is 1,024).

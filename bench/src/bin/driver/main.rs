@@ -1,7 +1,7 @@
 //! The load driver. Commands:
 //!
 //! - `run --name N --url URL [--header K:V]… [--pid PID] [--protocol chat|responses|messages]
-//!   [--model-format 'prefix{}'] [--fixtures DIR] [--kind direct|proxy|peer] [--quick] --out FILE`: measures one target and
+//!   [--model-format 'prefix{}'] [--fixtures DIR] [--kind direct|floor|proxy|peer] [--quick] --out FILE`: measures one target and
 //!   appends its figures to FILE (one JSON object per line);
 //! - `note --name N --note TEXT --out FILE`: records a target that could not be measured;
 //! - `table FILE`: the markdown table of every target, with ratios to `direct` and to the peers;

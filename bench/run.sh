@@ -7,7 +7,7 @@
 #                          SQLite file store) with and without a conversation id (small chat,
 #                          32 KB agent turn), the Responses / Messages fronts as shipped with
 #                          their clients' ids, TensorZero and LiteLLM (installed pinned into
-#                          bench/.venv on first use)
+#                          bench/.venv on first use), Portkey's gateway (npm, into bench/.node)
 #   bench/run.sh --quick   seconds per target, proxy targets only, no peers (CI runs this so the
 #                          bench never rots; its figures are printed, never asserted)
 #   bench/run.sh --harnesses    only the mock and the harness rows (passthrough, opencode, pi,
@@ -35,6 +35,7 @@ for arg in "$@"; do
 done
 TZ_VERSION=2026.6.0
 LITELLM_VERSION=1.108.7
+PORTKEY_VERSION=1.15.2
 OUT=bench/out
 mkdir -p "$OUT"
 rm -f "$OUT/results.jsonl" "$OUT"/*.addr
@@ -222,6 +223,30 @@ if [[ ${#QUICK[@]} -eq 0 ]]; then
       note "$name" peer "did not start: $(tail -n 1 "$OUT/tensorzero.log")"
     fi
     stop "$TZ_PID"
+  fi
+
+  # Portkey's gateway from npm, as its README runs it (`npx @portkey-ai/gateway`), with an
+  # OpenAI-compatible upstream named per request by its headers (`x-portkey-provider: openai`,
+  # `x-portkey-custom-host`). @hono/node-server is pinned to 1.12.2 (bench/peers/portkey-package.json):
+  # with the 1.19 that 1.15.2 resolves to, every streamed answer was a 500 (Portkey issues 1389, 1550).
+  name="Portkey gateway $PORTKEY_VERSION"
+  mkdir -p bench/.node
+  cp bench/peers/portkey-package.json bench/.node/package.json
+  if ! (cd bench/.node && npm install --no-audit --no-fund --silent) >"$OUT/portkey-install.log" 2>&1; then
+    note "$name" peer "install failed: $(tail -n 1 "$OUT/portkey-install.log")"
+  else
+    port=$("$DRIVER" free-port)
+    NODE_ENV=production "${PIN_SERVER[@]}" node bench/.node/node_modules/@portkey-ai/gateway/build/start-server.js \
+      --port="$port" --headless >"$OUT/portkey.log" 2>&1 &
+    PK_PID=$!
+    PIDS+=("$PK_PID")
+    if "$DRIVER" wait --url "http://127.0.0.1:$port/" --pid "$PK_PID" --seconds 60; then
+      measure "$name" peer "http://127.0.0.1:$port/v1/chat/completions" "$PK_PID" \
+        --header "x-portkey-provider: openai" --header "x-portkey-custom-host: http://$MOCK/v1"
+    else
+      note "$name" peer "did not start: $(tail -n 1 "$OUT/portkey.log")"
+    fi
+    stop "$PK_PID"
   fi
 
   name="LiteLLM $LITELLM_VERSION"

@@ -50,12 +50,15 @@ impl Figures {
             .collect()
     }
 
-    fn peer(&self) -> Option<String> {
-        self.runs.first()?.iter().find_map(|r| {
-            (r["kind"] == "peer" && r["figures"].is_object())
-                .then(|| r["name"].as_str().map(str::to_owned))
-                .flatten()
-        })
+    /// The measured peers, in the order of the first run.
+    fn peers(&self) -> Vec<String> {
+        self.runs
+            .first()
+            .into_iter()
+            .flatten()
+            .filter(|r| r["kind"] == "peer" && r["figures"].is_object())
+            .filter_map(|r| r["name"].as_str().map(str::to_owned))
+            .collect()
     }
 }
 
@@ -130,113 +133,226 @@ pub fn medians(texts: &[String]) -> Result<String, String> {
 
 const SHIPPED: [&str; 2] = ["opencode as shipped, no id", "opencode as shipped, with id"];
 const TITLES_OFF: &str = "opencode, titles off (diagnostic)";
+const PASSTHROUGH: &str = "passthrough";
+const FLOOR: &str = "bare hyper relay (rig floor)";
 
-/// The issue's targets, each met or missed against the medians.
+/// Met or missed lines, one per target.
+struct Verdicts(Vec<String>);
+
+impl Verdicts {
+    fn check(&mut self, what: String, value: Option<f64>, bound: Option<f64>, at_most: bool) {
+        let verdict = match (value, bound) {
+            (None, _) | (_, None) => "not measured".to_owned(),
+            (Some(v), Some(b)) if (at_most && v <= b) || (!at_most && v >= b) => {
+                format!("**met** ({v:.2})")
+            }
+            (Some(v), Some(b)) => format!(
+                "**missed** ({v:.2}; by {:.0} %)",
+                (v / b - 1.0).abs() * 100.0
+            ),
+        };
+        let sign = if at_most { "≤" } else { "≥" };
+        let bound = bound.map_or("?".into(), |b| format!("{b:.2}"));
+        self.0.push(format!("- {what} {sign} {bound}: {verdict}"));
+    }
+}
+
+/// Issue 36's targets, each met or missed against the medians; then, for passthrough, what it adds
+/// above the rig's floor (the part of its added time that is the proxy's own).
 fn targets(figures: &Figures, out: &mut String) {
     let m = |name: &str, pick: &dyn Fn(&Value, &Value) -> Option<f64>| {
         median(&figures.each(name, pick))
     };
-    let mut lines = Vec::new();
-    let mut check = |what: String, value: Option<f64>, bound: f64, at_most: bool| {
-        let verdict = match value {
-            None => "not measured".to_owned(),
-            Some(v) if (at_most && v <= bound) || (!at_most && v >= bound) => {
-                format!("**met** ({v:.2})")
-            }
-            Some(v) => format!(
-                "**missed** ({v:.2}; by {:.0} %)",
-                (v / bound - 1.0).abs() * 100.0
-            ),
-        };
-        let sign = if at_most { "≤" } else { "≥" };
-        lines.push(format!("- {what} {sign} {bound}: {verdict}"));
-    };
-    let off_p50 = m(TITLES_OFF, &added("small", "p50_us"));
-    let off_p99 = m(TITLES_OFF, &added("small", "p99_us"));
-    for name in SHIPPED {
-        let p50 = m(name, &added("small", "p50_us"));
-        let p99 = m(name, &added("small", "p99_us"));
-        let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?.max(1.0));
-        check(
-            format!("{name}: added p50 ÷ titles off"),
-            ratio(p50, off_p50),
-            1.15,
-            true,
-        );
-        check(
-            format!("{name}: added p99 ÷ titles off"),
-            ratio(p99, off_p99),
-            1.3,
-            true,
-        );
-        check(format!("{name}: small chat added p50 µs"), p50, 300.0, true);
-        check(
-            format!("{name}: 32 KB turn added p99 µs"),
-            m(name, &added("turn", "p99_us")),
-            600.0,
-            true,
-        );
-        check(
-            format!("{name}: TTFT added p99 µs"),
-            m(name, &added("ttft", "p99_us")),
-            300.0,
-            true,
-        );
-    }
-    check(
-        "passthrough: small chat added p99 µs".into(),
-        m("passthrough", &added("small", "p99_us")),
-        150.0,
-        true,
-    );
-    let shipped = SHIPPED[1];
-    let direct_stream = figures.runs.first().and_then(|rows| {
+    let mut v = Verdicts(Vec::new());
+    let direct = figures.runs.first().and_then(|rows| {
         let direct = rows.iter().find(|r| r["kind"] == "direct")?;
         direct["name"].as_str().map(str::to_owned)
     });
-    let stream = m(shipped, &plain("stream_rps_c32"));
-    if let Some(direct) = direct_stream {
-        let d = m(&direct, &plain("stream_rps_c32"));
-        check(
-            format!("{shipped}: streaming c=32 ÷ mock direct"),
-            stream.zip(d).map(|(a, b)| a / b),
-            0.85,
-            false,
+    let rig = direct
+        .as_deref()
+        .and_then(|d| m(d, &plain("stream_rps_c32")));
+    let ratio = |a: Option<f64>, b: Option<f64>| Some(a? / b?.max(1.0));
+    let scaled = |a: Option<f64>, k: f64| a.map(|a| a * k);
+
+    // 1. The relay near the wire.
+    let p = PASSTHROUGH;
+    for (what, phase, key, bound) in [
+        ("small chat added p50 µs", "small", "p50_us", 100.0),
+        ("small chat added p99 µs", "small", "p99_us", 150.0),
+        ("TTFT added p50 µs", "ttft", "p50_us", 100.0),
+        ("TTFT added p99 µs", "ttft", "p99_us", 200.0),
+        (
+            "64-event stream total added p50 µs",
+            "stream64",
+            "p50_us",
+            150.0,
+        ),
+    ] {
+        v.check(
+            format!("{p}: {what}"),
+            m(p, &added(phase, key)),
+            Some(bound),
+            true,
         );
     }
-    if let Some(peer) = figures.peer() {
-        let ps = m(&peer, &plain("stream_rps_c32"));
-        let pj = m(&peer, &plain("rps_c32"));
-        let json = m(shipped, &plain("rps_c32"));
-        check(
-            format!("{shipped}: streaming c=32 ÷ {peer}"),
-            stream.zip(ps).map(|(a, b)| a / b),
-            2.5,
+    let p_streams = m(p, &plain("stream_rps_c32"));
+    v.check(
+        format!("{p}: streams c=32 ÷ the rig (mock direct)"),
+        ratio(p_streams, rig),
+        Some(0.9),
+        false,
+    );
+
+    // 2. First tokens at the relay's cost; 3. titles never hurt a burst.
+    let p_ttft50 = m(p, &added("ttft", "p50_us"));
+    let p_ttft99 = m(p, &added("ttft", "p99_us"));
+    let off = |pointer| m(TITLES_OFF, &plain_at(pointer));
+    for name in SHIPPED {
+        v.check(
+            format!("{name}: TTFT added p50 µs (passthrough's + 50)"),
+            m(name, &added("ttft", "p50_us")),
+            p_ttft50.map(|p| p + 50.0),
+            true,
+        );
+        v.check(
+            format!("{name}: TTFT added p99 µs (1.2 × passthrough's)"),
+            m(name, &added("ttft", "p99_us")),
+            scaled(p_ttft99, 1.2),
+            true,
+        );
+        let streams = m(name, &plain("stream_rps_c32"));
+        v.check(
+            format!("{name}: streams c=32 ÷ the rig"),
+            ratio(streams, rig),
+            Some(0.85),
             false,
         );
-        check(
-            format!("{shipped}: JSON c=32 ÷ {peer}"),
-            json.zip(pj).map(|(a, b)| a / b),
-            0.5,
-            false,
+        v.check(
+            format!("{name}: 512 paced streams, streams lost (a gap over 200 ms)"),
+            m(name, &plain_at("/sustained_512/lost")),
+            Some(0.0),
+            true,
         );
+        for (what, pointer, bound) in [
+            (
+                "median worst gap ÷ titles off",
+                "/sustained_512/worst_gap_p50_us",
+                1.2,
+            ),
+            (
+                "TTFT p99 ÷ titles off",
+                "/sustained_512/first_event_p99_us",
+                1.2,
+            ),
+            ("peak RSS ÷ titles off", "/sustained_512/rss_peak_kib", 1.15),
+        ] {
+            v.check(
+                format!("{name}: 512 paced streams, {what}"),
+                ratio(m(name, &plain_at(pointer)), off(pointer)),
+                Some(bound),
+                true,
+            );
+        }
     }
-    check(
-        format!("{shipped}: RSS MiB with 1,024 open streams"),
-        m(shipped, &mib("/sustained_1024/rss_peak_kib")),
-        40.0,
+
+    // 4. The fold and big turns; 5. memory.
+    let o = SHIPPED[1];
+    let fold = m(o, &plain_at("/fold256/p50_us"));
+    let mock_stream = direct
+        .as_deref()
+        .and_then(|d| m(d, &plain_at("/burst/p50_us")));
+    v.check(
+        format!("{o}: fold overhead p50 µs (folded 256 deltas − the mock's own 256-delta stream)"),
+        fold.zip(mock_stream).map(|(f, s)| f - s),
+        Some(120.0),
         true,
     );
-    let idle = m(shipped, &mib("/rss_idle_kib"));
-    let after = m(shipped, &mib("/rss_after_kib"));
-    check(
-        format!("{shipped}: RSS after the streams ÷ idle"),
-        after.zip(idle).map(|(a, i)| a / i),
-        1.1,
+    let turn = m(o, &plain_at("/turn/p99_us"));
+    let small = m(o, &plain_at("/small/p99_us"));
+    v.check(
+        format!("{o}: 32 KB turn p99 − small chat p99 µs"),
+        turn.zip(small).map(|(t, s)| t - s),
+        Some(200.0),
         true,
     );
-    out.push_str("\nTargets (against the medians):\n");
-    for line in lines {
+    v.check(
+        format!("{o}: RSS MiB with 1,024 open streams"),
+        m(o, &mib("/sustained_1024/rss_peak_kib")),
+        Some(64.0),
+        true,
+    );
+    let idle = m(o, &mib("/rss_idle_kib"));
+    let after = m(o, &mib("/rss_after_kib"));
+    v.check(
+        format!("{o}: RSS after the streams ÷ idle"),
+        ratio(after, idle),
+        Some(1.2),
+        true,
+    );
+
+    out.push_str("\nTargets (issue 36, against the medians):\n");
+    for line in v.0 {
         let _ = writeln!(out, "{line}");
     }
+    above_floor(figures, out);
+    against_peers(figures, out);
+}
+
+/// Like with like (issue 36, item 6): each peer's relay against passthrough, as ratios of medians.
+fn against_peers(figures: &Figures, out: &mut String) {
+    let m = |name: &str, pick: &dyn Fn(&Value, &Value) -> Option<f64>| {
+        median(&figures.each(name, pick))
+    };
+    let peers = figures.peers();
+    if peers.is_empty() {
+        return;
+    }
+    out.push_str(
+        "\nPeers against passthrough (ratios of medians; > 1 means passthrough does better):\n",
+    );
+    for peer in peers {
+        let faster = |key| Some(m(PASSTHROUGH, &plain(key))? / m(&peer, &plain(key))?);
+        let leaner = |phase, key| {
+            Some(m(&peer, &added(phase, key))? / m(PASSTHROUGH, &added(phase, key))?.max(1.0))
+        };
+        let show = |r: Option<f64>| r.map_or("–".into(), |r| format!("{r:.2}×"));
+        let _ = writeln!(
+            out,
+            "- {peer}: req/s c=32 JSON {}, streaming {}; their added ÷ ours: small chat p50 {}, p99 {}, TTFT p50 {}, p99 {}",
+            show(faster("rps_c32")),
+            show(faster("stream_rps_c32")),
+            show(leaner("small", "p50_us")),
+            show(leaner("small", "p99_us")),
+            show(leaner("ttft", "p50_us")),
+            show(leaner("ttft", "p99_us")),
+        );
+    }
+}
+
+/// Passthrough's added figures minus the floor relay's: the proxy's own share.
+fn above_floor(figures: &Figures, out: &mut String) {
+    let m = |name: &str, phase, key| median(&figures.each(name, added(phase, key)));
+    let mut lines = Vec::new();
+    for (what, phase, key) in [
+        ("small chat p50", "small", "p50_us"),
+        ("small chat p99", "small", "p99_us"),
+        ("TTFT p50", "ttft", "p50_us"),
+        ("TTFT p99", "ttft", "p99_us"),
+        ("64-event stream p50", "stream64", "p50_us"),
+    ] {
+        if let (Some(p), Some(f)) = (m(PASSTHROUGH, phase, key), m(FLOOR, phase, key)) {
+            lines.push(format!("- {what}: passthrough adds {p:.0} µs, the floor {f:.0}: {:+.0} µs is the proxy's own", p - f));
+        }
+    }
+    if !lines.is_empty() {
+        out.push_str("\nAbove the rig's floor (a bare hyper relay on the same core):\n");
+        for line in lines {
+            let _ = writeln!(out, "{line}");
+        }
+    }
+}
+
+/// A figure at a JSON pointer, as it is.
+fn plain_at(pointer: &'static str) -> impl Fn(&Value, &Value) -> Option<f64> {
+    move |f, _| f.pointer(pointer)?.as_f64()
 }

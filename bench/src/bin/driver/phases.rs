@@ -1,7 +1,8 @@
 //! The measurements, in the order they run against one target: idle memory, warm-up, c=1 latency
-//! (small chat, 32 KB agent turn), throughput at c=32 (JSON, then streamed), time to first event, per-event cost (burst,
-//! folded, paced), and sustained concurrent paced streams with memory sampled throughout. Every
-//! phase is bounded in count and time, so a slow peer cannot hold the run hostage.
+//! (small chat, 32 KB agent turn), throughput at c=32 (JSON, then streamed), time to first event,
+//! the 64-event stream's total, per-event cost (burst, folded, paced), and sustained concurrent
+//! paced streams with memory sampled throughout. Every phase is bounded in count and time, so a
+//! slow peer cannot hold the run hostage.
 
 use std::time::{Duration, Instant};
 
@@ -189,6 +190,18 @@ impl Plan {
             )
             .await;
         out.insert("ttft".into(), ttft.first_event());
+        // The small chat's 64 deltas streamed unpaced: the whole stream's time, first byte to
+        // `[DONE]` (issue 36: the 64-event total).
+        let stream64 = self
+            .sequential(
+                &mut conn,
+                &self.body(SMALL, true),
+                &[],
+                self.cap(1000, 50),
+                false,
+            )
+            .await;
+        out.insert("stream64".into(), stream64.latency());
         let burst = self
             .sequential(
                 &mut conn,
@@ -253,7 +266,7 @@ impl Plan {
             let (scenario, counts): (Scenario, &[usize]) = if self.quick {
                 (SUSTAINED_QUICK, &[64])
             } else {
-                (SUSTAINED, &[1024, 2048])
+                (SUSTAINED, &[512, 1024, 2048])
             };
             let body = self.body(scenario, true);
             for &streams in counts {
@@ -378,19 +391,26 @@ impl Plan {
         let (mut ok, mut failed, mut stalls) = (0u64, 0u64, 0u64);
         let mut max_gap = Duration::ZERO;
         let mut max_first = Duration::ZERO;
+        // Per stream: its worst gap and its first event, for the medians and p99s issue 36 asks.
+        let (mut worst_gaps, mut firsts) = (Vec::new(), Vec::new());
         let mut first_error = None;
         while let Some(done) = tasks.join_next().await {
             match done {
                 Ok(Ok(Ok(outcome))) if outcome.status == 200 => {
                     ok += 1;
-                    max_first = max_first.max(outcome.first_event.unwrap_or_default());
+                    let first = outcome.first_event.unwrap_or_default();
+                    max_first = max_first.max(first);
+                    firsts.push(first);
+                    let mut worst = Duration::ZERO;
                     for pair in outcome.arrivals.windows(2) {
                         let gap = pair[1] - pair[0];
-                        max_gap = max_gap.max(gap);
+                        worst = worst.max(gap);
                         if gap > stall {
                             stalls += 1;
                         }
                     }
+                    max_gap = max_gap.max(worst);
+                    worst_gaps.push(worst);
                 }
                 Ok(Ok(Ok(outcome))) => {
                     failed += 1;
@@ -417,13 +437,29 @@ impl Plan {
         sampler.abort();
         let peak = sampler.await.ok();
         let peak = peak.or_else(|| self.pid.and_then(rss_kib));
+        // A stream with a gap over 200 ms is lost to its user (issue 36's "sustained").
+        let lost = worst_gaps
+            .iter()
+            .filter(|gap| **gap > Duration::from_millis(200))
+            .count();
         json!({
             "streams": streams, "ok": ok, "failed": failed, "stalls": stalls,
             "max_gap_us": max_gap.as_micros() as u64, "max_first_event_us": max_first.as_micros() as u64,
+            "worst_gap_p50_us": quantile_us(&mut worst_gaps, 0.5),
+            "first_event_p99_us": quantile_us(&mut firsts, 0.99),
+            "lost": lost,
             "rss_peak_kib": peak, "first_error": first_error,
             "seconds": started.elapsed().as_secs_f64(),
         })
     }
+}
+
+/// The `q` quantile of `values` in µs (nearest rank), `None` when there are none.
+fn quantile_us(values: &mut [Duration], q: f64) -> Option<u64> {
+    values.sort_unstable();
+    let last = values.len().checked_sub(1)?;
+    let rank = ((last as f64) * q).round() as usize;
+    values.get(rank).map(|d| d.as_micros() as u64)
 }
 
 /// CPU per event from two phases that differ only in the number of events per answer.

@@ -1,4 +1,5 @@
-//! `calibrate pi`, `calibrate qwen-code` and `calibrate mini-swe-agent`: the same capture endpoint,
+//! `calibrate pi`, `calibrate qwen-code`, `calibrate mini-swe-agent` and `calibrate claude-code`
+//! (its own module, `claude_code`): the same capture endpoint,
 //! pointed at by a real pi, Qwen Code or mini-swe-agent, turned into the prompt files of the harness of that name (`prompts/<harness>/`), the
 //! values of this run (date, working directory, OS, listing) turned back into the harness's
 //! placeholders; then the check that the harness, given those files, rewrites the captured request
@@ -21,6 +22,7 @@ pub enum Agent {
     Pi,
     QwenCode,
     MiniSweAgent,
+    ClaudeCode,
 }
 
 /// The files one calibration makes, by path under the harness's folder, and what to know.
@@ -36,6 +38,12 @@ pub enum AgentError {
     NoMainRequest(&'static str, &'static str),
     #[error("the main request's tools are not a list")]
     BadTools,
+    #[error(
+        "Claude Code's prompt has no `{0}` section: it cannot be split into the harness's files"
+    )]
+    NoSection(&'static str),
+    #[error("a captured text holds Claude Code's billing line: nothing is written")]
+    BillingLine,
 }
 
 impl Agent {
@@ -44,6 +52,16 @@ impl Agent {
             Self::Pi => "pi",
             Self::QwenCode => "qwen-code",
             Self::MiniSweAgent => "mini-swe-agent",
+            Self::ClaudeCode => "claude-code",
+        }
+    }
+
+    /// The base URL the agent is told: Claude Code adds `/v1/messages` itself, the others are
+    /// given the `/v1` their Chat Completions paths follow.
+    pub fn base_url(self, addr: std::net::SocketAddr, token: &str) -> String {
+        match self {
+            Self::ClaudeCode => format!("http://{addr}/{token}"),
+            _ => format!("http://{addr}/{token}/v1"),
         }
     }
 
@@ -54,6 +72,7 @@ impl Agent {
             Self::Pi => |c| Self::Pi.done(c),
             Self::QwenCode => |c| Self::QwenCode.done(c),
             Self::MiniSweAgent => |c| Self::MiniSweAgent.done(c),
+            Self::ClaudeCode => super::claude_code::done,
         }
     }
 
@@ -69,6 +88,7 @@ impl Agent {
             Self::MiniSweAgent => format!(
                 "  run `MSWEA_CONFIGURED=true MSWEA_COST_TRACKING=ignore_errors OPENAI_API_BASE={base} OPENAI_API_KEY=x mini -m openai/m -t \"{MINI_TASK}\" -y --exit-immediately </dev/null`\n  in an empty directory; calibrate answers without a tool call, so mini-swe-agent also sends its\n  correction turn; stops once it did (or on Ctrl-C). mini-swe-agent then retries against the\n  closed endpoint: end it with Ctrl-C"
             ),
+            Self::ClaudeCode => super::claude_code::how_to_point(base),
         }
     }
 
@@ -83,6 +103,7 @@ impl Agent {
                     Self::Pi => text_of(&body["messages"][0]).contains(PI_CWD),
                     Self::QwenCode => text_of(&body["messages"][1]).contains(QWEN_DATE),
                     Self::MiniSweAgent => is_mini_main(body),
+                    Self::ClaudeCode => false,
                 }
         })
     }
@@ -90,11 +111,17 @@ impl Agent {
     /// Whether the capture has what this agent's calibration needs: for mini-swe-agent also its
     /// correction turn, sent after calibrate's answer without a tool call.
     pub fn done(self, captures: &[Capture]) -> bool {
+        if self == Self::ClaudeCode {
+            return super::claude_code::done(captures);
+        }
         self.main(captures).is_some()
             && (self != Self::MiniSweAgent || mini_correction(captures).is_some())
     }
 
     pub fn extract(self, captures: &[Capture]) -> Result<AgentFiles, AgentError> {
+        if self == Self::ClaudeCode {
+            return super::claude_code::extract(captures);
+        }
         let main = self.main(captures).ok_or(match self {
             Self::Pi => {
                 AgentError::NoMainRequest("pi", "a system text naming `Current working directory:`")
@@ -102,7 +129,7 @@ impl Agent {
             Self::QwenCode => {
                 AgentError::NoMainRequest("Qwen Code", "its setup turn naming `Today's date is`")
             }
-            Self::MiniSweAgent => AgentError::NoMainRequest(
+            Self::MiniSweAgent | Self::ClaudeCode => AgentError::NoMainRequest(
                 "mini-swe-agent",
                 "its first turn holding the task `say hi` and `<system_information>`",
             ),
@@ -133,7 +160,7 @@ impl Agent {
                     ("tools.json", tools),
                 ]
             }
-            Self::MiniSweAgent => mini_files(main, captures, tools, &mut notes),
+            Self::MiniSweAgent | Self::ClaudeCode => mini_files(main, captures, tools, &mut notes),
         };
         Ok(AgentFiles { files, notes })
     }
@@ -345,30 +372,15 @@ fn tools_file(main: &Value) -> Result<String, AgentError> {
 /// or the tools differ from what the agent sent (nothing: the harness speaks as this agent does;
 /// Qwen Code's folder listing is not compared, the proxy never lists the client's disk).
 pub fn check(agent: Agent, dir: &Path, captures: &[Capture], host: HostInfo) -> Vec<String> {
+    if agent == Agent::ClaudeCode {
+        return super::claude_code::check(dir, captures, host);
+    }
     let Some(main) = agent.main(captures) else {
         return vec!["no main request to check".to_owned()];
     };
-    let prompts = match crate::prompts::Prompts::load(Some(dir)) {
-        Ok(prompts) => prompts,
-        Err(err) => return vec![format!("the written prompts do not load: {err}")],
-    };
-    let config = Config::default();
-    let registry = match crate::clients::profiles::Profiles::load(&[])
-        .map_err(|e| e.to_string())
-        .and_then(|profiles| {
-            Registry::build(&Setup {
-                config: &config,
-                prompts: &prompts,
-                host,
-                profiles,
-            })
-            .map_err(|e| e.to_string())
-        }) {
-        Ok(registry) => registry,
-        Err(err) => return vec![format!("the harness does not build: {err}")],
-    };
-    let Some(harness) = registry.get(agent.harness()) else {
-        return vec![format!("no harness {}", agent.harness())];
+    let harness = match build_harness(agent.harness(), dir, host, &Config::default()) {
+        Ok(harness) => harness,
+        Err(err) => return vec![err],
     };
     let mut client_request = main.clone();
     if agent == Agent::MiniSweAgent {
@@ -402,6 +414,7 @@ pub fn check(agent: Agent, dir: &Path, captures: &[Capture], host: HostInfo) -> 
         Agent::Pi => 1,
         Agent::MiniSweAgent => 2,
         Agent::QwenCode => 3,
+        Agent::ClaudeCode => 0,
     };
     for n in 0..upto {
         let (mut sent, mut made) = (
@@ -456,6 +469,31 @@ pub fn check(agent: Agent, dir: &Path, captures: &[Capture], host: HostInfo) -> 
     differences
 }
 
+/// The harness `name` as the proxy builds it from `config` and the prompts under `dir`; what
+/// went wrong, said, when it does not build.
+pub(super) fn build_harness(
+    name: &str,
+    dir: &Path,
+    host: HostInfo,
+    config: &Config,
+) -> Result<std::sync::Arc<dyn crate::harness::Harness>, String> {
+    let prompts = crate::prompts::Prompts::load(Some(dir))
+        .map_err(|err| format!("the written prompts do not load: {err}"))?;
+    let profiles = crate::clients::profiles::Profiles::load(&[])
+        .map_err(|err| format!("the harness does not build: {err}"))?;
+    let registry = Registry::build(&Setup {
+        config,
+        prompts: &prompts,
+        host,
+        profiles,
+    })
+    .map_err(|err| format!("the harness does not build: {err}"))?;
+    registry
+        .get(name)
+        .cloned()
+        .ok_or_else(|| format!("no harness {name}"))
+}
+
 /// The run's own values, as the proxy's headers give them: its working directory and day.
 fn run_values(agent: Agent, main: &Value) -> (http::HeaderMap, chrono::DateTime<chrono::Utc>) {
     let mut headers = http::HeaderMap::new();
@@ -481,7 +519,7 @@ fn run_values(agent: Agent, main: &Value) -> (http::HeaderMap, chrono::DateTime<
             });
             (line_after(&setup, QWEN_CWD), date)
         }
-        Agent::MiniSweAgent => {
+        Agent::MiniSweAgent | Agent::ClaudeCode => {
             // Its request names no directory and no day; its platform is the system line's
             // first word, which the harness turns back into that word.
             let first = text_of(&main["messages"][1]);

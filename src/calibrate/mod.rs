@@ -14,6 +14,8 @@
 
 pub mod agents;
 pub mod check;
+pub mod claude_code;
+pub mod claude_code_check;
 pub mod extract;
 pub mod report;
 
@@ -194,18 +196,30 @@ async fn answer(
     if method == Method::GET && path.ends_with("/models") {
         return axum::Json(json!({"object": "list", "data": []})).into_response();
     }
-    if method != Method::POST || !path.ends_with("/chat/completions") {
+    // Claude Code's preflight, before its first request.
+    if method == Method::HEAD {
+        return StatusCode::OK.into_response();
+    }
+    if method == Method::POST && path.ends_with("/messages/count_tokens") {
+        return claude_code::count_tokens(body.len());
+    }
+    let messages = path.ends_with("/messages");
+    if method != Method::POST || !(messages || path.ends_with("/chat/completions")) {
         return error(
             StatusCode::NOT_FOUND,
-            "calibrate only answers chat completions",
+            "calibrate only answers chat completions and messages",
         );
     }
     let size = body.len();
     let Ok(body) = serde_json::from_slice::<Value>(&body) else {
         return error(StatusCode::BAD_REQUEST, "request body is not JSON");
     };
-    let is_title = body["messages"][0]["role"] == "system"
-        && body["messages"][1]["content"] == "Generate a title for this conversation:\n";
+    let is_title = if messages {
+        claude_code::is_title(&body)
+    } else {
+        body["messages"][0]["role"] == "system"
+            && body["messages"][1]["content"] == "Generate a title for this conversation:\n"
+    };
     let model = body["model"].as_str().unwrap_or("calibrate").to_owned();
     let stream = body["stream"].as_bool().unwrap_or(false);
     if let Ok(mut held) = shared.captures.lock() {
@@ -225,6 +239,9 @@ async fn answer(
         if (shared.done)(&held.captures) {
             shared.complete.notify_one();
         }
+    }
+    if messages {
+        return claude_code::canned(&model, is_title, stream);
     }
     let text = if is_title { "Calibration run" } else { "Hi." };
     canned(&model, text, stream)

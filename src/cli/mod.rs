@@ -46,7 +46,7 @@ pub struct CalibrateArgs {
     /// The client to calibrate against.
     #[arg(value_enum)]
     pub client: CalibrateClient,
-    /// Directory to write the prompt files into (as `opencode/…`, ready for --prompts-dir).
+    /// Directory to write the prompt files into (as `<harness>/…`, ready for --prompts-dir).
     #[arg(long, value_name = "DIR")]
     pub out: PathBuf,
     /// Write what was captured without asking (otherwise a summary is shown and a terminal on
@@ -61,6 +61,7 @@ pub enum CalibrateClient {
     Pi,
     QwenCode,
     MiniSweAgent,
+    ClaudeCode,
 }
 
 /// Where `calibrate` listens unless `--listen` says otherwise (not the proxy's 8080).
@@ -124,6 +125,7 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
         CalibrateClient::Pi => Some(crate::calibrate::agents::Agent::Pi),
         CalibrateClient::QwenCode => Some(crate::calibrate::agents::Agent::QwenCode),
         CalibrateClient::MiniSweAgent => Some(crate::calibrate::agents::Agent::MiniSweAgent),
+        CalibrateClient::ClaudeCode => Some(crate::calibrate::agents::Agent::ClaudeCode),
     };
     if let Some(agent) = agent {
         return calibrate_agent(common, args, agent).await;
@@ -188,7 +190,7 @@ async fn calibrate(common: &CommonArgs, args: &CalibrateArgs) -> Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// `calibrate pi` / `calibrate qwen-code`: capture the agent's request, write its harness's
+/// `calibrate pi` / `qwen-code` / `mini-swe-agent` / `claude-code`: capture the agent's request, write its harness's
 /// prompt files, and check that the harness rewrites the capture to what the agent sent.
 async fn calibrate_agent(
     common: &CommonArgs,
@@ -205,7 +207,7 @@ async fn calibrate_agent(
         .map_err(cannot_listen)?;
     let addr = listener.local_addr().map_err(cannot_listen)?;
     let token = crate::calibrate::token();
-    let base = format!("http://{addr}/{token}/v1");
+    let base = agent.base_url(addr, &token);
     println!(
         "calibrate: listening on {base} (the path holds a one-time token: requests without it are not captured)\n{}",
         agent.how_to_point(&base)

@@ -185,11 +185,15 @@ struct Command {
 
 impl Command {
     async fn start(out: &std::path::Path, extra: &[&str]) -> Self {
+        Self::start_for("opencode", out, extra).await
+    }
+
+    async fn start_for(client: &str, out: &std::path::Path, extra: &[&str]) -> Self {
         use std::io::BufRead;
         use std::process::Stdio;
 
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_harness-proxy"))
-            .args(["calibrate", "opencode", "--listen", "127.0.0.1:0", "--out"])
+            .args(["calibrate", client, "--listen", "127.0.0.1:0", "--out"])
             .arg(out)
             .args(extra)
             .env_clear()
@@ -213,6 +217,9 @@ impl Command {
             .trim()
             .strip_prefix("calibrate: listening on ")
             .unwrap_or_else(|| panic!("{line}"))
+            .split(' ')
+            .next()
+            .unwrap_or_default()
             .to_owned();
         Self {
             child,
@@ -385,4 +392,114 @@ async fn without_yes_and_with_stdin_closed_calibrate_writes_nothing() {
     assert!(text.contains("--yes"), "{text}");
     assert!(text.contains("nothing written"), "{text}");
     assert!(!out.path().join("opencode").exists(), "{text}");
+}
+
+const CC_BILLING: &str = "x-anthropic-billing-header: cc_version=0.0.1; cc_entrypoint=test;";
+
+/// A hand-made Claude Code-shaped main request (our words, not Claude Code's): the billing line,
+/// the SDK line and a prompt in three system blocks, two tools.
+fn claude_code_request() -> Value {
+    let prompt = "\nYou are a careful helper.\n\n# Tools\n - Prefer dedicated tools over Bash when one fits.\n\n# Session-specific guidance\n - Ask when unsure.\n\n# Environment\n - Keep notes.";
+    json!({"model": "claude-acme-1", "stream": true, "max_tokens": 1000, "system": [
+        {"type": "text", "text": CC_BILLING},
+        {"type": "text", "text": "You are an agent of the Acme kit.", "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": prompt, "cache_control": {"type": "ephemeral"}}
+    ], "messages": [{"role": "user", "content": [
+        {"type": "text", "text": "<system-reminder>\n - Primary working directory: /srv/work\n</system-reminder>"},
+        {"type": "text", "text": "say hi"}
+    ]}], "tools": [
+        {"name": "Write", "description": "Writes a file.", "input_schema": {"type": "object", "properties": {"file_path": {"type": "string"}}}},
+        {"name": "Bash", "description": "Runs a command.", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}
+    ]})
+}
+
+/// `calibrate claude-code` through a scripted Claude Code: its preflight, a token count and its
+/// main request are answered as Claude Code expects (a complete Messages stream), the command
+/// ends by itself, writes the harness's files without the billing line and reports the check.
+#[tokio::test]
+async fn calibrate_claude_code_writes_the_harness_files_and_never_the_billing_line() {
+    let out = tempfile::tempdir().unwrap();
+    let command = Command::start_for("claude-code", out.path(), &["--yes"]).await;
+    assert!(
+        !command.base.ends_with("/v1"),
+        "Claude Code adds /v1: {}",
+        command.base
+    );
+    let client = reqwest::Client::new();
+    let head = client
+        .head(format!("{}/api/hello", command.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(head.status(), 200);
+    let count = client
+        .post(format!(
+            "{}/v1/messages/count_tokens?beta=true",
+            command.base
+        ))
+        .json(&json!({"model": "claude-acme-1", "messages": [{"role": "user", "content": "hi"}]}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(count.status(), 200);
+    let count: Value = count.json().await.unwrap();
+    assert!(count["input_tokens"].as_u64().unwrap() > 0);
+    let response = client
+        .post(format!("{}/v1/messages?beta=true", command.base))
+        .json(&claude_code_request())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["content-type"], "text/event-stream");
+    let events: Vec<String> = data_lines(&read_all(response).await)
+        .iter()
+        .map(|line| {
+            serde_json::from_str::<Value>(line).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    assert_eq!(
+        events,
+        [
+            "message_start",
+            "content_block_start",
+            "content_block_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop"
+        ]
+    );
+    let (text, status) = command.finish().await;
+    assert!(status.success(), "{text}");
+    assert!(text.contains("captured 1 request(s)"), "{text}");
+    assert!(
+        text.contains("rewrite check: the captured request, rewritten by the claude-code harness"),
+        "{text}"
+    );
+    let dir = out.path().join("claude-code");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+    assert_eq!(read("sdk.md"), "You are an agent of the Acme kit.\n");
+    assert_eq!(
+        read("system.md"),
+        "\nYou are a careful helper.\n\n# Tools\n - Prefer dedicated tools over {{shell_tool}} when one fits.\n"
+    );
+    assert_eq!(
+        read("guidance.md"),
+        "# Session-specific guidance\n - Ask when unsure.\n"
+    );
+    assert_eq!(read("environment.md"), "# Environment\n - Keep notes.\n");
+    let tools: Value = serde_json::from_str(&read("tools.json")).unwrap();
+    assert_eq!(tools[0]["function"]["name"], "Write", "the captured order");
+    assert!(!dir.join("title.md").exists(), "no title request came");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let written = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        assert!(!written.contains("x-anthropic-billing-header"));
+    }
+    assert!(
+        !text.contains("x-anthropic-billing-header"),
+        "not even shown: {text}"
+    );
 }

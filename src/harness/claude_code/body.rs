@@ -31,6 +31,8 @@ pub struct Messages<'a> {
     pub todo: Option<super::todo::Texts<'a>>,
     /// The route's prompt-cache scope (the caller and its conversation), the session's seed.
     pub scope: Option<&'a str>,
+    /// The tools file's names in its order: Claude Code's order, or a calibrated capture's.
+    pub order: Vec<&'a str>,
 }
 
 /// Whether a tool of `name` is among the offered functions.
@@ -72,7 +74,7 @@ pub fn messages(parts: &Parts<'_>, setting: &Messages<'_>) -> Value {
         messages::Skills::Listed
     };
     let mut tools: Vec<Value> = parts.tools.iter().map(anthropic_tool).collect();
-    tools.sort_by_key(|t| rank(t["name"].as_str().unwrap_or("")));
+    tools.sort_by_key(|t| rank(&setting.order, t["name"].as_str().unwrap_or("")));
     let mut turns = messages::build(parts.items, &setting.reminder, skills);
     if let Some(texts) = &setting.todo {
         super::todo::remind(&mut turns, &super::todo::CLAUDE_CODE, &|list| {
@@ -126,41 +128,15 @@ pub(crate) fn anthropic_tool(tool: &Value) -> Value {
             .unwrap_or_else(|| json!({"type": "object", "properties": {}}))})
 }
 
-/// Claude Code's tool order; a tool it does not know sorts with `Write`, last.
-fn rank(name: &str) -> usize {
-    const ORDER: [&str; 27] = [
-        "Agent",
-        "AskUserQuestion",
-        "Bash",
-        "CronCreate",
-        "CronDelete",
-        "CronList",
-        "Edit",
-        "EnterPlanMode",
-        "EnterWorktree",
-        "ExitPlanMode",
-        "ExitWorktree",
-        "Glob",
-        "Grep",
-        "NotebookEdit",
-        "Read",
-        "ScheduleWakeup",
-        "Skill",
-        "TaskCreate",
-        "TaskGet",
-        "TaskList",
-        "TaskOutput",
-        "TaskStop",
-        "TaskUpdate",
-        "WebFetch",
-        "WebSearch",
-        "Workflow",
-        "Write",
-    ];
-    ORDER
+/// A tool's place in the tools file's order (the built-in file is in Claude Code's order, a
+/// calibrated one in the captured order). A tool the file does not hold sorts with the file's
+/// last, and the sort is stable: a client tool kept under one of the harness's names takes that
+/// tool's place, the client's other tools come after the harness's own.
+fn rank(order: &[&str], name: &str) -> usize {
+    order
         .iter()
         .position(|n| *n == name)
-        .unwrap_or(ORDER.len() - 1)
+        .unwrap_or(order.len().saturating_sub(1))
 }
 
 /// Claude Code's headers on every Messages request (the session id is added by the caller).
@@ -187,5 +163,22 @@ pub fn add_headers(headers: &mut HeaderMap, bare: bool) {
     ];
     for (name, value) in fixed {
         headers.insert(name, HeaderValue::from_static(value));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::rank;
+
+    /// A calibrated tools file's order is the order sent: a capture's `Write` before `Bash`
+    /// stays so, and a client's tool the file does not hold (offered after the harness's own)
+    /// stays after them.
+    #[test]
+    fn tools_go_in_the_tools_file_s_order() {
+        let order = ["Write", "Bash", "Read"];
+        let mut names = vec!["Bash", "Read", "Write", "Extra"];
+        names.sort_by_key(|n| rank(&order, n));
+        assert_eq!(names, ["Write", "Bash", "Read", "Extra"]);
+        assert_eq!(rank(&[], "Bash"), 0, "no file order: as offered");
     }
 }

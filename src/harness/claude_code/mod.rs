@@ -193,6 +193,7 @@ impl ClaudeCode {
                         .headers
                         .get(super::cache_key::SCOPE_HEADER)
                         .and_then(|v| v.to_str().ok()),
+                    order: self.tools.names().collect(),
                 };
                 body::messages(&parts, &setting)
             }

@@ -95,6 +95,11 @@ impl ToolSet {
         &self.tools
     }
 
+    /// The harness's tool names in its tools file's order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.definitions.iter().map(|d| d.name.as_str())
+    }
+
     /// The request's tools upstream: the harness's own, in its order, for what the client can
     /// run (every one of them with the `reference` policy), then the client's tools that have
     /// no counterpart, as the client defined them (as opencode sends MCP tools).

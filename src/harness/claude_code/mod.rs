@@ -218,7 +218,7 @@ impl Harness for ClaudeCode {
             return Prepared::unchanged(&request);
         }
         self.common
-            .prepare_sub_agents(request, |request| self.body(request))
+            .prepare_sub_agents(request, |request, _| self.body(request))
     }
 
     /// Claude Code has a Messages form: it speaks to either upstream.

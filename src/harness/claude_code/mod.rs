@@ -263,6 +263,12 @@ impl Harness for ClaudeCode {
         }
     }
 
+    /// Claude Code checks a Messages server once before its first request; the reference sends
+    /// nothing of the kind on Chat.
+    fn preflight(&self) -> bool {
+        self.wire == Wire::Messages
+    }
+
     /// Claude Code's headers, on the Messages wire only (on Chat the reference sends none).
     fn add_upstream_headers(&self, headers: &mut HeaderMap, conversation: &str) {
         if self.wire == Wire::Chat {

@@ -1,5 +1,7 @@
 //! A recording fake model server: a real HTTP server on 127.0.0.1:0 that records every request
-//! (method, path, headers, body bytes) and plays a scripted answer chosen per request.
+//! (method, path, headers, body bytes) and plays a scripted answer chosen per request. A `HEAD`
+//! (Claude Code's connection check) is kept apart (`heads`, answered by `answer_heads`), so
+//! the scripted answers and the request counts stay those of the model's requests.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -103,9 +105,19 @@ impl Reply {
 
 type Responder = Arc<dyn Fn(&Recorded, usize) -> Reply + Send + Sync>;
 
+/// One `HEAD` received, and how many other requests had arrived before it.
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub request: Recorded,
+    pub after: usize,
+}
+
 #[derive(Clone)]
 struct Shared {
     recorded: Arc<Mutex<Vec<Recorded>>>,
+    heads: Arc<Mutex<Vec<Head>>>,
+    /// The answer to a `HEAD` (an empty 200 unless a test says otherwise).
+    head_reply: Arc<Mutex<Reply>>,
     responder: Responder,
     /// Told when a streamed answer's body was dropped before it finished (the proxy hung up).
     dropped: mpsc::UnboundedSender<String>,
@@ -114,6 +126,8 @@ struct Shared {
 pub struct FakeUpstream {
     pub addr: SocketAddr,
     recorded: Arc<Mutex<Vec<Recorded>>>,
+    heads: Arc<Mutex<Vec<Head>>>,
+    head_reply: Arc<Mutex<Reply>>,
     dropped: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -135,8 +149,12 @@ impl FakeUpstream {
         let addr = listener.local_addr().expect("addr");
         let (tx, rx) = mpsc::unbounded_channel();
         let recorded = Arc::new(Mutex::new(Vec::new()));
+        let heads = Arc::new(Mutex::new(Vec::new()));
+        let head_reply = Arc::new(Mutex::new(Reply::json(200, "")));
         let shared = Shared {
             recorded: recorded.clone(),
+            heads: heads.clone(),
+            head_reply: head_reply.clone(),
             responder: Arc::new(responder),
             dropped: tx,
         };
@@ -151,6 +169,8 @@ impl FakeUpstream {
         Self {
             addr,
             recorded,
+            heads,
+            head_reply,
             dropped: tokio::sync::Mutex::new(rx),
             task,
         }
@@ -240,6 +260,16 @@ impl FakeUpstream {
             .collect()
     }
 
+    /// The `HEAD` requests received, in order.
+    pub fn heads(&self) -> Vec<Head> {
+        self.heads.lock().expect("lock").clone()
+    }
+
+    /// How every later `HEAD` is answered (`Reply::Hang`: never).
+    pub fn answer_heads(&self, reply: Reply) {
+        *self.head_reply.lock().expect("lock") = reply;
+    }
+
     pub fn count(&self) -> usize {
         self.recorded.lock().expect("lock").len()
     }
@@ -282,6 +312,9 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
         headers: parts.headers,
         body,
     };
+    if recorded.method == "HEAD" {
+        return head(&shared, recorded).await;
+    }
     let n = {
         let mut all = shared.recorded.lock().expect("lock");
         all.push(recorded.clone());
@@ -346,6 +379,28 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
             builder.body(Body::from_stream(stream)).expect("response")
         }
     }
+}
+
+/// A `HEAD`: recorded apart, answered with the head reply's status alone (or never).
+async fn head(shared: &Shared, recorded: Recorded) -> Response {
+    let after = shared.recorded.lock().expect("lock").len();
+    shared.heads.lock().expect("lock").push(Head {
+        request: recorded,
+        after,
+    });
+    let reply = shared.head_reply.lock().expect("lock").clone();
+    let status = match reply {
+        Reply::Full { status, .. } => status,
+        Reply::Stream { .. } => 200,
+        Reply::Hang => {
+            std::future::pending::<()>().await;
+            unreachable!()
+        }
+    };
+    Response::builder()
+        .status(status)
+        .body(Body::empty())
+        .expect("response")
 }
 
 struct DropGuard {

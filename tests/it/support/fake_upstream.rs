@@ -1,7 +1,7 @@
 //! A recording fake model server: a real HTTP server on 127.0.0.1:0 that records every request
 //! (method, path, headers, body bytes) and plays a scripted answer chosen per request. A `HEAD`
-//! (Claude Code's connection check) is kept apart (`heads`, answered by `answer_heads`), so
-//! the scripted answers and the request counts stay those of the model's requests.
+//! (Claude Code's connection check) is kept apart (`super::heads`), so the scripted answers and
+//! the request counts stay those of the model's requests.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -15,6 +15,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use futures_util::StreamExt;
 use tokio::sync::{Notify, mpsc};
+
+use super::heads::{Head, Heads};
 
 /// DeepSeek V4's answer to an assistant tool-call message without its reasoning (thinking mode).
 pub const DEEPSEEK_THINKING_400: &str = r#"{"error":{"message":"The `reasoning_content` in the thinking mode must be passed back to the API.","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}"#;
@@ -105,19 +107,10 @@ impl Reply {
 
 type Responder = Arc<dyn Fn(&Recorded, usize) -> Reply + Send + Sync>;
 
-/// One `HEAD` received, and how many other requests had arrived before it.
-#[derive(Debug, Clone)]
-pub struct Head {
-    pub request: Recorded,
-    pub after: usize,
-}
-
 #[derive(Clone)]
 struct Shared {
     recorded: Arc<Mutex<Vec<Recorded>>>,
-    heads: Arc<Mutex<Vec<Head>>>,
-    /// The answer to a `HEAD` (an empty 200 unless a test says otherwise).
-    head_reply: Arc<Mutex<Reply>>,
+    heads: Heads,
     responder: Responder,
     /// Told when a streamed answer's body was dropped before it finished (the proxy hung up).
     dropped: mpsc::UnboundedSender<String>,
@@ -126,8 +119,7 @@ struct Shared {
 pub struct FakeUpstream {
     pub addr: SocketAddr,
     recorded: Arc<Mutex<Vec<Recorded>>>,
-    heads: Arc<Mutex<Vec<Head>>>,
-    head_reply: Arc<Mutex<Reply>>,
+    heads: Heads,
     dropped: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -149,12 +141,10 @@ impl FakeUpstream {
         let addr = listener.local_addr().expect("addr");
         let (tx, rx) = mpsc::unbounded_channel();
         let recorded = Arc::new(Mutex::new(Vec::new()));
-        let heads = Arc::new(Mutex::new(Vec::new()));
-        let head_reply = Arc::new(Mutex::new(Reply::json(200, "")));
+        let heads = Heads::default();
         let shared = Shared {
             recorded: recorded.clone(),
             heads: heads.clone(),
-            head_reply: head_reply.clone(),
             responder: Arc::new(responder),
             dropped: tx,
         };
@@ -170,7 +160,6 @@ impl FakeUpstream {
             addr,
             recorded,
             heads,
-            head_reply,
             dropped: tokio::sync::Mutex::new(rx),
             task,
         }
@@ -262,12 +251,12 @@ impl FakeUpstream {
 
     /// The `HEAD` requests received, in order.
     pub fn heads(&self) -> Vec<Head> {
-        self.heads.lock().expect("lock").clone()
+        self.heads.seen()
     }
 
     /// How every later `HEAD` is answered (`Reply::Hang`: never).
     pub fn answer_heads(&self, reply: Reply) {
-        *self.head_reply.lock().expect("lock") = reply;
+        self.heads.answer_with(reply);
     }
 
     pub fn count(&self) -> usize {
@@ -313,7 +302,8 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
         body,
     };
     if recorded.method == "HEAD" {
-        return head(&shared, recorded).await;
+        let after = shared.recorded.lock().expect("lock").len();
+        return shared.heads.answer(recorded, after).await;
     }
     let n = {
         let mut all = shared.recorded.lock().expect("lock");
@@ -379,28 +369,6 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
             builder.body(Body::from_stream(stream)).expect("response")
         }
     }
-}
-
-/// A `HEAD`: recorded apart, answered with the head reply's status alone (or never).
-async fn head(shared: &Shared, recorded: Recorded) -> Response {
-    let after = shared.recorded.lock().expect("lock").len();
-    shared.heads.lock().expect("lock").push(Head {
-        request: recorded,
-        after,
-    });
-    let reply = shared.head_reply.lock().expect("lock").clone();
-    let status = match reply {
-        Reply::Full { status, .. } => status,
-        Reply::Stream { .. } => 200,
-        Reply::Hang => {
-            std::future::pending::<()>().await;
-            unreachable!()
-        }
-    };
-    Response::builder()
-        .status(status)
-        .body(Body::empty())
-        .expect("response")
 }
 
 struct DropGuard {

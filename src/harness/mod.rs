@@ -202,6 +202,11 @@ pub trait Harness: Send + Sync {
     fn upstream_path(&self) -> &'static str {
         "/chat/completions"
     }
+    /// Whether the client this harness poses as checks the server before its first request on a
+    /// Messages upstream (Claude Code's `HEAD {base_url}`, `upstream::Upstream::preflight`).
+    fn preflight(&self) -> bool {
+        false
+    }
     /// Headers a request this harness rebuilt carries besides the client's end-to-end ones, once
     /// the route knows the conversation: what the client it poses as sends (opencode's thread
     /// headers name the conversation). None by default.

@@ -157,6 +157,7 @@ async fn flow(
     let processed = inbound::process(state, harness, front, &scoped, &body, memo_scope).await?;
     let (turn, started) = identified(state, harness, (call, front), &caller.owner, &processed)?;
     exchange.conversation_id = Some(turn.conversation.clone());
+    turn.preflight(&processed.prepared).await;
     // A client's sub-agent is never titled: its facts serve only to identify its conversation.
     let facts = processed.facts.as_ref();
     let mut title = turn

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, Method};
 use bytes::Bytes;
 
 use crate::config::{ReasoningMode, Wire};
-use crate::harness::{Harness, TitleAsk};
+use crate::harness::{Harness, Prepared, TitleAsk};
 use crate::memory::answer_tap::MemoSink;
 use crate::memory::facts::ConversationFacts;
 use crate::protocols::chat::UPSTREAM_PATH;
@@ -162,6 +162,15 @@ impl Turn<'_> {
             upstream: (&outbound.path, &outbound.headers, &outbound.body),
             tools,
         });
+    }
+
+    /// The client's connection check before its first request (Claude Code's `HEAD`), when this
+    /// turn's request goes upstream rebuilt by a harness that asks for it. Bounded and never
+    /// failing (`upstream::preflight`); run before the title request, which must follow it.
+    pub(crate) async fn preflight(&self, prepared: &Prepared) {
+        if self.harness.preflight() && prepared.rewritten && prepared.local.is_none() {
+            self.state.upstream.preflight().await;
+        }
     }
 
     /// Sends the request and waits for the answer's head; its body is metered from then on.

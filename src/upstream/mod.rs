@@ -12,8 +12,10 @@
 //! URL.
 
 pub mod messages;
+pub mod preflight;
 
 use std::pin::Pin;
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, RwLock};
 use std::task::{Context, Poll};
 use std::time::Duration;
@@ -111,6 +113,8 @@ pub struct Upstream {
     wire: Wire,
     /// `limits.max_sse_event_bytes`, for the Messages events read here.
     max_event: usize,
+    /// Claude Code's connection check went (`preflight`): it goes once.
+    preflighted: AtomicBool,
 }
 
 /// Anthropic's API version header, sent when the request carries none.
@@ -173,6 +177,7 @@ impl Upstream {
             max_retry_wait: config.max_retry_wait,
             wire: config.wire,
             max_event: crate::sse::DEFAULT_MAX_EVENT_BYTES,
+            preflighted: AtomicBool::new(false),
         })
     }
 

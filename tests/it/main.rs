@@ -14,6 +14,7 @@ mod cached_tokens;
 mod calibrate;
 mod caller_auth;
 mod claude_code_goldens;
+mod claude_code_preflight;
 mod client_goldens;
 mod codex_tui;
 mod conformance;

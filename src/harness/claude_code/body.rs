@@ -23,6 +23,9 @@ pub struct Parts<'a> {
 /// What only the Messages body needs.
 pub struct Messages<'a> {
     pub bare: bool,
+    /// A sub-agent's request (`super::child`): no thinking, the model's own effort,
+    /// `temperature: 1`, no developer text.
+    pub child: bool,
     /// The SDK line.
     pub sdk: &'a str,
     /// The date reminder, whole.
@@ -68,7 +71,9 @@ pub fn messages(parts: &Parts<'_>, setting: &Messages<'_>) -> Value {
         {"type": "text", "text": setting.sdk, "cache_control": {"type": "ephemeral"}},
         {"type": "text", "text": parts.prompt, "cache_control": {"type": "ephemeral"}},
     ]);
-    let skills = if setting.bare {
+    let skills = if setting.child {
+        messages::Skills::Dropped
+    } else if setting.bare {
         messages::Skills::Raw
     } else {
         messages::Skills::Listed
@@ -82,8 +87,13 @@ pub fn messages(parts: &Parts<'_>, setting: &Messages<'_>) -> Value {
         });
     }
     let mut body = json!({"model": model, "messages": turns, "system": system, "tools": tools});
-    let effort = conversation.options.reasoning_effort.as_deref();
-    if let Some(thinking) = model::thinking(model, effort) {
+    // A child has no session effort of its own: the model's default applies.
+    let effort = conversation
+        .options
+        .reasoning_effort
+        .as_deref()
+        .filter(|_| !setting.child);
+    if let Some(thinking) = model::thinking(model, effort).filter(|_| !setting.child) {
         body["thinking"] = thinking;
         body["context_management"] =
             json!({"edits": [{"type": "clear_thinking_20251015", "keep": "all"}]});
@@ -100,6 +110,9 @@ pub fn messages(parts: &Parts<'_>, setting: &Messages<'_>) -> Value {
         .scope
         .map_or_else(|| format!("{model}\n{words}"), str::to_owned);
     body["metadata"] = json!({"user_id": model::user_id(&model::session_id(&seed))});
+    if setting.child {
+        body["temperature"] = json!(1);
+    }
     body["max_tokens"] = json!(model::max_tokens(model));
     body["stream"] = json!(true);
     body

@@ -8,10 +8,13 @@
 //! limit, and nothing that only Anthropic reads.
 //!
 //! The bare profile sends `CWD:` / `Date:` as its prompt and offers `Bash`, `Edit` and `Read`.
+//! A request the client's markers call a sub-agent's gets the child form on either profile
+//! (`child`).
 //! The tools are Claude Code's own dialect (`profiles/claude-code.toml`): the bridge delivers
 //! the model's calls as the client's tools. Pure: the date is the client's day.
 
 pub(crate) mod body;
+mod child;
 pub(crate) mod messages;
 pub mod model;
 mod title;
@@ -37,8 +40,21 @@ const TOOLS: Builtin = prompt_file!("claude-code/tools.json");
 const TODO_LIST: Builtin = prompt_file!("claude-code/todo-reminder.md");
 const TODO_UNUSED: Builtin = prompt_file!("claude-code/todo-unused.md");
 const TITLE: Builtin = prompt_file!("claude-code/title.md");
+const CHILD: Builtin = prompt_file!("claude-code/child.md");
 const BARE_SYSTEM: Builtin = prompt_file!("claude-code-bare/system.md");
 const BARE_TOOLS: Builtin = prompt_file!("claude-code-bare/tools.json");
+
+/// The placeholders of the prompts that describe the client's machine (the main form's
+/// environment section, the child's `<env>` block), in the order filled.
+const MACHINE: [&str; 7] = [
+    "cwd",
+    "git",
+    "platform",
+    "shell",
+    "os_version",
+    "model_name",
+    "model_id",
+];
 
 /// Which of Claude Code's two forms.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,6 +85,8 @@ pub struct ClaudeCode {
     tools: ToolSet,
     /// The prompt (third system block).
     prompt: Prompt,
+    /// A sub-agent's prompt, either profile's: the `<env>` facts and the model, as `environment`'s.
+    child: Pattern,
     /// The SDK line (second system block).
     sdk: String,
     /// `date` filled per request.
@@ -90,15 +108,7 @@ impl ClaudeCode {
                 let prompt = Prompt::Full {
                     system: prompts.read(&SYSTEM)?.pattern(&["shell_tool"])?,
                     guidance: prompts.read(&GUIDANCE)?.plain()?,
-                    environment: prompts.read(&ENVIRONMENT)?.pattern(&[
-                        "cwd",
-                        "git",
-                        "platform",
-                        "shell",
-                        "os_version",
-                        "model_name",
-                        "model_id",
-                    ])?,
+                    environment: prompts.read(&ENVIRONMENT)?.pattern(&MACHINE)?,
                 };
                 (prompt, &TOOLS)
             }
@@ -111,6 +121,7 @@ impl ClaudeCode {
             profile,
             tools: ToolSet::load(prompts, tools, common.profiles.dialect("claude-code"))?,
             prompt,
+            child: prompts.read(&CHILD)?.pattern(&MACHINE)?,
             sdk: prompts.read(&SDK)?.plain()?,
             reminder: prompts.read(&DATE_REMINDER)?.pattern(&["date"])?,
             title: prompts.read(&TITLE)?.plain()?,
@@ -123,10 +134,25 @@ impl ClaudeCode {
         })
     }
 
-    /// The prompt for this request's model and the client's machine. What the request cannot
-    /// say (the shell, whether the directory is a git repository) takes the documented empty
-    /// form: the proxy never reads the client's disk.
-    fn prompt(&self, model: &str, context: &Context, shell_tool: &str) -> String {
+    /// The prompt for this request's model and the client's machine (a sub-agent's when
+    /// `child`). What the request cannot say (the shell, whether the directory is a git
+    /// repository) takes the documented empty form: the proxy never reads the client's disk.
+    fn prompt(&self, model: &str, context: &Context, shell_tool: &str, child: bool) -> String {
+        let (name, id) = (model::display_name(model), model::canonical(model));
+        if child {
+            // The OS version is the platform's name: a request names no kernel.
+            let platform = context.platform.as_str();
+            let facts = [
+                &context.cwd,
+                child::GIT,
+                platform,
+                "unknown",
+                platform,
+                &name,
+                id,
+            ];
+            return self.child.fill(&facts);
+        }
         match &self.prompt {
             Prompt::Bare(pattern) => {
                 let date = context.date.format("%Y-%m-%d").to_string();
@@ -143,8 +169,8 @@ impl ClaudeCode {
                     &context.platform,
                     "unknown",
                     &context.platform,
-                    &model::display_name(model),
-                    model::canonical(model),
+                    &name,
+                    id,
                 ]);
                 format!(
                     "{}\n\n{guidance}\n\n{environment}",
@@ -154,23 +180,26 @@ impl ClaudeCode {
         }
     }
 
-    fn body(&self, request: HarnessRequest<'_>) -> Result<Prepared, HarnessError> {
+    fn body(&self, request: HarnessRequest<'_>, child: bool) -> Result<Prepared, HarnessError> {
         let conversation = request.conversation;
         let bridge = self
             .common
             .bridge(&conversation, request.headers, &self.tools)?;
         let items = translate(&conversation.items, &bridge);
         let context = Context::of(&items, request.headers, request.now, &self.common.context);
-        let tools = self
+        let tools: Vec<serde_json::Value> = self
             .tools
             .offered(&conversation.tools, &bridge, self.common.config.tools)
-            .into_values();
+            .into_values()
+            .into_iter()
+            .filter(|tool| !child || child::offers(tool))
+            .collect();
         let shell_tool = if body::offers(&tools, "Bash") {
             "Bash"
         } else {
             "PowerShell"
         };
-        let prompt = self.prompt(&conversation.model, &context, shell_tool);
+        let prompt = self.prompt(&conversation.model, &context, shell_tool, child);
         let parts = body::Parts {
             conversation: &conversation,
             items: &items,
@@ -183,9 +212,10 @@ impl ClaudeCode {
                 let date = context.date.format("%Y-%m-%d").to_string();
                 let setting = body::Messages {
                     bare: self.profile == Profile::Bare,
+                    child,
                     sdk: &self.sdk,
                     reminder: format!("{}\n\n", self.reminder.fill(&[&date])),
-                    todo: (self.profile == Profile::Full).then(|| todo::Texts {
+                    todo: (self.profile == Profile::Full && !child).then(|| todo::Texts {
                         list: &self.todo.0,
                         unused: &self.todo.1,
                     }),
@@ -219,7 +249,7 @@ impl Harness for ClaudeCode {
             return Prepared::unchanged(&request);
         }
         self.common
-            .prepare_sub_agents(request, |request| self.body(request))
+            .prepare_sub_agents(request, |request, child| self.body(request, child))
     }
 
     /// Claude Code has a Messages form: it speaks to either upstream.
@@ -232,6 +262,12 @@ impl Harness for ClaudeCode {
             Wire::Chat => "/chat/completions",
             Wire::Messages => "/v1/messages?beta=true",
         }
+    }
+
+    /// Claude Code checks a Messages server once before its first request; the reference sends
+    /// nothing of the kind on Chat.
+    fn preflight(&self) -> bool {
+        self.wire == Wire::Messages
     }
 
     /// Claude Code's headers, on the Messages wire only (on Chat the reference sends none).

@@ -189,15 +189,17 @@ impl Common {
         if self.is_title_request(&request.conversation) {
             return Prepared::unchanged(&request);
         }
-        self.prepare_sub_agents(request, body)
+        self.prepare_sub_agents(request, |request, _| body(request))
     }
 
     /// `prepare` but for the title check, for a harness that decides that itself (one with a
-    /// Messages form sends a client's title request rebuilt on that wire).
+    /// Messages form sends a client's title request rebuilt on that wire). `body` is told whether
+    /// the request is a sub-agent's before it builds anything: a harness with a child form of
+    /// its own (claude-code) builds that form instead of its main one.
     pub fn prepare_sub_agents(
         &self,
         mut request: HarnessRequest<'_>,
-        body: impl FnOnce(HarnessRequest<'_>) -> Result<Prepared, HarnessError>,
+        body: impl FnOnce(HarnessRequest<'_>, bool) -> Result<Prepared, HarnessError>,
     ) -> Result<Prepared, HarnessError> {
         let conversation = &mut request.conversation;
         let profile = self.profiles.detect(
@@ -228,7 +230,7 @@ impl Common {
                 .subagent
                 .matches(request.headers, &systems, &offered)
         };
-        let mut prepared = body(request)?;
+        let mut prepared = body(request, subagent)?;
         prepared.subagent = subagent;
         Ok(prepared)
     }

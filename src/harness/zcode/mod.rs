@@ -158,8 +158,10 @@ impl Harness for Zcode {
         if self.wire == Wire::Chat && self.common.is_title_request(&request.conversation) {
             return Prepared::unchanged(&request);
         }
+        // ZCode's one child form is its Explore agent's, chosen by the role it was spawned
+        // with, which no client's request names: a sub-agent is built as the main agent.
         self.common
-            .prepare_sub_agents(request, |request| self.body(request))
+            .prepare_sub_agents(request, |request, _| self.body(request))
     }
 
     /// ZCode has a Messages form: it speaks to either upstream.

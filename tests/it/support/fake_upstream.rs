@@ -1,5 +1,7 @@
 //! A recording fake model server: a real HTTP server on 127.0.0.1:0 that records every request
-//! (method, path, headers, body bytes) and plays a scripted answer chosen per request.
+//! (method, path, headers, body bytes) and plays a scripted answer chosen per request. A `HEAD`
+//! (Claude Code's connection check) is kept apart (`super::heads`), so the scripted answers and
+//! the request counts stay those of the model's requests.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -13,6 +15,8 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::Response;
 use futures_util::StreamExt;
 use tokio::sync::{Notify, mpsc};
+
+use super::heads::{Head, Heads};
 
 /// DeepSeek V4's answer to an assistant tool-call message without its reasoning (thinking mode).
 pub const DEEPSEEK_THINKING_400: &str = r#"{"error":{"message":"The `reasoning_content` in the thinking mode must be passed back to the API.","type":"invalid_request_error","param":null,"code":"invalid_request_error"}}"#;
@@ -106,6 +110,7 @@ type Responder = Arc<dyn Fn(&Recorded, usize) -> Reply + Send + Sync>;
 #[derive(Clone)]
 struct Shared {
     recorded: Arc<Mutex<Vec<Recorded>>>,
+    heads: Heads,
     responder: Responder,
     /// Told when a streamed answer's body was dropped before it finished (the proxy hung up).
     dropped: mpsc::UnboundedSender<String>,
@@ -114,6 +119,7 @@ struct Shared {
 pub struct FakeUpstream {
     pub addr: SocketAddr,
     recorded: Arc<Mutex<Vec<Recorded>>>,
+    heads: Heads,
     dropped: tokio::sync::Mutex<mpsc::UnboundedReceiver<String>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -135,8 +141,10 @@ impl FakeUpstream {
         let addr = listener.local_addr().expect("addr");
         let (tx, rx) = mpsc::unbounded_channel();
         let recorded = Arc::new(Mutex::new(Vec::new()));
+        let heads = Heads::default();
         let shared = Shared {
             recorded: recorded.clone(),
+            heads: heads.clone(),
             responder: Arc::new(responder),
             dropped: tx,
         };
@@ -151,6 +159,7 @@ impl FakeUpstream {
         Self {
             addr,
             recorded,
+            heads,
             dropped: tokio::sync::Mutex::new(rx),
             task,
         }
@@ -240,6 +249,16 @@ impl FakeUpstream {
             .collect()
     }
 
+    /// The `HEAD` requests received, in order.
+    pub fn heads(&self) -> Vec<Head> {
+        self.heads.seen()
+    }
+
+    /// How every later `HEAD` is answered (`Reply::Hang`: never).
+    pub fn answer_heads(&self, reply: Reply) {
+        self.heads.answer_with(reply);
+    }
+
     pub fn count(&self) -> usize {
         self.recorded.lock().expect("lock").len()
     }
@@ -282,6 +301,10 @@ async fn handle(State(shared): State<Shared>, request: Request) -> Response {
         headers: parts.headers,
         body,
     };
+    if recorded.method == "HEAD" {
+        let after = shared.recorded.lock().expect("lock").len();
+        return shared.heads.answer(recorded, after).await;
+    }
     let n = {
         let mut all = shared.recorded.lock().expect("lock");
         all.push(recorded.clone());

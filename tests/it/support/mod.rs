@@ -6,6 +6,7 @@ pub mod browser;
 pub mod caching_upstream;
 pub mod fake_upstream;
 pub mod gemini_cli;
+pub mod heads;
 pub mod raw;
 pub mod redis;
 pub mod skip;

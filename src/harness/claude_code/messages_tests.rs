@@ -47,6 +47,7 @@ fn calls_results_and_thinking_take_anthropic_blocks_merged_by_role_in_call_order
             opaque: Some(json!({"type": "thinking", "signature": "sig-1"})),
             sealed: None,
             signature: None,
+            redacted: Vec::new(),
         }),
         Item::Message(Message::text(Role::Assistant, "Working.")),
         call("toolu_a", "Bash", r#"{"command":"ls"}"#),

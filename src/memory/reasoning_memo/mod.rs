@@ -335,6 +335,7 @@ fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<A
                 opaque: None,
                 sealed: None,
                 signature: None,
+                redacted: Vec::new(),
             });
             items.insert(start, item);
             i += 1;

@@ -80,6 +80,10 @@ pub enum AnswerEvent {
     /// The server's signature of the reasoning just sent (a Messages upstream's thinking block):
     /// sealed with it for the client, so it goes back to the server with the history.
     ReasoningSignature(String),
+    /// One redacted thinking block's opaque data (a Messages upstream's `redacted_thinking`):
+    /// nothing to show, sealed with the reasoning for the client, so that it goes back to the
+    /// server, which refuses a history that lost it.
+    RedactedReasoning(String),
     /// A tool call opens: `index` is the upstream's call index (unique within one answer).
     ToolCallStart {
         index: u32,

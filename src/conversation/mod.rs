@@ -140,6 +140,10 @@ pub struct Reasoning {
     /// recovered from the proxy's seal (`seal::recover`): what a Messages upstream checks when
     /// the reasoning goes back to it.
     pub signature: Option<String>,
+    /// The server's redacted thinking (Anthropic `redacted_thinking` blocks' `data`), in the
+    /// order it came: opaque, readable by that server alone, and required back with the history
+    /// as its signature is. Recovered from the seal or the reasoning memo.
+    pub redacted: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]

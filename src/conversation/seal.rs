@@ -19,6 +19,10 @@
 //! (a server checks it). A seal without a signature is still made `hpr2.`, byte for byte as
 //! before.
 //!
+//! `hpr4.` (issue 34): `hpr3.` and the server's redacted thinking (Anthropic `redacted_thinking`
+//! blocks' `data`, in order, at most `MAX_SEALED_REDACTED` bytes in all), which the server
+//! refuses a history without. Made only when there is some; `hpr1.` to `hpr3.` still open.
+//!
 //! Owns the seal's format only: no I/O, no randomness (the key is given), no wire format beyond
 //! the blob itself. The key comes from `opencode.reasoning_key`, or is random per process
 //! (`state`), in which case replicas cannot open each other's seals.
@@ -41,6 +45,12 @@ const CONTEXT_V1: &[u8] = b"harness-proxy reasoning seal v1\0";
 /// The prefix and context of a seal that carries the server's signature too.
 const PREFIX_SIGNED: &str = "hpr3.";
 const CONTEXT_SIGNED: &[u8] = b"harness-proxy reasoning seal v3\0";
+/// The prefix and context of a seal that carries the server's redacted thinking too.
+const PREFIX_REDACTED: &str = "hpr4.";
+const CONTEXT_REDACTED: &[u8] = b"harness-proxy reasoning seal v4\0";
+/// The most redacted thinking one seal carries: its blocks' data and a length (`LEN_BYTES`)
+/// each. More is not carried (the seal is made without it), as a longer text is cut.
+pub const MAX_SEALED_REDACTED: usize = 64 * 1024;
 /// The longest server signature a seal carries (Anthropic's are a few hundred bytes to a few
 /// KiB); a longer one is not carried, and the seal is made without it.
 pub const MAX_SEALED_SIGNATURE: usize = 16 * 1024;
@@ -132,10 +142,57 @@ impl ReasoningSeal {
         let text = cut(text, MAX_SEALED_TEXT);
         let mut plain = Vec::with_capacity(LEN_BYTES + signature.len() + text.len());
         // At most MAX_SEALED_SIGNATURE, which fits in four bytes.
-        plain.extend_from_slice(&u32::try_from(signature.len()).unwrap_or(0).to_be_bytes());
-        plain.extend_from_slice(signature.as_bytes());
+        push_field(&mut plain, signature.as_bytes());
         plain.extend_from_slice(text.as_bytes());
         self.encrypt(PREFIX_SIGNED, CONTEXT_SIGNED, &plain)
+    }
+
+    /// `text` sealed with what the server gave beside it: its `signature` and its `redacted`
+    /// thinking (`hpr4.`) when there is some that fits, else as `seal_signed` makes it.
+    pub fn seal_with_server(
+        &self,
+        text: &str,
+        signature: Option<&str>,
+        redacted: &[String],
+    ) -> String {
+        let framed: usize = redacted.iter().map(|r| LEN_BYTES + r.len()).sum();
+        if redacted.is_empty() || framed > MAX_SEALED_REDACTED {
+            return self.seal_signed(text, signature);
+        }
+        let signature = signature
+            .filter(|s| s.len() <= MAX_SEALED_SIGNATURE)
+            .unwrap_or("");
+        let text = cut(text, MAX_SEALED_TEXT);
+        let mut plain = Vec::with_capacity(2 * LEN_BYTES + signature.len() + framed + text.len());
+        push_field(&mut plain, signature.as_bytes());
+        // At most MAX_SEALED_REDACTED / LEN_BYTES blocks: the count fits in four bytes.
+        plain.extend_from_slice(&u32::try_from(redacted.len()).unwrap_or(0).to_be_bytes());
+        for data in redacted {
+            push_field(&mut plain, data.as_bytes());
+        }
+        plain.extend_from_slice(text.as_bytes());
+        self.encrypt(PREFIX_REDACTED, CONTEXT_REDACTED, &plain)
+    }
+
+    /// An `hpr4.` seal's parts; `None` when it does not open or does not parse whole.
+    fn open_redacted(&self, encoded: &str) -> Option<Opened> {
+        let extra = 2 * LEN_BYTES + MAX_SEALED_SIGNATURE + MAX_SEALED_REDACTED;
+        let plain = self.decrypt(encoded, CONTEXT_REDACTED, extra)?;
+        let (signature, rest) = take_field(&plain)?;
+        let (count, mut rest) = rest.split_at_checked(LEN_BYTES)?;
+        let count = u32::from_be_bytes(count.try_into().ok()?);
+        let mut redacted = Vec::new();
+        for _ in 0..count {
+            let (data, after) = take_field(rest)?;
+            redacted.push(String::from_utf8(data.to_vec()).ok()?);
+            rest = after;
+        }
+        let signature = String::from_utf8(signature.to_vec()).ok()?;
+        Some(Opened {
+            text: String::from_utf8(rest.to_vec()).ok()?,
+            signature: Some(signature).filter(|s| !s.is_empty()),
+            redacted,
+        })
     }
 
     /// `encrypt`'s blob (after its prefix) decrypted under `context`, when it decodes within the
@@ -151,28 +208,32 @@ impl ReasoningSeal {
         self.cipher.decrypt(XNonce::from_slice(nonce), payload).ok()
     }
 
-    /// The text and the server's signature of one of our seals (`None` for the signature when it
-    /// carries none); `None` for anything that is not our seal (never an error).
+    /// The text and what the server gave beside it (its signature, `None` when the seal carries
+    /// none; its redacted thinking) of one of our seals; `None` for anything that is not our
+    /// seal (never an error).
     pub fn open_signed(&self, blob: &str) -> Option<Opened> {
+        if let Some(encoded) = blob.strip_prefix(PREFIX_REDACTED) {
+            return self.open_redacted(encoded);
+        }
         let Some(encoded) = blob.strip_prefix(PREFIX_SIGNED) else {
             return self.open(blob).map(|text| Opened {
                 text,
                 signature: None,
+                redacted: Vec::new(),
             });
         };
         let plain = self.decrypt(encoded, CONTEXT_SIGNED, LEN_BYTES + MAX_SEALED_SIGNATURE)?;
-        let (len, rest) = plain.split_at_checked(LEN_BYTES)?;
-        let len = usize::try_from(u32::from_be_bytes(len.try_into().ok()?)).ok()?;
-        let (signature, text) = rest.split_at_checked(len)?;
+        let (signature, text) = take_field(&plain)?;
         Some(Opened {
             text: String::from_utf8(text.to_vec()).ok()?,
             signature: Some(String::from_utf8(signature.to_vec()).ok()?),
+            redacted: Vec::new(),
         })
     }
 
     /// The text of one of our seals, of any version; `None` for anything else (never an error).
     pub fn open(&self, blob: &str) -> Option<String> {
-        if blob.starts_with(PREFIX_SIGNED) {
+        if blob.starts_with(PREFIX_SIGNED) || blob.starts_with(PREFIX_REDACTED) {
             return self.open_signed(blob).map(|opened| opened.text);
         }
         if let Some(encoded) = blob.strip_prefix(PREFIX) {
@@ -193,6 +254,22 @@ pub struct Opened {
     pub text: String,
     /// The model server's own signature of the text, when the seal carries one.
     pub signature: Option<String>,
+    /// The server's redacted thinking blocks' data, in order (`hpr4.`; empty before).
+    pub redacted: Vec<String>,
+}
+
+/// `field` after its length (`LEN_BYTES`, big-endian); every length in a seal is bounded well
+/// below four bytes' reach.
+fn push_field(plain: &mut Vec<u8>, field: &[u8]) {
+    plain.extend_from_slice(&u32::try_from(field.len()).unwrap_or(0).to_be_bytes());
+    plain.extend_from_slice(field);
+}
+
+/// The field `push_field` wrote at the front of `plain`, and what follows it.
+fn take_field(plain: &[u8]) -> Option<(&[u8], &[u8])> {
+    let (len, rest) = plain.split_at_checked(LEN_BYTES)?;
+    let len = usize::try_from(u32::from_be_bytes(len.try_into().ok()?)).ok()?;
+    rest.split_at_checked(len)
 }
 
 /// A seal's base64 decoded, when it is no longer than `overhead`, `extra` and the longest text
@@ -206,8 +283,8 @@ fn decode_bounded(encoded: &str, overhead: usize, extra: usize) -> Option<Vec<u8
 }
 
 /// Every reasoning item's text recovered from its seal where the client echoed none (Claude Code
-/// with thinking display omitted sends the block back empty), and the server's signature the
-/// seal carries. Text the client did echo wins: it is not cut, and it is the client's own history.
+/// with thinking display omitted sends the block back empty), and the server's signature and
+/// redacted thinking the seal carries. Text the client did echo wins: it is not cut, and it is the client's own history.
 pub fn recover(items: &mut [super::Item], seal: &ReasoningSeal) {
     for item in items {
         if let super::Item::Reasoning(reasoning) = item
@@ -220,6 +297,9 @@ pub fn recover(items: &mut [super::Item], seal: &ReasoningSeal) {
                 reasoning.text = opened.text;
             }
             reasoning.signature = opened.signature;
+            if !opened.redacted.is_empty() {
+                reasoning.redacted = opened.redacted;
+            }
         }
     }
 }
@@ -230,172 +310,5 @@ fn cut(text: &str, max: usize) -> &str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn seal() -> ReasoningSeal {
-        ReasoningSeal::from_secret("test secret")
-    }
-
-    #[test]
-    fn a_seal_opens_to_its_text() {
-        let blob = seal().seal("I should run ls — then read.");
-        assert!(blob.starts_with("hpr2."));
-        assert_eq!(
-            seal().open(&blob).as_deref(),
-            Some("I should run ls — then read.")
-        );
-        assert_eq!(seal().open(&seal().seal("")).as_deref(), Some(""));
-    }
-
-    #[test]
-    fn forged_corrupt_foreign_or_oversized_blobs_open_to_nothing() {
-        let blob = seal().seal("secret plan");
-        // Another key.
-        assert_eq!(ReasoningSeal::from_secret("other").open(&blob), None);
-        // One character changed anywhere after the prefix.
-        for at in [5, blob.len() / 2, blob.len() - 1] {
-            let mut bytes = blob.clone().into_bytes();
-            bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
-            let changed = String::from_utf8(bytes).expect("ascii");
-            assert_eq!(seal().open(&changed), None, "changed at {at}");
-        }
-        // Cut, unversioned, another vendor's, not base64, too short, too long.
-        assert_eq!(seal().open(&blob[..blob.len() - 4]), None);
-        assert_eq!(seal().open(blob.trim_start_matches("hpr2.")), None);
-        assert_eq!(seal().open(&blob.replacen("hpr2.", "hpr1.", 1)), None);
-        assert_eq!(seal().open("harness-proxy"), None);
-        assert_eq!(seal().open("EqQBCkgIARABGAIiQL2y"), None);
-        assert_eq!(seal().open("hpr1.!!!"), None);
-        assert_eq!(seal().open("hpr1.AAAA"), None);
-        assert_eq!(seal().open("hpr2.AAAA"), None);
-        for prefix in ["hpr1.", "hpr2."] {
-            let huge = format!("{prefix}{}", "A".repeat(200 * 1024));
-            assert_eq!(seal().open(&huge), None);
-        }
-    }
-
-    /// A seal as the previous version made it: the tag, then the text in clear.
-    fn seal_v1(seal: &ReasoningSeal, text: &str) -> String {
-        let mut mac = seal.mac(CONTEXT_V1);
-        mac.update(text.as_bytes());
-        let mut payload = mac.finalize().into_bytes().to_vec();
-        payload.extend_from_slice(text.as_bytes());
-        format!("hpr1.{}", URL_SAFE_NO_PAD.encode(payload))
-    }
-
-    #[test]
-    fn the_text_cannot_be_read_out_of_a_seal_and_a_v1_seal_still_opens() {
-        let text = "I should run ls — then read the config.";
-        let blob = seal().seal(text);
-        let payload = URL_SAFE_NO_PAD
-            .decode(blob.trim_start_matches("hpr2."))
-            .expect("base64url");
-        assert!(
-            !payload
-                .windows(8)
-                .any(|w| text.as_bytes().windows(8).any(|t| t == w)),
-            "no 8 bytes of the text in the clear"
-        );
-        // The same text, the same seal (the client's echoed history stays byte-identical); another
-        // text, another nonce.
-        assert_eq!(seal().seal(text), blob);
-        assert_ne!(seal().seal("other")[5..37], blob[5..37]);
-        // What the previous version sealed opens, for this version; forged, it does not.
-        let old = seal_v1(&seal(), text);
-        assert_eq!(seal().open(&old).as_deref(), Some(text));
-        assert_eq!(ReasoningSeal::from_secret("other").open(&old), None);
-        assert_eq!(seal().open(&old.replacen("hpr1.", "hpr2.", 1)), None);
-    }
-
-    #[test]
-    fn long_reasoning_is_sealed_cut_at_a_char_boundary() {
-        let text = "é".repeat(MAX_SEALED_TEXT);
-        let opened = seal().open(&seal().seal(&text)).expect("opens");
-        assert!(opened.len() <= MAX_SEALED_TEXT && opened.len() >= MAX_SEALED_TEXT - 1);
-        assert!(text.starts_with(&opened));
-    }
-
-    #[test]
-    fn recovery_fills_only_empty_texts_from_valid_seals() {
-        use crate::conversation::{Item, Reasoning};
-        let item = |text: &str, sealed: Option<String>| {
-            Item::Reasoning(Reasoning {
-                text: text.into(),
-                opaque: None,
-                sealed,
-                signature: None,
-            })
-        };
-        let mut items = vec![
-            item("", Some(seal().seal("from the seal"))),
-            item("shown", Some(seal().seal("sealed"))),
-            item("", Some("sig==".into())),
-            item("", None),
-        ];
-        recover(&mut items, &seal());
-        assert_eq!(
-            items,
-            vec![
-                item("from the seal", Some(seal().seal("from the seal"))),
-                item("shown", Some(seal().seal("sealed"))),
-                item("", Some("sig==".into())),
-                item("", None),
-            ]
-        );
-    }
-
-    #[test]
-    fn a_signed_seal_carries_the_server_s_signature_and_opens_only_whole() {
-        let blob = seal().seal_signed("thought", Some("EqQBsig=="));
-        assert!(blob.starts_with("hpr3."), "{blob}");
-        let opened = seal().open_signed(&blob).expect("opens");
-        assert_eq!(opened.text, "thought");
-        assert_eq!(opened.signature.as_deref(), Some("EqQBsig=="));
-        assert_eq!(seal().open(&blob).as_deref(), Some("thought"));
-        assert_eq!(
-            seal().seal_signed("thought", Some("EqQBsig==")),
-            blob,
-            "stable"
-        );
-        // Without a signature (or one too long to carry) the seal is the one `seal` makes.
-        assert_eq!(seal().seal_signed("thought", None), seal().seal("thought"));
-        let long = "s".repeat(MAX_SEALED_SIGNATURE + 1);
-        assert_eq!(seal().seal_signed("t", Some(&long)), seal().seal("t"));
-        let opened = seal().open_signed(&seal().seal("t")).expect("opens");
-        assert_eq!(opened.signature, None);
-        // Another key, a changed byte, a cut or an unversioned blob: nothing.
-        assert_eq!(ReasoningSeal::from_secret("other").open_signed(&blob), None);
-        let mut bytes = blob.clone().into_bytes();
-        let at = blob.len() / 2;
-        bytes[at] = if bytes[at] == b'A' { b'B' } else { b'A' };
-        assert_eq!(
-            seal().open_signed(&String::from_utf8(bytes).expect("ascii")),
-            None
-        );
-        assert_eq!(seal().open_signed(&blob[..blob.len() - 4]), None);
-        assert_eq!(
-            seal().open_signed(&blob.replacen("hpr3.", "hpr2.", 1)),
-            None
-        );
-        let huge = format!("hpr3.{}", "A".repeat(200 * 1024));
-        assert_eq!(seal().open_signed(&huge), None);
-        // Recovery puts the signature beside the text.
-        use crate::conversation::{Item, Reasoning};
-        let mut items = vec![Item::Reasoning(Reasoning {
-            sealed: Some(blob),
-            ..Reasoning::default()
-        })];
-        recover(&mut items, &seal());
-        let Item::Reasoning(reasoning) = &items[0] else {
-            panic!("reasoning");
-        };
-        assert_eq!(reasoning.text, "thought");
-        assert_eq!(reasoning.signature.as_deref(), Some("EqQBsig=="));
-    }
-
-    #[test]
-    fn the_key_never_shows() {
-        assert_eq!(format!("{:?}", seal()), "ReasoningSeal(<key>)");
-    }
-}
+#[path = "seal_tests.rs"]
+mod tests;

@@ -258,6 +258,7 @@ mod tests {
                     opaque: None,
                     sealed: None,
                     signature: None,
+                    redacted: Vec::new(),
                 }),
                 Item::Message(Message::text(model::Role::Assistant, "ok")),
                 Item::ToolCall(ToolCall {

@@ -3,7 +3,9 @@
 //! (its user text, the answer) as the conversation's anchor (`anchors`); for any turn, the
 //! reasoning of an answer that made tool calls, under their ids (`reasoning_memo`), for clients
 //! that do not echo it; for a turn whose exchange title waits for it, the answer's text
-//! (`titles::input`). Every item is forwarded unchanged; an answer cut short or failed is not an
+//! (`titles::input`). The reasoning remembered is its text, and what a Messages upstream gave
+//! beside it (`reasoning_signature`, `reasoning_redacted`: its signature and redacted thinking,
+//! which that server needs back). Every item is forwarded unchanged; an answer cut short or failed is not an
 //! anchor (the client will not have it in its history as sent). With only the memo to feed, an
 //! event is parsed only if it mentions reasoning or tool calls.
 
@@ -16,7 +18,7 @@ use futures_util::Stream;
 
 use super::anchors::Anchors;
 use crate::memory::facts::ExchangeHasher;
-use crate::memory::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo};
+use crate::memory::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo, Thought};
 use crate::protocols::chat::chunk::ChunkView;
 use crate::protocols::chat::is_done;
 use crate::sse::Decoder;
@@ -62,7 +64,7 @@ pub struct AnswerTap<S> {
     memo: Option<MemoSink>,
     answer: Option<AnswerText>,
     /// The answer's reasoning so far; `None` once past `MAX_ENTRY_BYTES` (not kept).
-    reasoning: Option<String>,
+    reasoning: Option<Thought>,
     sse: bool,
     decoder: Decoder,
     /// The answer's text as far as a title reads it (`MAX_TITLE_TEXT`).
@@ -90,7 +92,7 @@ impl<S> AnswerTap<S> {
             anchor,
             memo,
             answer,
-            reasoning: Some(String::new()),
+            reasoning: Some(Thought::default()),
             sse,
             decoder: Decoder::new(),
             title_text: String::new(),
@@ -158,6 +160,12 @@ impl<S> AnswerTap<S> {
         if let Some(reasoning) = choice.delta.reasoning_text() {
             self.add_reasoning(&reasoning);
         }
+        if let Some(signature) = choice.delta.reasoning_signature.take() {
+            self.add_signature(&signature);
+        }
+        if let Some(redacted) = choice.delta.reasoning_redacted.take() {
+            self.add_redacted(redacted.into_owned());
+        }
         if let Some(text) = choice.delta.text() {
             self.add_text(&text);
         }
@@ -186,13 +194,35 @@ impl<S> AnswerTap<S> {
         }
     }
 
+    /// The reasoning so far, if `more` bytes still fit in one memo entry; else it is dropped
+    /// (`None`: an answer too large to remember).
+    fn reasoning_with_room(&mut self, more: usize) -> Option<&mut Thought> {
+        if self
+            .reasoning
+            .as_ref()
+            .is_some_and(|r| r.bytes() + more > MAX_ENTRY_BYTES)
+        {
+            self.reasoning = None;
+        }
+        self.reasoning.as_mut()
+    }
+
     fn add_reasoning(&mut self, text: &str) {
-        if let Some(reasoning) = &mut self.reasoning {
-            if reasoning.len() + text.len() > MAX_ENTRY_BYTES {
-                self.reasoning = None;
-            } else {
-                reasoning.push_str(text);
-            }
+        if let Some(reasoning) = self.reasoning_with_room(text.len()) {
+            reasoning.text.push_str(text);
+        }
+    }
+
+    fn add_signature(&mut self, signature: &str) {
+        if let Some(reasoning) = self.reasoning_with_room(signature.len()) {
+            let held = reasoning.signature.get_or_insert_with(String::new);
+            held.push_str(signature);
+        }
+    }
+
+    fn add_redacted(&mut self, data: String) {
+        if let Some(reasoning) = self.reasoning_with_room(data.len()) {
+            reasoning.redacted.push(data);
         }
     }
 
@@ -213,7 +243,7 @@ impl<S> AnswerTap<S> {
         if let Some(answer) = self.answer.take() {
             answer.set(&self.title_text);
         }
-        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.as_deref())
+        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
             && !self.failed
         {
             sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
@@ -298,7 +328,7 @@ impl<S> Drop for AnswerTap<S> {
             answer.set(&self.title_text);
         }
         // The calls' reasoning is worth keeping even if the client hung up after them.
-        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.as_deref())
+        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
             && !self.failed
         {
             sink.memo.remember(&sink.owner, &self.call_ids, reasoning);

@@ -4,7 +4,8 @@
 //! the shaper, the folder, the renderers, the title service and the memo read one wire.
 //!
 //! What crosses: text, thinking (as `reasoning_content`, its signature as `reasoning_signature`
-//! beside it), tool use (its partial JSON as the call's argument fragments), the stop reason, the
+//! beside it), redacted thinking (each block's opaque `data` as `reasoning_redacted`: nothing to
+//! show, but the server refuses the next turn's history without it), tool use (its partial JSON as the call's argument fragments), the stop reason, the
 //! usage (cache reads counted in the prompt as OpenAI counts them, and named as OpenAI names
 //! them), and an `error` event as the stream's error chunk. A stream that ends without
 //! `message_delta`'s stop reason stays unfinished, which the readers call an interruption. Must
@@ -179,6 +180,10 @@ impl State {
             "text" => nonempty(&block["text"]).map(|t| self.delta(json!({"content": t}), None)),
             "thinking" => nonempty(&block["thinking"])
                 .map(|t| self.delta(json!({"reasoning_content": t}), None)),
+            // Sent whole at the start; no delta follows.
+            "redacted_thinking" => {
+                nonempty(&block["data"]).map(|d| self.delta(json!({"reasoning_redacted": d}), None))
+            }
             "tool_use" => {
                 let index = self.calls.len();
                 self.calls.push((event["index"].as_u64()?, index));

@@ -186,3 +186,50 @@ async fn an_anthropic_error_body_takes_openai_s_shape_and_any_other_stays() {
     );
     assert_eq!(read(error_body(body("Bad Gateway"))).await, b"Bad Gateway");
 }
+
+/// Issue 34: a `redacted_thinking` block (its data whole at the start, no delta) crosses as
+/// `reasoning_redacted` between the thinking and the call, in the server's order, and the
+/// answer reader makes it an event of its own, after the signature and before the call.
+#[tokio::test]
+async fn redacted_thinking_crosses_in_its_place_and_becomes_its_own_answer_event() {
+    use crate::conversation::answer::AnswerEvent;
+    let text = sse(&[
+        json!({"type": "message_start", "message": {"id": "m", "model": "x", "usage": {}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": "Need ls."}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": "EqQBsig"}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": "EnCrYpTeD=="}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": "toolu_1", "name": "Bash", "input": {"command": "ls"}}}),
+        json!({"type": "content_block_stop", "index": 2}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}}),
+        json!({"type": "message_stop"}),
+    ]);
+    let (payloads, error) = read(&text, 11, 1 << 20).await;
+    assert!(error.is_none());
+    let found = deltas(&payloads);
+    assert_eq!(
+        found[3],
+        json!([{"reasoning_redacted": "EnCrYpTeD=="}, null])
+    );
+
+    let mut reader = crate::protocols::chat::answer::ChatAnswerReader::new();
+    let mut events = Vec::new();
+    for payload in &payloads {
+        reader.push(format!("data: {payload}\n\n").as_bytes(), &mut events);
+    }
+    assert_eq!(
+        events[..4],
+        [
+            AnswerEvent::Reasoning("Need ls.".into()),
+            AnswerEvent::ReasoningSignature("EqQBsig".into()),
+            AnswerEvent::RedactedReasoning("EnCrYpTeD==".into()),
+            AnswerEvent::ToolCallStart {
+                index: 0,
+                id: "toolu_1".into(),
+                name: "Bash".into()
+            },
+        ]
+    );
+}

@@ -38,6 +38,7 @@ mod load;
 mod memory;
 mod messages;
 mod messages_upstream;
+mod messages_upstream_memo;
 mod metrics;
 mod opencode;
 mod passthrough;

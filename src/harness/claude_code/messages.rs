@@ -74,7 +74,7 @@ pub fn build(items: &[Item], reminder: &str, skills: Skills) -> Vec<Value> {
                 // The harness's system text replaces the client's.
                 Role::System => {}
             },
-            Item::Reasoning(reasoning) => b.push("assistant", vec![thinking(reasoning)]),
+            Item::Reasoning(reasoning) => b.push("assistant", thinking(reasoning)),
             Item::ToolCall(call) => {
                 let block = tool_use(call, b.calls.len());
                 b.calls.push((
@@ -166,10 +166,21 @@ fn image_block(image: &Image) -> Value {
 }
 
 /// The client's thinking with the server's own signature of it, which a server checks: the one
-/// the proxy's seal carried back (`conversation::seal`), else the signature the client echoed
-/// (its own opaque field: a server's, when the history did not come through the proxy; the
-/// proxy's seal, when the server sent none, which a server that does not check accepts).
-fn thinking(reasoning: &Reasoning) -> Value {
+/// the proxy's seal or memo carried back (`conversation::seal`, `memory::reasoning_memo`), else
+/// the signature the client echoed (its own opaque field: a server's, when the history did not
+/// come through the proxy; the proxy's seal, when the server sent none, which a server that does
+/// not check accepts). Then the server's redacted thinking, each block as it came, in order. A
+/// reasoning that is only redacted thinking has no thinking block: an empty one with no
+/// signature of the server's would be refused.
+fn thinking(reasoning: &Reasoning) -> Vec<Value> {
+    let redacted = reasoning
+        .redacted
+        .iter()
+        .map(|data| json!({"type": "redacted_thinking", "data": data}));
+    if reasoning.text.is_empty() && reasoning.signature.is_none() && !reasoning.redacted.is_empty()
+    {
+        return redacted.collect();
+    }
     let signature = reasoning
         .signature
         .as_deref()
@@ -182,7 +193,8 @@ fn thinking(reasoning: &Reasoning) -> Value {
         })
         .or(reasoning.sealed.as_deref())
         .unwrap_or("");
-    json!({"type": "thinking", "thinking": reasoning.text, "signature": signature})
+    let block = json!({"type": "thinking", "thinking": reasoning.text, "signature": signature});
+    std::iter::once(block).chain(redacted).collect()
 }
 
 /// A call as `tool_use`: its arguments parsed (an object, else empty); Edit's as Claude Code

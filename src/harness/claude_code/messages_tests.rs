@@ -47,6 +47,7 @@ fn calls_results_and_thinking_take_anthropic_blocks_merged_by_role_in_call_order
             opaque: Some(json!({"type": "thinking", "signature": "sig-1"})),
             sealed: None,
             signature: None,
+            redacted: Vec::new(),
         }),
         Item::Message(Message::text(Role::Assistant, "Working.")),
         call("toolu_a", "Bash", r#"{"command":"ls"}"#),
@@ -144,5 +145,60 @@ fn a_skills_block_becomes_claude_code_s_reminder_and_the_date_follows_it() {
             .expect("blocks")
             .len(),
         2
+    );
+}
+
+/// Issue 34: reasoning the seal or the memo gave back goes as the server sent it — the thinking
+/// with the server's signature, then each redacted block, then the calls; redacted thinking
+/// alone is no thinking block (an unsigned empty one would be refused).
+#[test]
+fn the_server_s_signature_and_redacted_thinking_go_back_before_the_calls() {
+    let reasoning = |text: &str, signature: Option<&str>| {
+        Item::Reasoning(Reasoning {
+            text: text.to_owned(),
+            sealed: Some("hpr4.sealed".to_owned()),
+            signature: signature.map(str::to_owned),
+            redacted: vec!["EnC1".to_owned(), "EnC2".to_owned()],
+            ..Reasoning::default()
+        })
+    };
+    let items = [
+        user("list"),
+        reasoning("Need ls.", Some("EqQBsig")),
+        call("toolu_a", "Bash", r#"{"command":"ls"}"#),
+        result("toolu_a", "a.txt", false),
+        reasoning("", None),
+        call("toolu_b", "Bash", r#"{"command":"pwd"}"#),
+        result("toolu_b", "/", false),
+    ];
+    let messages = build(&items, "R", Skills::Listed);
+    let kinds = |m: &serde_json::Value| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|b| b["type"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    assert_eq!(
+        kinds(&messages[1]),
+        [
+            "thinking",
+            "redacted_thinking",
+            "redacted_thinking",
+            "tool_use"
+        ]
+    );
+    assert_eq!(
+        messages[1]["content"][0],
+        json!({"type": "thinking", "thinking": "Need ls.", "signature": "EqQBsig"})
+    );
+    assert_eq!(
+        messages[1]["content"][2],
+        json!({"type": "redacted_thinking", "data": "EnC2"})
+    );
+    assert_eq!(
+        kinds(&messages[3]),
+        ["redacted_thinking", "redacted_thinking", "tool_use"]
     );
 }

@@ -10,7 +10,7 @@ use futures_util::future::BoxFuture;
 
 use super::{
     Bounds, Entry, Evicted, MAX_ENTRY_BYTES, ReasoningMemo, SHARED_TTL, STORE_BOUNDS, SharedMemo,
-    Usage, key,
+    Thought, Usage, key,
 };
 use crate::conversation::{CallInput, Item, Message, Role, ToolCall};
 
@@ -24,7 +24,7 @@ pub fn last_written() -> (&'static str, String, &'static str) {
     ("erin", key("erin", "r3_0"), "answer 3")
 }
 
-fn turn(call_id: &str) -> Vec<Item> {
+pub(super) fn turn(call_id: &str) -> Vec<Item> {
     vec![
         Item::Message(Message::text(Role::User, "list")),
         Item::ToolCall(ToolCall {
@@ -60,6 +60,8 @@ pub async fn run(
     one_answer_of_many_calls_costs_about_one_answer(&backend, footprint.as_ref()).await;
     replicas_and_callers(&backend).await;
     bounds_hold_at_write_time(&backend).await;
+    super::contract_signed::run(&backend).await;
+    // Last: it leaves what `last_written` names.
     rows_count_against_the_bounds_too(&backend).await;
 }
 
@@ -122,7 +124,7 @@ async fn replicas_and_callers(backend: &impl Fn(Bounds) -> Option<Arc<dyn Shared
     one.remember(
         "alice",
         &["call_big".into()],
-        &"x".repeat(MAX_ENTRY_BYTES + 1),
+        "x".repeat(MAX_ENTRY_BYTES + 1),
     );
     one.remember("alice", &["call_plain".into()], "");
     one.settled().await;
@@ -162,19 +164,20 @@ async fn replicas_and_callers(backend: &impl Fn(Bounds) -> Option<Arc<dyn Shared
         return;
     };
     let keys = [key("dave", "call_shared"), key("dave", "call_none")];
-    let put = |text| {
+    let (first, second) = (Thought::from("first"), Thought::from("shared"));
+    let put = |thought| {
         let entry = Entry {
             owner: "dave",
             calls: &keys[..1],
-            text,
+            thought,
         };
         store.put(entry, SHARED_TTL)
     };
-    put("first").await.expect("put");
-    put("shared").await.expect("a newer answer takes the key");
+    put(&first).await.expect("put");
+    put(&second).await.expect("a newer answer takes the key");
     assert_eq!(
         store.get("dave", &keys).await.expect("get"),
-        [Some("shared".to_owned()), None]
+        [Some(second.clone()), None]
     );
     store.prune().await.expect("prune");
 }
@@ -198,7 +201,7 @@ async fn bounds_hold_at_write_time(backend: &impl Fn(Bounds) -> Option<Arc<dyn S
     );
     let shared = backend(bounds).is_some();
     let text = |name: &str| format!("{name:-<TEXT$}");
-    let write = |owner: &str, name: &str| one.remember(owner, &[name.to_owned()], &text(name));
+    let write = |owner: &str, name: &str| one.remember(owner, &[name.to_owned()], text(name));
     // What the writing replica has in its own map (no store asked), and what another replica
     // finds in the store.
     let here = |owner: &str, name: &str| {
@@ -261,10 +264,11 @@ async fn bounds_hold_at_write_time(backend: &impl Fn(Bounds) -> Option<Arc<dyn S
         return;
     };
     let calls = [key("carol", "c1")];
+    let c1 = Thought::from(text("c1"));
     let entry = Entry {
         owner: "carol",
         calls: &calls,
-        text: &text("c1"),
+        thought: &c1,
     };
     assert_eq!(
         store.put(entry, SHARED_TTL).await.expect("put"),
@@ -274,15 +278,15 @@ async fn bounds_hold_at_write_time(backend: &impl Fn(Bounds) -> Option<Arc<dyn S
         },
         "a full store drops its oldest for a new caller's answer"
     );
-    let too_large = "x".repeat(4 * TEXT);
+    let too_large = Thought::from("x".repeat(4 * TEXT));
     let refused = Entry {
-        text: &too_large,
+        thought: &too_large,
         ..entry
     };
     store.put(refused, SHARED_TTL).await.expect("put");
     assert_eq!(
         store.get("carol", &calls).await.expect("get"),
-        [Some(text("c1"))],
+        [Some(c1.clone())],
         "an answer larger than a caller's bound is not stored, and pushes nothing out"
     );
 }
@@ -305,7 +309,7 @@ async fn rows_count_against_the_bounds_too(
     let memo = ReasoningMemo::with_bounds(bounds, backend(bounds));
     let ids = |answer: usize| -> Vec<String> { (0..9).map(|i| format!("r{answer}_{i}")).collect() };
     for answer in 0..4 {
-        memo.remember("erin", &ids(answer), &format!("answer {answer}"));
+        memo.remember("erin", &ids(answer), format!("answer {answer}"));
     }
     memo.settled().await;
     assert_eq!(
@@ -331,8 +335,8 @@ async fn rows_count_against_the_bounds_too(
             found,
             [
                 None,
-                Some("answer 1".to_owned()),
-                Some("answer 3".to_owned())
+                Some(Thought::from("answer 1")),
+                Some(Thought::from("answer 3"))
             ]
         );
     }

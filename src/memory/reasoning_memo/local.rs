@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::BuildHasher;
 use std::sync::{Arc, Mutex};
 
-use super::{Bounds, Evicted, Usage};
+use super::{Bounds, Evicted, Thought, Usage};
 
 /// What a "nothing to find" entry counts against the byte bound, besides its references.
 const NEGATIVE_COST: u64 = 64;
@@ -18,8 +18,8 @@ const NEGATIVE_COST: u64 = 64;
 /// What the memo knows of one call id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Known {
-    /// The reasoning of the answer that made the call.
-    Reasoning(Arc<str>),
+    /// The reasoning of the answer that made the call (its text, signature, redacted thinking).
+    Reasoning(Arc<Thought>),
     /// Nothing anywhere: the answer had no reasoning, or the shared store had none for an
     /// older turn. Asking the store again would only cost a round trip.
     Nothing,
@@ -82,7 +82,7 @@ impl Local {
         let refs = calls.len() as u64;
         let usage = Usage {
             bytes: match &known {
-                Known::Reasoning(text) => text.len() as u64,
+                Known::Reasoning(thought) => thought.bytes() as u64,
                 Known::Nothing => NEGATIVE_COST,
             } + refs * super::REF_BYTES,
             rows: 1 + refs,

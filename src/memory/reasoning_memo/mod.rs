@@ -30,22 +30,27 @@
 
 #[cfg(test)]
 mod contract;
+#[cfg(test)]
+mod contract_signed;
 mod local;
 mod redis;
 pub mod shared;
 pub mod sqlite;
+mod thought;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::conversation::{Item, Reasoning, Role};
+use crate::conversation::{Item, Role};
 use crate::store::{Backend, StoreError};
 use local::{Known, Local};
 pub use shared::{Entry, READ_TIMEOUT, SHARED_TTL, SharedMemo};
 use shared::{Shared, key};
+pub use thought::Thought;
 
-/// One answer's reasoning longer than this is not kept (it would push out hundreds of others).
+/// One answer's reasoning (its text, signature and redacted thinking) longer than this is not
+/// kept (it would push out hundreds of others).
 pub const MAX_ENTRY_BYTES: usize = 256 * 1024;
 /// Call ids of one answer remembered at most (the first ones): an agent's answer makes a few;
 /// the probe of issue 30 made 2,000.
@@ -193,30 +198,35 @@ impl ReasoningMemo {
         Ok(Self::new(shared))
     }
 
-    /// Remembers `reasoning` once as that of the answer whose calls have `call_ids` (the first
-    /// `MAX_CALLS_PER_ANSWER`; an empty reasoning as "nothing to find", here only); the store's
-    /// copy is written off the caller's path.
-    pub fn remember(&self, owner: &str, call_ids: &[String], reasoning: &str) {
+    /// Remembers `reasoning` (its text, and the server's signature and redacted thinking) once as
+    /// that of the answer whose calls have `call_ids` (the first `MAX_CALLS_PER_ANSWER`; an empty
+    /// one as "nothing to find", here only); the store's copy is written off the caller's path.
+    pub fn remember(&self, owner: &str, call_ids: &[String], reasoning: impl Into<Thought>) {
+        let reasoning = reasoning.into();
         let ids: Vec<&str> = call_ids
             .iter()
             .map(String::as_str)
             .filter(|id| !id.is_empty())
             .take(MAX_CALLS_PER_ANSWER)
             .collect();
-        if ids.is_empty() || reasoning.len() > MAX_ENTRY_BYTES {
+        if ids.is_empty() || reasoning.bytes() > MAX_ENTRY_BYTES {
             return;
         }
         if reasoning.is_empty() {
             self.local.insert(owner, ids, Known::Nothing).count("local");
             return;
         }
-        let text: Arc<str> = Arc::from(reasoning);
+        let thought = Arc::new(reasoning);
         self.local
-            .insert(owner, ids.iter().copied(), Known::Reasoning(text.clone()))
+            .insert(
+                owner,
+                ids.iter().copied(),
+                Known::Reasoning(thought.clone()),
+            )
             .count("local");
         if let Some(shared) = &self.shared {
             let keys = ids.iter().map(|id| key(owner, id)).collect();
-            shared.write(owner.to_owned(), keys, text);
+            shared.write(owner.to_owned(), keys, thought);
         }
     }
 
@@ -225,7 +235,7 @@ impl ReasoningMemo {
     pub fn recover(&self, owner: &str, items: &mut Vec<Item>) -> Misses {
         let mut misses = Vec::new();
         fill_bare_turns(items, |id| match self.local.get(owner, id) {
-            Some(Known::Reasoning(text)) => Some(text),
+            Some(Known::Reasoning(thought)) => Some(thought),
             Some(Known::Nothing) => None,
             None => {
                 misses.push(id.to_owned());
@@ -253,15 +263,15 @@ impl ReasoningMemo {
             return;
         };
         let newest = ids.len() - 1;
-        let mut texts: HashMap<&str, Arc<str>> = HashMap::new();
-        for (i, (id, text)) in ids.iter().zip(found).enumerate() {
-            match text {
-                Some(text) => {
-                    let text: Arc<str> = Arc::from(text);
+        let mut thoughts: HashMap<&str, Arc<Thought>> = HashMap::new();
+        for (i, (id, thought)) in ids.iter().zip(found).enumerate() {
+            match thought {
+                Some(thought) => {
+                    let thought = Arc::new(thought);
                     self.local
-                        .insert(owner, [id.as_str()], Known::Reasoning(text.clone()))
+                        .insert(owner, [id.as_str()], Known::Reasoning(thought.clone()))
                         .count("local");
-                    texts.insert(id, text);
+                    thoughts.insert(id, thought);
                 }
                 None if i < newest => self
                     .local
@@ -270,7 +280,7 @@ impl ReasoningMemo {
                 None => {}
             }
         }
-        fill_bare_turns(items, |id| texts.get(id).cloned());
+        fill_bare_turns(items, |id| thoughts.get(id).cloned());
     }
 
     /// Drops the shared store's expired and excess entries (the title service's upkeep).
@@ -304,7 +314,7 @@ impl ReasoningMemo {
 /// For each assistant turn with calls but no reasoning, asks `find` about its first call's id
 /// and puts what it gives as a reasoning item where the client would have put one (before the
 /// turn's assistant text, else before its first call).
-fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<Arc<str>>) {
+fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<Arc<Thought>>) {
     let mut i = 0;
     while i < items.len() {
         let starts_calls = matches!(items[i], Item::ToolCall(_))
@@ -320,8 +330,9 @@ fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<A
         {
             start -= 1;
         }
-        let reasoned =
-            start > 0 && matches!(&items[start - 1], Item::Reasoning(r) if !r.text.is_empty());
+        let reasoned = start > 0
+            && matches!(&items[start - 1],
+                Item::Reasoning(r) if !r.text.is_empty() || !r.redacted.is_empty());
         let Item::ToolCall(call) = &items[i] else {
             unreachable!("checked above");
         };
@@ -329,14 +340,8 @@ fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<A
             .then_some(call.id.as_deref())
             .flatten()
             .and_then(&mut find);
-        if let Some(text) = found {
-            let item = Item::Reasoning(Reasoning {
-                text: text.to_string(),
-                opaque: None,
-                sealed: None,
-                signature: None,
-            });
-            items.insert(start, item);
+        if let Some(thought) = found {
+            items.insert(start, Item::Reasoning(thought.to_reasoning()));
             i += 1;
         }
         i += 1;
@@ -346,7 +351,7 @@ fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<A
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::conversation::{CallInput, Message, ToolCall};
+    use crate::conversation::{CallInput, Message, Reasoning, ToolCall};
 
     fn call(id: &str) -> Item {
         Item::ToolCall(ToolCall {
@@ -459,7 +464,7 @@ mod tests {
         async fn put(&self, _: Entry<'_>, _: Duration) -> Result<Evicted, StoreError> {
             Err(StoreError::Unavailable("down".into()))
         }
-        async fn get(&self, _: &str, _: &[String]) -> Result<Vec<Option<String>>, StoreError> {
+        async fn get(&self, _: &str, _: &[String]) -> Result<Vec<Option<Thought>>, StoreError> {
             std::future::pending().await
         }
         async fn prune(&self) -> Result<u64, StoreError> {

@@ -1,6 +1,8 @@
 //! The memo's keys in the shared Redis (`store`), under `P:rm:` (`P` = `titles.redis_prefix`):
-//! - `P:rm:a:{n}`: one answer, a hash of its reasoning (`t`), the time it is forgotten (`e`,
-//!   ms) and its calls' references (`c`, 16 bytes each), kept `SLACK` past that time;
+//! - `P:rm:a:{n}`: one answer, a hash of its reasoning (`t`; the server's signature `s` and its
+//!   redacted thinking `x`, a JSON array, each only when the answer had one), the time it is
+//!   forgotten (`e`, ms) and its calls' references (`c`, 16 bytes each), kept `SLACK` past that
+//!   time;
 //! - `P:rm:r:{owner}`: a caller's calls, a hash of reference → `n` of the answer it refers to
 //!   (a reference is the first 16 bytes of the call's key: a field per call costs about 70
 //!   bytes, a key with its own TTL over 200);
@@ -31,7 +33,7 @@ use chrono::Utc;
 use redis::Script;
 
 use super::shared::{Entry, SharedMemo};
-use super::{Bounds, Evicted, Usage};
+use super::{Bounds, Evicted, Thought, Usage};
 use crate::store::{RedisServer, StoreError, classify};
 
 /// How long an answer's hash outlives its time, so that the next write or the hourly prune
@@ -81,17 +83,21 @@ end
 ";
 
 /// ARGV after the common three: owner, text, the calls' references (16 bytes each), bytes,
-/// rows, the caller's bytes and rows bounds, the total's, the slack (ms). Returns {evicted past
-/// the caller's bound, past the total}.
+/// rows, the caller's bytes and rows bounds, the total's, the slack (ms), the signature and the
+/// redacted thinking (empty when none: not stored). Returns {evicted past the caller's bound,
+/// past the total}.
 const PUT: &str = r"
 local owner, text, calls = ARGV[4], ARGV[5], ARGV[6]
 local bytes, rows = tonumber(ARGV[7]), tonumber(ARGV[8])
 local own_b, own_r, all_b, all_r = tonumber(ARGV[9]), tonumber(ARGV[10]), tonumber(ARGV[11]), tonumber(ARGV[12])
 local slack = tonumber(ARGV[13])
+local signature, redacted = ARGV[14], ARGV[15]
 expire()
 local id = tostring(redis.call('INCR', p .. 'n'))
 local a, refs, own = p .. 'a:' .. id, p .. 'r:' .. owner, p .. 'o:' .. owner
 redis.call('HSET', a, 't', text, 'c', calls, 'e', now + ttl)
+if signature ~= '' then redis.call('HSET', a, 's', signature) end
+if redacted ~= '' then redis.call('HSET', a, 'x', redacted) end
 redis.call('PEXPIRE', a, ttl + slack)
 for i = 1, #calls, 16 do
   redis.call('HSET', refs, string.sub(calls, i, i + 15), id)
@@ -119,8 +125,8 @@ for _, key in ipairs({all, sum, own, refs, p .. 'n'}) do redis.call('PEXPIRE', k
 return {caller, total}
 ";
 
-/// ARGV after the common three: the owner, then the calls' references. Returns each one's text
-/// (or nil), in order.
+/// ARGV after the common three: the owner, then the calls' references. Returns each one's
+/// {text, signature, redacted} (the last two nil when not stored), or nil, in order.
 const GET: &str = r"
 local refs = p .. 'r:' .. ARGV[4]
 local out = {}
@@ -128,8 +134,8 @@ for i = 5, #ARGV do
   local id = redis.call('HGET', refs, ARGV[i])
   local found = false
   if id then
-    local a = redis.call('HMGET', p .. 'a:' .. id, 't', 'e')
-    if a[1] and tonumber(a[2]) > now then found = a[1] end
+    local a = redis.call('HMGET', p .. 'a:' .. id, 't', 'e', 's', 'x')
+    if a[1] and tonumber(a[2]) > now then found = {a[1], a[3], a[4]} end
   end
   out[i - 4] = found
 end
@@ -201,7 +207,7 @@ impl RedisMemo {
 #[async_trait]
 impl SharedMemo for RedisMemo {
     async fn put(&self, entry: Entry<'_>, ttl: Duration) -> Result<Evicted, StoreError> {
-        let size = Usage::of_answer(entry.text.len(), entry.calls.len());
+        let size = Usage::of_answer(entry.thought.bytes(), entry.calls.len());
         if entry.calls.is_empty() || !size.within(self.bounds.caller) {
             return Ok(Evicted::default());
         }
@@ -210,7 +216,7 @@ impl SharedMemo for RedisMemo {
         let mut invocation = self.invoke(&self.put, ttl);
         invocation
             .arg(entry.owner)
-            .arg(entry.text)
+            .arg(&entry.thought.text)
             .arg(refs)
             .arg(size.bytes)
             .arg(size.rows)
@@ -218,7 +224,9 @@ impl SharedMemo for RedisMemo {
             .arg(self.bounds.caller.rows)
             .arg(self.bounds.total.bytes)
             .arg(self.bounds.total.rows)
-            .arg(u64::try_from(SLACK.as_millis()).unwrap_or(u64::MAX));
+            .arg(u64::try_from(SLACK.as_millis()).unwrap_or(u64::MAX))
+            .arg(entry.thought.signature.as_deref().unwrap_or(""))
+            .arg(entry.thought.stored_redacted().unwrap_or_default());
         let (caller, total): (u64, u64) = invocation
             .invoke_async(&mut conn)
             .await
@@ -226,7 +234,7 @@ impl SharedMemo for RedisMemo {
         Ok(Evicted { caller, total })
     }
 
-    async fn get(&self, owner: &str, keys: &[String]) -> Result<Vec<Option<String>>, StoreError> {
+    async fn get(&self, owner: &str, keys: &[String]) -> Result<Vec<Option<Thought>>, StoreError> {
         if keys.is_empty() {
             return Ok(Vec::new());
         }
@@ -236,10 +244,15 @@ impl SharedMemo for RedisMemo {
         for key in keys {
             invocation.arg(reference(key));
         }
-        invocation
+        type Stored = (String, Option<String>, Option<String>);
+        let found: Vec<Option<Stored>> = invocation
             .invoke_async(&mut conn)
             .await
-            .map_err(|e| classify(&e))
+            .map_err(|e| classify(&e))?;
+        Ok(found
+            .into_iter()
+            .map(|f| f.map(|(t, s, x)| Thought::from_stored(t, s, x.as_deref())))
+            .collect())
     }
 
     /// Redis expires the keys itself; this takes the expired answers off the sums.
@@ -323,10 +336,11 @@ mod tests {
         let prefix = server.prefix.clone();
         let memo = RedisMemo::on(server.clone(), STORE_BOUNDS);
         let calls = [super::super::key("o", "c1"), super::super::key("o", "c2")];
+        let thought = Thought::from("why");
         let entry = Entry {
             owner: "o",
             calls: &calls,
-            text: "why",
+            thought: &thought,
         };
         memo.put(entry, SHARED_TTL).await.expect("put");
         let mut conn = memo.server.conn.get().await.expect("conn");

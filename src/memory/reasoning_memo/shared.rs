@@ -5,7 +5,8 @@
 //! writes on a tracked task off the request path, at most `MAX_PENDING_WRITES` at once; reads
 //! bounded by `READ_TIMEOUT`. Any failure is counted and logged and means "nothing found".
 //!
-//! An answer is one entry: its reasoning once, its owner (for the per-caller bound) and its
+//! An answer is one entry: its reasoning once (text, the server's signature, its redacted
+//! thinking: `Thought`, every byte of it counted), its owner (for the per-caller bound) and its
 //! calls' keys, each a reference to it; a backend keeps `STORE_BOUNDS` as it writes, dropping
 //! its oldest entries (the caller's, then everyone's) and saying how many (`Evicted`). Keys are
 //! the same on every replica and scoped per caller: hex SHA-256 over the owner (already a
@@ -23,7 +24,7 @@ use sha2::{Digest, Sha256};
 use tokio::sync::Semaphore;
 use tokio_util::task::TaskTracker;
 
-use super::Evicted;
+use super::{Evicted, Thought};
 use crate::store::StoreError;
 
 /// How long another replica can find an answer's reasoning: a tool loop's next turn comes
@@ -41,22 +42,22 @@ const MAX_PENDING_WRITES: usize = 256;
 pub struct Entry<'a> {
     /// The caller whose answer it is (its bound).
     pub owner: &'a str,
-    /// The keys (`key`) of its calls, each to refer to `text`.
+    /// The keys (`key`) of its calls, each to refer to `thought`.
     pub calls: &'a [String],
-    pub text: &'a str,
+    pub thought: &'a Thought,
 }
 
-/// The memo's side of a store backend: answers' texts under their calls' keys, expiring, within
-/// its bounds.
+/// The memo's side of a store backend: answers' reasoning under their calls' keys, expiring,
+/// within its bounds.
 #[async_trait]
 pub trait SharedMemo: Send + Sync {
-    /// Stores the entry's text once, for `ttl` from now, and each of its calls' keys as a
+    /// Stores the entry's reasoning once, for `ttl` from now, and each of its calls' keys as a
     /// reference to it (a key already there now refers to this one); then drops expired
     /// entries, and the oldest past the caller's and the total bounds. An entry larger than
     /// a caller's bound is not stored.
     async fn put(&self, entry: Entry<'_>, ttl: Duration) -> Result<Evicted, StoreError>;
-    /// The unexpired text each of `owner`'s keys refers to, in the keys' order.
-    async fn get(&self, owner: &str, keys: &[String]) -> Result<Vec<Option<String>>, StoreError>;
+    /// The unexpired reasoning each of `owner`'s keys refers to, in the keys' order.
+    async fn get(&self, owner: &str, keys: &[String]) -> Result<Vec<Option<Thought>>, StoreError>;
     /// Drops expired entries and the oldest past the backend's bounds; how many went.
     async fn prune(&self) -> Result<u64, StoreError>;
 }
@@ -88,8 +89,8 @@ impl Shared {
         }
     }
 
-    /// Starts writing `text` once, `keys` referring to it; returns at once.
-    pub(super) fn write(&self, owner: String, keys: Vec<String>, text: Arc<str>) {
+    /// Starts writing `thought` once, `keys` referring to it; returns at once.
+    pub(super) fn write(&self, owner: String, keys: Vec<String>, thought: Arc<Thought>) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return; // an answer dropped outside the runtime: nothing to write with
         };
@@ -105,7 +106,7 @@ impl Shared {
                 let entry = Entry {
                     owner: &owner,
                     calls: &keys,
-                    text: &text,
+                    thought: &thought,
                 };
                 match tokio::time::timeout(WRITE_TIMEOUT, store.put(entry, SHARED_TTL)).await {
                     Ok(Ok(evicted)) => {
@@ -126,8 +127,8 @@ impl Shared {
         );
     }
 
-    /// The texts under `keys`, or `None` when the store failed or was too slow.
-    pub(super) async fn read(&self, owner: &str, keys: &[String]) -> Option<Vec<Option<String>>> {
+    /// The reasoning under `keys`, or `None` when the store failed or was too slow.
+    pub(super) async fn read(&self, owner: &str, keys: &[String]) -> Option<Vec<Option<Thought>>> {
         match tokio::time::timeout(READ_TIMEOUT, self.store.get(owner, keys)).await {
             Ok(Ok(found)) => {
                 let hits = found.iter().filter(|f| f.is_some()).count();

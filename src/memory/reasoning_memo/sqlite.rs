@@ -1,6 +1,7 @@
 //! The memo's tables in the shared SQLite file (`store::SqliteFile`: the connection the title
 //! records use too), so processes sharing the file share the memo: `reasoning_memo_answer` holds each
-//! answer's reasoning once, `reasoning_memo_call` each call's key (32 bytes) and the answer it
+//! answer's reasoning once (`text`; the server's `signature` and its `redacted` thinking as a
+//! JSON array, both null when the answer had none), `reasoning_memo_call` each call's key (32 bytes) and the answer it
 //! refers to, `reasoning_memo_usage` what each caller's answers and all of them count (kept by
 //! triggers, so every delete, whoever makes it, keeps it true). A write drops expired answers and
 //! then the oldest past the caller's bound and past the total, in its own transaction; upkeep
@@ -11,6 +12,9 @@
 //! is dropped at open: its rows expire within a day anyway, and they are what filled files to
 //! gigabytes. A turn continued across the upgrade on another replica finds nothing, as after a
 //! restart.
+//!
+//! A file made before issue 34's signature lacks the two nullable columns: they are added at open
+//! (`migrate`), and its answers read back without them.
 //!
 //! Owns: the `reasoning_memo_*` tables. Must not: touch the title tables.
 
@@ -23,7 +27,7 @@ use chrono::Utc;
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 
 use super::shared::{Entry, SharedMemo};
-use super::{Bounds, Evicted, Usage};
+use super::{Bounds, Evicted, Thought, Usage};
 use crate::store::{SqliteFile, StoreError};
 
 const SCHEMA: &str = "
@@ -34,7 +38,9 @@ CREATE TABLE IF NOT EXISTS reasoning_memo_answer (
     bytes      INTEGER NOT NULL,
     rows       INTEGER NOT NULL,
     expires_at INTEGER NOT NULL,
-    text       TEXT    NOT NULL
+    text       TEXT    NOT NULL,
+    signature  TEXT,
+    redacted   TEXT
 );
 CREATE INDEX IF NOT EXISTS reasoning_memo_answer_by_owner ON reasoning_memo_answer (owner, id);
 CREATE INDEX IF NOT EXISTS reasoning_memo_answer_by_expiry ON reasoning_memo_answer (expires_at);
@@ -63,6 +69,10 @@ BEGIN
 END;
 ";
 
+/// The answer table's columns added after it was first made (issue 34), nullable: a file made
+/// before gets them at open.
+const ADDED_COLUMNS: [&str; 2] = ["signature TEXT", "redacted TEXT"];
+
 /// The `reasoning_memo_usage` row that counts every caller's answers.
 const TOTAL: &str = "";
 
@@ -84,7 +94,10 @@ impl SqliteMemo {
 
     /// The memo's tables in the shared file, on its shared connection.
     pub fn on(file: &Arc<SqliteFile>, bounds: Bounds) -> Result<Self, StoreError> {
-        file.now(|conn| conn.execute_batch(SCHEMA))?;
+        file.now(|conn| {
+            conn.execute_batch(SCHEMA)?;
+            migrate(conn)
+        })?;
         Ok(Self {
             file: file.clone(),
             bounds,
@@ -97,6 +110,26 @@ impl SqliteMemo {
     ) -> Result<T, StoreError> {
         self.file.with(work).await
     }
+}
+
+/// Adds the columns a file made before lacks, in one immediate transaction: two processes
+/// opening an old file at once add them once (the second sees them there).
+fn migrate(c: &mut Connection) -> rusqlite::Result<()> {
+    let tx = c.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    let present: Vec<String> = {
+        let mut stmt = tx.prepare("SELECT name FROM pragma_table_info('reasoning_memo_answer')")?;
+        stmt.query_map([], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?
+    };
+    for column in ADDED_COLUMNS {
+        let name = column.split(' ').next().unwrap_or(column);
+        if !present.iter().any(|p| p == name) {
+            tx.execute_batch(&format!(
+                "ALTER TABLE reasoning_memo_answer ADD COLUMN {column}"
+            ))?;
+        }
+    }
+    tx.commit()
 }
 
 /// A call's key as stored: the 32 bytes its hex names (an unreadable one as its text).
@@ -152,7 +185,7 @@ fn put_at(
     expires_at: i64,
     bounds: Bounds,
 ) -> rusqlite::Result<Evicted> {
-    let size = Usage::of_answer(entry.text.len(), entry.calls.len());
+    let size = Usage::of_answer(entry.thought.bytes(), entry.calls.len());
     if entry.calls.is_empty() || !size.within(bounds.caller) {
         return Ok(Evicted::default());
     }
@@ -164,14 +197,17 @@ fn put_at(
         params![now],
     )?;
     tx.execute(
-        "INSERT INTO reasoning_memo_answer (owner, bytes, rows, expires_at, text) \
-         VALUES (?1, ?2, ?3, ?4, ?5)",
+        "INSERT INTO reasoning_memo_answer \
+         (owner, bytes, rows, expires_at, text, signature, redacted) \
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         params![
             entry.owner,
             i64::try_from(size.bytes).unwrap_or(i64::MAX),
             i64::try_from(size.rows).unwrap_or(i64::MAX),
             expires_at,
-            entry.text
+            entry.thought.text,
+            entry.thought.signature,
+            entry.thought.stored_redacted()
         ],
     )?;
     let answer = tx.last_insert_rowid();
@@ -192,15 +228,22 @@ fn put_at(
     Ok(evicted)
 }
 
-fn get_at(c: &Connection, keys: &[String], now: i64) -> rusqlite::Result<Vec<Option<String>>> {
+fn get_at(c: &Connection, keys: &[String], now: i64) -> rusqlite::Result<Vec<Option<Thought>>> {
     let mut stmt = c.prepare_cached(
-        "SELECT a.text FROM reasoning_memo_call c JOIN reasoning_memo_answer a ON a.id = c.answer \
-         WHERE c.key = ?1 AND a.expires_at > ?2",
+        "SELECT a.text, a.signature, a.redacted FROM reasoning_memo_call c \
+         JOIN reasoning_memo_answer a ON a.id = c.answer WHERE c.key = ?1 AND a.expires_at > ?2",
     )?;
     keys.iter()
         .map(|key| {
-            stmt.query_row(params![blob(key), now], |r| r.get(0))
-                .optional()
+            stmt.query_row(params![blob(key), now], |r| {
+                let redacted: Option<String> = r.get(2)?;
+                Ok(Thought::from_stored(
+                    r.get(0)?,
+                    r.get(1)?,
+                    redacted.as_deref(),
+                ))
+            })
+            .optional()
         })
         .collect()
 }
@@ -220,10 +263,10 @@ fn prune_at(c: &mut Connection, now: i64, bounds: Bounds) -> rusqlite::Result<u6
 #[async_trait]
 impl SharedMemo for SqliteMemo {
     async fn put(&self, entry: Entry<'_>, ttl: Duration) -> Result<Evicted, StoreError> {
-        let (owner, calls, text) = (
+        let (owner, calls, thought) = (
             entry.owner.to_owned(),
             entry.calls.to_vec(),
-            entry.text.to_owned(),
+            entry.thought.clone(),
         );
         let ttl = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
         let bounds = self.bounds;
@@ -232,7 +275,7 @@ impl SharedMemo for SqliteMemo {
             let entry = Entry {
                 owner: &owner,
                 calls: &calls,
-                text: &text,
+                thought: &thought,
             };
             put_at(c, entry, now, now.saturating_add(ttl), bounds)
         })
@@ -240,7 +283,7 @@ impl SharedMemo for SqliteMemo {
     }
 
     /// The keys hash the owner in: the table needs no other scope.
-    async fn get(&self, _owner: &str, keys: &[String]) -> Result<Vec<Option<String>>, StoreError> {
+    async fn get(&self, _owner: &str, keys: &[String]) -> Result<Vec<Option<Thought>>, StoreError> {
         let keys = keys.to_vec();
         self.with(move |c| get_at(c, &keys, now_ms())).await
     }
@@ -267,94 +310,5 @@ impl SqliteMemo {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::memory::reasoning_memo::STORE_BOUNDS;
-
-    fn keys(names: &[&str]) -> Vec<String> {
-        names.iter().map(hex::encode).collect()
-    }
-
-    #[tokio::test]
-    async fn satisfies_the_memo_contract() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("t.db");
-        let measured = Arc::new(SqliteMemo::open(&path, STORE_BOUNDS).expect("open"));
-        let footprint: super::super::contract::Footprint = Box::new(move || {
-            let store = measured.clone();
-            Box::pin(async move { store.used_bytes() })
-        });
-        super::super::contract::run(
-            |bounds| {
-                let store = SqliteMemo::open(&path, bounds).expect("open");
-                Some(Arc::new(store) as Arc<dyn SharedMemo>)
-            },
-            Some(footprint),
-        )
-        .await;
-        // Another connection to the file (another process) reads the same tables.
-        let other = SqliteMemo::open(&path, STORE_BOUNDS).expect("reopen");
-        let (owner, key, text) = super::super::contract::last_written();
-        let seen = other.get(owner, &[key]).await;
-        assert_eq!(seen.expect("get"), [Some(text.to_owned())]);
-    }
-
-    fn entry<'a>(owner: &'a str, calls: &'a [String], text: &'a str) -> Entry<'a> {
-        Entry { owner, calls, text }
-    }
-
-    fn count(c: &Connection, table: &str) -> i64 {
-        c.query_row(&format!("SELECT COUNT(*) FROM {table}"), [], |r| r.get(0))
-            .expect("count")
-    }
-
-    #[test]
-    fn expired_answers_are_not_read_and_take_their_references_along() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let memo = SqliteMemo::open(&dir.path().join("t.db"), STORE_BOUNDS).expect("open");
-        let conn = memo.file.connection();
-        let mut c = conn.lock().expect("lock");
-        let (old, new) = (keys(&["old", "old2"]), keys(&["new"]));
-        put_at(&mut c, entry("a", &old, "aaaa"), 0, 100, STORE_BOUNDS).expect("put");
-        put_at(&mut c, entry("a", &new, "bbbb"), 0, 300, STORE_BOUNDS).expect("put");
-        let read = |c: &Connection, now| get_at(c, &keys(&["old", "new"]), now).expect("get");
-        assert_eq!(read(&c, 50), [Some("aaaa".into()), Some("bbbb".into())]);
-        assert_eq!(read(&c, 150), [None, Some("bbbb".into())]);
-        assert_eq!(prune_at(&mut c, 150, STORE_BOUNDS).expect("prune"), 1);
-        assert_eq!(
-            count(&c, "reasoning_memo_call"),
-            1,
-            "its references went too"
-        );
-        assert_eq!(
-            usage(&c, TOTAL).expect("usage"),
-            Usage::of_answer(4, 1),
-            "the usage follows"
-        );
-    }
-
-    /// The layout before issue 30 (a row per call id, each with the reasoning) goes at open.
-    #[test]
-    fn the_old_table_is_dropped_at_open() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let path = dir.path().join("t.db");
-        let c = Connection::open(&path).expect("open");
-        c.execute_batch(
-            "CREATE TABLE reasoning_memo (key TEXT PRIMARY KEY, text TEXT NOT NULL, \
-             expires_at INTEGER NOT NULL); INSERT INTO reasoning_memo VALUES ('k', 't', 1);",
-        )
-        .expect("old layout");
-        drop(c);
-        let memo = SqliteMemo::open(&path, STORE_BOUNDS).expect("open");
-        let conn = memo.file.connection();
-        let c = conn.lock().expect("lock");
-        let old: i64 = c
-            .query_row(
-                "SELECT COUNT(*) FROM sqlite_master WHERE name = 'reasoning_memo'",
-                [],
-                |r| r.get(0),
-            )
-            .expect("count");
-        assert_eq!(old, 0);
-    }
-}
+#[path = "sqlite_tests.rs"]
+mod tests;

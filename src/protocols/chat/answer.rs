@@ -125,6 +125,10 @@ impl ChatAnswerReader {
             self.close_calls(out);
             out.push(AnswerEvent::ReasoningSignature(signature.into_owned()));
         }
+        if let Some(data) = delta.reasoning_redacted.take().filter(|d| !d.is_empty()) {
+            self.close_calls(out);
+            out.push(AnswerEvent::RedactedReasoning(data.into_owned()));
+        }
         if let Some(text) = delta.text()
             && !text.is_empty()
         {

@@ -60,6 +60,10 @@ pub struct DeltaView<'a> {
     /// (`upstream::messages`) puts beside `reasoning_content` from a `signature_delta`.
     #[serde(default, borrow, deserialize_with = "opt_str")]
     pub reasoning_signature: Option<Cow<'a, str>>,
+    /// One redacted thinking block's opaque data: what the Messages upstream's reader puts here
+    /// from a `redacted_thinking` block (only that server reads it).
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub reasoning_redacted: Option<Cow<'a, str>>,
     #[serde(default, borrow)]
     pub tool_calls: Option<Vec<CallView<'a>>>,
 }

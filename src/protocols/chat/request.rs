@@ -101,6 +101,7 @@ fn push_message(message: Message, items: &mut Vec<Item>) {
                     opaque: None,
                     sealed: None,
                     signature: None,
+                    redacted: Vec::new(),
                 }));
             }
             match message.content {

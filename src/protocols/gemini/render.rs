@@ -150,10 +150,12 @@ impl Renderer for GeminiRenderer {
                 self.part(json!({"text": text, "thought": true}), out);
             }
             // Gemini's own thought signatures are the proxy's (`convert::signature_of`); a
-            // Messages server's signature has no place here.
+            // Messages server's signature and redacted thinking have no place here (the
+            // reasoning memo keeps them for the next turn).
             AnswerEvent::Text(_)
             | AnswerEvent::Reasoning(_)
-            | AnswerEvent::ReasoningSignature(_) => {}
+            | AnswerEvent::ReasoningSignature(_)
+            | AnswerEvent::RedactedReasoning(_) => {}
             AnswerEvent::ToolCallStart { index, id, name } => {
                 self.calls.insert(
                     index,

@@ -247,6 +247,11 @@ fn reasoning(block: &Block) -> Reasoning {
         opaque: Some(Value::Object(raw)),
         sealed: block.signature.clone(),
         signature: None,
+        // A server's redacted block echoed as it came (a history that did not pass the proxy).
+        redacted: match block.kind {
+            BlockKind::RedactedThinking => block.data.iter().cloned().collect(),
+            _ => Vec::new(),
+        },
     }
 }
 

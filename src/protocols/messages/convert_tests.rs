@@ -46,12 +46,14 @@ fn a_turn_is_reasoning_text_calls_then_results() {
                 ),
                 sealed: Some("sig==".into()),
                 signature: None,
+                redacted: Vec::new(),
             }),
             Item::Reasoning(Reasoning {
                 text: String::new(),
                 opaque: Some(json!({"type": "redacted_thinking", "data": "EncRyPt"})),
                 sealed: None,
                 signature: None,
+                redacted: vec!["EncRyPt".into()],
             }),
             Item::Message(Message::text(Role::Assistant, "Listing.")),
             Item::ToolCall(ToolCall {

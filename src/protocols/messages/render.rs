@@ -33,13 +33,21 @@ enum Open {
 /// One finished (or growing) content block, for the JSON answer.
 enum Whole {
     Text(String),
-    /// Its text, and the server's signature of it (a Messages upstream's).
-    Thinking(String, Option<String>),
+    /// Its text, and what a Messages upstream gave beside it.
+    Thinking(String, Server),
     Tool {
         id: String,
         name: String,
         arguments: String,
     },
+}
+
+/// What a Messages upstream gave beside a thinking block's text, sealed with it: its signature
+/// of the text, and its redacted thinking blocks' data (not shown: only that server reads them).
+#[derive(Default)]
+struct Server {
+    signature: Option<String>,
+    redacted: Vec<String>,
 }
 
 impl Whole {
@@ -84,12 +92,12 @@ impl MessagesRenderer {
         }
     }
 
-    /// A thinking block's signature: its text sealed with the server's signature of it, if any,
-    /// or the constant without a key.
-    fn signature(seal: Option<&ReasoningSeal>, thinking: &str, server: Option<&str>) -> String {
+    /// A thinking block's signature: its text sealed with what the server gave beside it, if
+    /// anything, or the constant without a key.
+    fn signature(seal: Option<&ReasoningSeal>, thinking: &str, server: &Server) -> String {
         seal.map_or_else(
             || THINKING_SIGNATURE.to_owned(),
-            |s| s.seal_signed(thinking, server),
+            |s| s.seal_with_server(thinking, server.signature.as_deref(), &server.redacted),
         )
     }
 
@@ -99,7 +107,7 @@ impl MessagesRenderer {
             self.open(
                 Open::Thinking,
                 &json!({"type": BlockKind::Thinking.as_str(), "thinking": "", "signature": ""}),
-                Whole::Thinking(String::new(), None),
+                Whole::Thinking(String::new(), Server::default()),
                 out,
             );
         }
@@ -112,11 +120,10 @@ impl MessagesRenderer {
         let index = self.blocks - 1;
         match open {
             Open::Thinking => {
+                let none = Server::default();
                 let (thinking, server) = match self.whole.last() {
-                    Some(Whole::Thinking(thinking, server)) => {
-                        (thinking.as_str(), server.as_deref())
-                    }
-                    _ => ("", None),
+                    Some(Whole::Thinking(thinking, server)) => (thinking.as_str(), server),
+                    _ => ("", &none),
                 };
                 let signature = Self::signature(self.seal.as_deref(), thinking, server);
                 out.push(event(
@@ -238,7 +245,16 @@ impl Renderer for MessagesRenderer {
             AnswerEvent::ReasoningSignature(signature) => {
                 self.open_thinking(out);
                 if let Some(Whole::Thinking(_, server)) = self.whole.last_mut() {
-                    server.get_or_insert_with(String::new).push_str(&signature);
+                    let held = server.signature.get_or_insert_with(String::new);
+                    held.push_str(&signature);
+                }
+            }
+            // Sealed with the thinking block (a block of its own when there is no thinking
+            // before it): the client cannot read it, and gives it back with the seal.
+            AnswerEvent::RedactedReasoning(data) => {
+                self.open_thinking(out);
+                if let Some(Whole::Thinking(_, server)) = self.whole.last_mut() {
+                    server.redacted.push(data);
                 }
             }
             AnswerEvent::ToolCallStart { index, id, name } => self.open(
@@ -323,7 +339,7 @@ impl Renderer for MessagesRenderer {
                     ("text", Value::String(text)),
                 ]),
                 Whole::Thinking(thinking, server) => {
-                    let signature = Self::signature(seal.as_deref(), &thinking, server.as_deref());
+                    let signature = Self::signature(seal.as_deref(), &thinking, &server);
                     block([
                         ("type", BlockKind::Thinking.as_str().into()),
                         ("thinking", Value::String(thinking)),

@@ -87,6 +87,7 @@ fn a_reasoning_item_is_carried_whole_and_never_rendered() {
                 opaque: Some(reasoning),
                 sealed: Some("gAAAA".into()),
                 signature: None,
+                redacted: Vec::new(),
             }),
             Item::Message(Message::text(Role::Assistant, "Looking.")),
         ]
@@ -113,6 +114,7 @@ fn an_assistant_message_without_content_opens_the_turn_of_the_calls_after_it() {
                 opaque: Some(json!({"type": "reasoning", "summary": []})),
                 sealed: None,
                 signature: None,
+                redacted: Vec::new(),
             }),
             call("c1", "f", CallInput::Arguments("{}".into())),
             // Nothing follows: an empty answer.

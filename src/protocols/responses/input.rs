@@ -116,6 +116,7 @@ fn reasoning(raw: Value) -> Reasoning {
         opaque: Some(raw),
         sealed,
         signature: None,
+        redacted: Vec::new(),
     }
 }
 

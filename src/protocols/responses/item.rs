@@ -32,6 +32,8 @@ pub struct Item {
     pub sealed: Option<String>,
     /// A reasoning item's server signature (a Messages upstream's), sealed with its text.
     pub server_signature: Option<String>,
+    /// A reasoning item's server redacted thinking (a Messages upstream's), sealed with it.
+    pub server_redacted: Vec<String>,
 }
 
 impl Item {

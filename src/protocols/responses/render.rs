@@ -171,6 +171,7 @@ impl ResponseRenderer {
             done: false,
             sealed: None,
             server_signature: None,
+            server_redacted: Vec::new(),
         };
         let index = self.items.len();
         let added = item.to_json(IN_PROGRESS);
@@ -236,6 +237,12 @@ impl ResponseRenderer {
             .push_str(signature);
     }
 
+    /// Kept for the item's seal, like the signature.
+    fn redacted_reasoning(&mut self, data: String, out: &mut Vec<Bytes>) {
+        let index = self.reasoning_item(out);
+        self.items[index].server_redacted.push(data);
+    }
+
     fn reasoning(&mut self, delta: &str, out: &mut Vec<Bytes>) {
         let index = self.reasoning_item(out);
         let id = self.items[index].id.clone();
@@ -278,7 +285,8 @@ impl ResponseRenderer {
             && let Some(seal) = &self.seal
         {
             let item = &self.items[index];
-            let sealed = seal.seal_signed(&item.text, item.server_signature.as_deref());
+            let signature = item.server_signature.as_deref();
+            let sealed = seal.seal_with_server(&item.text, signature, &item.server_redacted);
             self.items[index].sealed = Some(sealed);
         }
         if self.quiet {
@@ -462,6 +470,7 @@ impl Renderer for ResponseRenderer {
             AnswerEvent::ReasoningSignature(signature) => {
                 self.reasoning_signature(&signature, out);
             }
+            AnswerEvent::RedactedReasoning(data) => self.redacted_reasoning(data, out),
             AnswerEvent::ToolCallStart { index, id, name } => self.call_start(index, id, name, out),
             AnswerEvent::ToolCallArguments { index, delta } => {
                 self.call_arguments(index, &delta, out);

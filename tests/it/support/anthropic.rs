@@ -1,6 +1,6 @@
 //! A recording fake **Anthropic** model server (`upstream.wire = "messages"`): the recording
 //! `FakeUpstream` playing Anthropic's event stream (`message_start` … `message_stop`), thinking
-//! blocks with signatures, tool use as partial JSON, an `error` event, an overloaded 529.
+//! blocks with signatures, redacted thinking, tool use as partial JSON, an `error` event, an overloaded 529.
 
 use serde_json::{Value, json};
 
@@ -10,6 +10,9 @@ use super::fake_upstream::{FakeUpstream, Recorded, Reply, Step};
 pub const SIGNATURE: &str = "EqQBCkYIBxgCKkBfakeSignatureOfTheFakeAnthropicUpstream==";
 /// The thinking text of the fake's first turn.
 pub const THINKING: &str = "The user wants a file listing; Bash will do.";
+
+/// The opaque data of the fake's redacted thinking blocks.
+pub const REDACTED: &str = "EmwKAhgBEgyFakeRedactedThinkingOfTheFakeAnthropicUpstream==";
 
 /// The server's root, as `upstream.base_url` names a Messages upstream (no `/v1`).
 pub fn root(fake: &FakeUpstream) -> String {
@@ -87,6 +90,24 @@ pub fn thinking_then_raw_tool(id: &str, name: &str, json: &str) -> Reply {
             "delta": {"type": "input_json_delta", "partial_json": piece}}));
     }
     events.push(json!({"type": "content_block_stop", "index": 1}));
+    events.extend(stop("tool_use"));
+    stream(&events)
+}
+
+/// `thinking_then_tool`'s thinking, then a `redacted_thinking` block (its data whole at the
+/// start, as Anthropic sends it), then the tool use with its input whole.
+pub fn redacted_then_tool(id: &str, name: &str, input: &Value) -> Reply {
+    let mut events = vec![
+        start("msg_redacted"),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "thinking", "thinking": "", "signature": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "thinking_delta", "thinking": THINKING}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "signature_delta", "signature": SIGNATURE}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "content_block_start", "index": 1, "content_block": {"type": "redacted_thinking", "data": REDACTED}}),
+        json!({"type": "content_block_stop", "index": 1}),
+        json!({"type": "content_block_start", "index": 2, "content_block": {"type": "tool_use", "id": id, "name": name, "input": input}}),
+        json!({"type": "content_block_stop", "index": 2}),
+    ];
     events.extend(stop("tool_use"));
     stream(&events)
 }

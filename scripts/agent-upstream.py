@@ -141,6 +141,8 @@ def pieces(s, n=3):
 
 
 REASONING = "Thinking about the next step of the plan."
+# What a Messages server sends in place of thinking it will not show (opaque to the client).
+REDACTED = base64.b64encode(b"fake-redacted-thinking").decode()
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -291,6 +293,8 @@ class Handler(BaseHTTPRequestHandler):
         blocks = []
         if ARGS.reasoning:
             blocks.append({"type": "thinking", "thinking": REASONING, "signature": sig})
+        if ARGS.redacted:
+            blocks.append({"type": "redacted_thinking", "data": REDACTED})
         if act[0] == "text":
             blocks.append({"type": "text", "text": act[1]})
         else:
@@ -313,6 +317,8 @@ class Handler(BaseHTTPRequestHandler):
                 for p in pieces(REASONING):
                     ev("content_block_delta", {"index": i, "delta": {"type": "thinking_delta", "thinking": p}})
                 ev("content_block_delta", {"index": i, "delta": {"type": "signature_delta", "signature": sig}})
+            elif b["type"] == "redacted_thinking":
+                ev("content_block_start", {"index": i, "content_block": b})
             elif b["type"] == "text":
                 ev("content_block_start", {"index": i, "content_block": {"type": "text", "text": ""}})
                 for p in pieces(b["text"]):
@@ -368,6 +374,8 @@ def main():
     ap.add_argument("--title-text", default="Scripted title")
     ap.add_argument("--text-only", action="store_true", help="answer raw_text steps, tools or not")
     ap.add_argument("--reasoning", action="store_true", help="stream a short reasoning first")
+    ap.add_argument("--redacted", action="store_true",
+                    help="Messages answers also carry a redacted_thinking block (after the thinking)")
     ap.add_argument("--search-text", help="answer a search sub-agent's requests (system text holds "
                     "opencode's search prompt) with this text, outside the plan")
     ap.add_argument("--search-plan", help="JSON file: the steps for a search sub-agent's requests")

@@ -330,21 +330,49 @@ fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<A
         {
             start -= 1;
         }
-        let reasoned = start > 0
-            && matches!(&items[start - 1],
-                Item::Reasoning(r) if !r.text.is_empty() || !r.redacted.is_empty());
+        let echoed = start.checked_sub(1).filter(|&r| {
+            matches!(&items[r], Item::Reasoning(r) if !r.text.is_empty() || !r.redacted.is_empty())
+        });
         let Item::ToolCall(call) = &items[i] else {
             unreachable!("checked above");
         };
-        let found = (!reasoned)
-            .then_some(call.id.as_deref())
-            .flatten()
-            .and_then(&mut find);
-        if let Some(thought) = found {
-            items.insert(start, Item::Reasoning(thought.to_reasoning()));
-            i += 1;
+        let id = call.id.clone();
+        match echoed {
+            None => {
+                if let Some(thought) = id.as_deref().and_then(&mut find) {
+                    items.insert(start, Item::Reasoning(thought.to_reasoning()));
+                    i += 1;
+                }
+            }
+            Some(r) => sign_echoed(&mut items[r], id.as_deref(), &mut find),
         }
         i += 1;
+    }
+}
+
+/// A client that echoes the reasoning's text but not the server's signature (pi and other Chat
+/// clients send `reasoning_content` back): a Messages server refuses the thinking block unsigned,
+/// so the signature and redacted thinking the memo kept for that answer are added, but only when
+/// the echoed text is the text the server signed (anything else would carry a signature that no
+/// longer matches). A turn that carries its own signature or redacted thinking is left alone.
+fn sign_echoed(
+    item: &mut Item,
+    call_id: Option<&str>,
+    find: &mut impl FnMut(&str) -> Option<Arc<Thought>>,
+) {
+    let Item::Reasoning(reasoning) = item else {
+        return;
+    };
+    if reasoning.signature.is_some() || reasoning.sealed.is_some() || !reasoning.redacted.is_empty()
+    {
+        return;
+    }
+    let Some(thought) = call_id.and_then(find) else {
+        return;
+    };
+    if thought.text == reasoning.text && thought.signature.is_some() {
+        reasoning.signature.clone_from(&thought.signature);
+        reasoning.redacted.clone_from(&thought.redacted);
     }
 }
 
@@ -390,6 +418,49 @@ mod tests {
         memo.recover("a", &mut items);
         assert_eq!(reasoning_of(&items), [(1, "I will run ls.".to_owned())]);
         assert_eq!(items.len(), 5);
+    }
+
+    #[test]
+    fn an_echoed_text_without_its_signature_gets_the_signature_the_server_gave_it() {
+        let memo = ReasoningMemo::default();
+        let signed = Thought {
+            text: "I will run ls.".into(),
+            signature: Some("c2lnbmVk".into()),
+            redacted: vec!["cmVkYWN0ZWQ=".into()],
+        };
+        memo.remember("a", &["call_1".into()], signed.clone());
+        memo.remember("a", &["call_2".into()], signed);
+        let echo = |text: &str, id: &str| {
+            vec![
+                Item::Reasoning(Reasoning {
+                    text: text.into(),
+                    ..Reasoning::default()
+                }),
+                call(id),
+            ]
+        };
+        let mut same = echo("I will run ls.", "call_1");
+        memo.recover("a", &mut same);
+        let Item::Reasoning(r) = &same[0] else {
+            panic!("the reasoning stays first: {same:?}")
+        };
+        assert_eq!(r.signature.as_deref(), Some("c2lnbmVk"));
+        assert_eq!(r.redacted, ["cmVkYWN0ZWQ="]);
+        assert_eq!(same.len(), 2, "completed in place, not added");
+        // Text the server did not sign gets no signature (it would no longer match).
+        let mut edited = echo("I will run ls -la.", "call_2");
+        memo.recover("a", &mut edited);
+        let Item::Reasoning(r) = &edited[0] else {
+            panic!("the reasoning stays first: {edited:?}")
+        };
+        assert_eq!((r.signature.as_deref(), r.redacted.len()), (None, 0));
+        // Another caller's echo of the same call id finds nothing.
+        let mut theirs = echo("I will run ls.", "call_1");
+        memo.recover("b", &mut theirs);
+        let Item::Reasoning(r) = &theirs[0] else {
+            panic!("the reasoning stays first: {theirs:?}")
+        };
+        assert_eq!(r.signature, None);
     }
 
     #[test]

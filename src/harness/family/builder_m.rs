@@ -27,6 +27,12 @@ pub fn build(items: &[Item]) -> Vec<Value> {
             Item::Message(message) => match message.role {
                 Role::Assistant => {
                     let text = message.content.text();
+                    // An assistant turn with nothing in it (a front's record of a Claude Code
+                    // or Gemini turn that held only thinking and calls) is no message: its
+                    // reasoning stays pending for the calls after it, as the model gave both.
+                    if text.is_empty() && !has_parts(&message.content) {
+                        continue;
+                    }
                     if b.pending.is_empty() {
                         let mut m =
                             json!({"role": "assistant", "content": content(&message.content)});
@@ -87,6 +93,11 @@ impl Builder {
     }
 }
 
+/// Whether `content` holds a part that is not text (an image, audio): such a turn is sent.
+fn has_parts(content: &Content) -> bool {
+    matches!(content, Content::Parts(parts) if parts.iter().any(|p| !matches!(p, Part::Text(_))))
+}
+
 fn parts_of(content: &Content) -> Vec<Part> {
     match content {
         Content::Text(text) => vec![Part::Text(text.clone())],
@@ -136,6 +147,42 @@ mod tests {
         assert_eq!(
             Value::Array(build(&items)),
             json!([{"role":"user","content":"be brief"},{"role":"user","content":"hi"}])
+        );
+    }
+
+    /// Found with real Claude Code and Gemini CLI through claude-code on a Chat upstream: their
+    /// echoed turn (thinking, then a call) reached the builder with an empty assistant message
+    /// between, which went up as a message of its own holding the reasoning, apart from the calls
+    /// it was the reasoning of.
+    #[test]
+    fn an_empty_assistant_turn_leaves_its_reasoning_to_the_calls_after_it() {
+        use crate::conversation::{CallInput, Reasoning, ToolCall, ToolResult};
+        let items = vec![
+            Item::Message(Message::text(Role::User, "go")),
+            Item::Reasoning(Reasoning {
+                text: "thinking".into(),
+                ..Reasoning::default()
+            }),
+            Item::Message(Message::text(Role::Assistant, "")),
+            Item::ToolCall(ToolCall {
+                id: Some("c1".into()),
+                name: "Bash".into(),
+                input: CallInput::Arguments("{}".into()),
+            }),
+            Item::ToolResult(ToolResult {
+                call_id: Some("c1".into()),
+                content: Content::Text("ok".into()),
+                is_error: false,
+            }),
+        ];
+        assert_eq!(
+            Value::Array(build(&items)),
+            json!([
+                {"role":"user","content":"go"},
+                {"role":"assistant","content":"","reasoning_content":"thinking",
+                 "tool_calls":[{"type":"function","id":"c1","function":{"name":"Bash","arguments":"{}"}}]},
+                {"role":"tool","content":"ok","tool_call_id":"c1"}
+            ])
         );
     }
 }

@@ -101,7 +101,7 @@ def system_text(body):
 
 
 def is_search_agent(body):
-    return SEARCH_OPENING in system_text(body)
+    return (ARGS.search_opening or SEARCH_OPENING) in system_text(body)
 
 
 def decide(body, chat):
@@ -379,6 +379,8 @@ def main():
     ap.add_argument("--search-text", help="answer a search sub-agent's requests (system text holds "
                     "opencode's search prompt) with this text, outside the plan")
     ap.add_argument("--search-plan", help="JSON file: the steps for a search sub-agent's requests")
+    ap.add_argument("--search-opening", help="system text that marks a sub-agent's request instead "
+                    "of opencode's search prompt (e.g. the claude-code harness's child prompt)")
     ARGS = ap.parse_args()
     ARGS.workdir = os.path.abspath(ARGS.workdir)
     if ARGS.plan:

@@ -190,7 +190,10 @@ impl AppState {
         );
         // One backend for everything the proxy keeps: title records, the memo, live notices.
         let backend = Backend::open(&config.titles.store, &config.titles.redis_prefix)?;
-        let memory = Arc::new(ConversationMemory::open(&backend)?);
+        let memory = Arc::new(ConversationMemory::open(
+            &backend,
+            config.titles.memo_read_timeout,
+        )?);
         let titles = Arc::new(TitleService::with_memory(
             config.titles.clone(),
             store::open(&config.titles, &backend)?,

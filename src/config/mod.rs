@@ -420,6 +420,12 @@ pub struct TitlesConfig {
     /// process may fail them as abandoned. Renewed every third of it.
     #[serde(with = "humantime_serde")]
     pub lease: Duration,
+    /// How long a turn waits for the reasoning memo's read in the store (then goes on as if
+    /// nothing was found).
+    #[serde(with = "humantime_serde")]
+    pub memo_read_timeout: Duration,
+    /// Title requests running at once; more wait for a slot (their main requests do not).
+    pub max_in_flight: usize,
 }
 
 impl Default for TitlesConfig {
@@ -439,6 +445,8 @@ impl Default for TitlesConfig {
             redis_prefix: "harness-proxy".to_owned(),
             instance_id: None,
             lease: Duration::from_secs(30),
+            memo_read_timeout: Duration::from_millis(250),
+            max_in_flight: 64,
         }
     }
 }

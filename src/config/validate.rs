@@ -87,6 +87,9 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
             ),
         ));
     }
+    if config.titles.max_in_flight == 0 {
+        return Err(bad("titles.max_in_flight", "must be greater than 0".into()));
+    }
     if config.titles.max_records == 0 {
         return Err(bad("titles.max_records", "must be greater than 0".into()));
     }

@@ -54,10 +54,11 @@ pub struct ConversationMemory {
 }
 
 impl ConversationMemory {
-    /// The memory over the shared backend (only the reasoning memo keeps entries there).
-    pub fn open(backend: &Backend) -> Result<Self, StoreError> {
+    /// The memory over the shared backend (only the reasoning memo keeps entries there, read
+    /// within `memo_read_timeout`).
+    pub fn open(backend: &Backend, memo_read_timeout: Duration) -> Result<Self, StoreError> {
         Ok(Self {
-            reasoning: Arc::new(ReasoningMemo::open(backend)?),
+            reasoning: Arc::new(ReasoningMemo::open(backend, memo_read_timeout)?),
             ..Self::default()
         })
     }

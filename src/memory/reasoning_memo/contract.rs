@@ -5,18 +5,28 @@
 //! many calls refer to it.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 
 use super::{
-    Bounds, Entry, Evicted, MAX_ENTRY_BYTES, ReasoningMemo, SHARED_TTL, STORE_BOUNDS, SharedMemo,
-    Thought, Usage, key,
+    Bounds, Entry, Evicted, LOCAL_BOUNDS, MAX_ENTRY_BYTES, ReasoningMemo, SHARED_TTL, STORE_BOUNDS,
+    SharedMemo, Thought, Usage, key,
 };
 use crate::conversation::{CallInput, Item, Message, Role, ToolCall};
 
 /// What a backend holds, in bytes, as it counts its own size: the SQLite file's used pages,
 /// Redis's `MEMORY USAGE` of the memo's keys. The memory backend has none (its local map counts).
 pub type Footprint = Box<dyn Fn() -> BoxFuture<'static, u64> + Send + Sync>;
+
+/// How long a replica of the contract waits for a read: a busy test machine can take longer
+/// than the shipped timeout, and the contract is about what is found, not how fast.
+const PATIENT: Duration = Duration::from_secs(60);
+
+/// Another replica over `store`, its local map within `bounds`.
+pub(super) fn replica(bounds: Bounds, store: Option<Arc<dyn SharedMemo>>) -> ReasoningMemo {
+    ReasoningMemo::with_bounds(bounds, store).read_within(PATIENT)
+}
 
 /// What the contract writes last and leaves in the store, for a backend's own test to read
 /// back: (owner, key, text).
@@ -77,8 +87,8 @@ async fn one_answer_of_many_calls_costs_about_one_answer(
     let text = "r".repeat(REASONING);
     let ids: Vec<String> = (0..2_000).map(|i| format!("call_{i:04}")).collect();
     let (one, two) = (
-        ReasoningMemo::new(backend(STORE_BOUNDS)),
-        ReasoningMemo::new(backend(STORE_BOUNDS)),
+        replica(LOCAL_BOUNDS, backend(STORE_BOUNDS)),
+        replica(LOCAL_BOUNDS, backend(STORE_BOUNDS)),
     );
     let before = match footprint {
         Some(measure) => measure().await,
@@ -113,8 +123,8 @@ async fn one_answer_of_many_calls_costs_about_one_answer(
 async fn replicas_and_callers(backend: &impl Fn(Bounds) -> Option<Arc<dyn SharedMemo>>) {
     let shared = backend(STORE_BOUNDS).is_some();
     let (one, two) = (
-        ReasoningMemo::new(backend(STORE_BOUNDS)),
-        ReasoningMemo::new(backend(STORE_BOUNDS)),
+        replica(LOCAL_BOUNDS, backend(STORE_BOUNDS)),
+        replica(LOCAL_BOUNDS, backend(STORE_BOUNDS)),
     );
     one.remember(
         "alice",
@@ -196,8 +206,8 @@ async fn bounds_hold_at_write_time(backend: &impl Fn(Bounds) -> Option<Arc<dyn S
         total: room(5),
     };
     let (one, two) = (
-        ReasoningMemo::with_bounds(bounds, backend(bounds)),
-        ReasoningMemo::with_bounds(bounds, backend(bounds)),
+        replica(bounds, backend(bounds)),
+        replica(bounds, backend(bounds)),
     );
     let shared = backend(bounds).is_some();
     let text = |name: &str| format!("{name:-<TEXT$}");
@@ -210,7 +220,7 @@ async fn bounds_hold_at_write_time(backend: &impl Fn(Bounds) -> Option<Arc<dyn S
         reasoning(&items)
     };
     let there = async |owner: &str, name: &str| {
-        let memo = ReasoningMemo::with_bounds(bounds, backend(bounds));
+        let memo = replica(bounds, backend(bounds));
         recovered(&memo, owner, name).await.1
     };
 
@@ -306,7 +316,7 @@ async fn rows_count_against_the_bounds_too(
             rows: 100,
         },
     };
-    let memo = ReasoningMemo::with_bounds(bounds, backend(bounds));
+    let memo = replica(bounds, backend(bounds));
     let ids = |answer: usize| -> Vec<String> { (0..9).map(|i| format!("r{answer}_{i}")).collect() };
     for answer in 0..4 {
         memo.remember("erin", &ids(answer), format!("answer {answer}"));

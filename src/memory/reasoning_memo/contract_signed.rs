@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use super::contract::turn;
-use super::{Bounds, ReasoningMemo, STORE_BOUNDS, SharedMemo, Thought, Usage};
+use super::contract::{replica, turn};
+use super::{Bounds, LOCAL_BOUNDS, ReasoningMemo, STORE_BOUNDS, SharedMemo, Thought, Usage};
 use crate::conversation::{Item, Reasoning};
 
 fn signed(text: &str) -> Thought {
@@ -39,8 +39,8 @@ async fn signature_and_redacted_thinking_come_back(
 ) {
     let shared = backend(STORE_BOUNDS).is_some();
     let (one, two) = (
-        ReasoningMemo::new(backend(STORE_BOUNDS)),
-        ReasoningMemo::new(backend(STORE_BOUNDS)),
+        replica(LOCAL_BOUNDS, backend(STORE_BOUNDS)),
+        replica(LOCAL_BOUNDS, backend(STORE_BOUNDS)),
     );
     let thought = signed("Need ls.");
     let redacted_only = Thought {
@@ -85,7 +85,7 @@ async fn their_bytes_count_against_the_bounds(
         caller: room,
         total: room,
     };
-    let memo = ReasoningMemo::with_bounds(bounds, backend(bounds));
+    let memo = replica(bounds, backend(bounds));
     memo.remember("hal", &["b1".into()], first);
     memo.remember("hal", &["b2".into()], second.clone());
     memo.settled().await;

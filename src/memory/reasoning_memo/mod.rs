@@ -185,9 +185,19 @@ impl ReasoningMemo {
         Self::with_bounds(LOCAL_BOUNDS, shared)
     }
 
+    /// The same memo, waiting up to `timeout` for the shared store's answer (`READ_TIMEOUT`
+    /// unless set).
+    #[must_use]
+    pub fn read_within(mut self, timeout: Duration) -> Self {
+        if let Some(shared) = &mut self.shared {
+            shared.read_within(timeout);
+        }
+        self
+    }
+
     /// The memo over the backend `titles.store` names (none for `memory`: the local map is all
-    /// there is).
-    pub fn open(backend: &Backend) -> Result<Self, StoreError> {
+    /// there is), reading it within `read_timeout`.
+    pub fn open(backend: &Backend, read_timeout: Duration) -> Result<Self, StoreError> {
         let shared: Option<Arc<dyn SharedMemo>> = match backend {
             Backend::Memory => None,
             Backend::Sqlite(file) => Some(Arc::new(sqlite::SqliteMemo::on(file, STORE_BOUNDS)?)),
@@ -195,7 +205,7 @@ impl ReasoningMemo {
                 Some(Arc::new(redis::RedisMemo::on(server.clone(), STORE_BOUNDS)))
             }
         };
-        Ok(Self::new(shared))
+        Ok(Self::new(shared).read_within(read_timeout))
     }
 
     /// Remembers `reasoning` (its text, and the server's signature and redacted thinking) once as
@@ -248,7 +258,7 @@ impl ReasoningMemo {
         Misses(misses)
     }
 
-    /// Looks `misses` up in the shared store (within `READ_TIMEOUT`) and fills the turns found;
+    /// Looks `misses` up in the shared store (within the read timeout) and fills the turns found;
     /// what is found is kept here too. Absent ones are noted as such, except the newest turn's,
     /// whose answer's write may still be on its way from another replica.
     pub async fn recover_shared(&self, owner: &str, items: &mut Vec<Item>, misses: Misses) {

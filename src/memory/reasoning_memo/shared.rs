@@ -30,7 +30,8 @@ use crate::store::StoreError;
 /// How long another replica can find an answer's reasoning: a tool loop's next turn comes
 /// within minutes; a session resumed a day later sends its history to whichever replica.
 pub const SHARED_TTL: Duration = Duration::from_secs(24 * 3600);
-/// A turn waits at most this long for the shared store (then goes on as if nothing was found).
+/// A turn waits at most this long for the shared store (then goes on as if nothing was found),
+/// unless `titles.memo_read_timeout` says otherwise.
 pub const READ_TIMEOUT: Duration = Duration::from_millis(250);
 /// A write gives up after this long (a hung store must not pile up tasks).
 const WRITE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -78,6 +79,8 @@ pub(super) struct Shared {
     tracker: TaskTracker,
     /// Bounds the writes in flight.
     writes: Arc<Semaphore>,
+    /// How long a turn waits for a read.
+    read_timeout: Duration,
 }
 
 impl Shared {
@@ -86,7 +89,12 @@ impl Shared {
             store,
             tracker: TaskTracker::new(),
             writes: Arc::new(Semaphore::new(MAX_PENDING_WRITES)),
+            read_timeout: READ_TIMEOUT,
         }
+    }
+
+    pub(super) fn read_within(&mut self, timeout: Duration) {
+        self.read_timeout = timeout;
     }
 
     /// Starts writing `thought` once, `keys` referring to it; returns at once.
@@ -127,9 +135,10 @@ impl Shared {
         );
     }
 
-    /// The reasoning under `keys`, or `None` when the store failed or was too slow.
+    /// The reasoning under `keys`, or `None` when the store failed or took longer than the read
+    /// timeout.
     pub(super) async fn read(&self, owner: &str, keys: &[String]) -> Option<Vec<Option<Thought>>> {
-        match tokio::time::timeout(READ_TIMEOUT, self.store.get(owner, keys)).await {
+        match tokio::time::timeout(self.read_timeout, self.store.get(owner, keys)).await {
             Ok(Ok(found)) => {
                 let hits = found.iter().filter(|f| f.is_some()).count();
                 metrics::counter!("harness_proxy_reasoning_memo_store_total", "operation" => "read", "outcome" => "found")

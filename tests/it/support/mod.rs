@@ -41,6 +41,9 @@ pub fn test_config(upstream: &str) -> Config {
     config.upstream.connect_timeout = Duration::from_secs(2);
     config.shutdown_grace = Duration::from_secs(5);
     config.titles.store = harness_proxy::config::StoreUrl::Memory;
+    // A busy test machine can take longer than the shipped 250 ms to answer a memo read; these
+    // tests show what a replica finds, not how fast (the timeout itself has a unit test).
+    config.titles.memo_read_timeout = Duration::from_secs(30);
     config.opencode.today = Some("Sat Nov 29 2025".to_owned());
     config.opencode.platform = Some("linux".to_owned());
     config

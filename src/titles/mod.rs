@@ -22,6 +22,7 @@ pub mod observe;
 pub mod outbox;
 pub mod sanitize;
 pub mod service;
+mod slots;
 pub mod store;
 pub mod threads;
 pub mod turn;

@@ -25,6 +25,7 @@ use super::job::{TitleJob, TitleRequest};
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
 use super::sanitize::sanitize_title;
+use super::slots::{Busy, SLOT_WAIT, TitleSlots};
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 use super::threads::TitleThreads;
 use super::writer::{self, OutcomeQueue, Pushed};
@@ -51,6 +52,8 @@ enum TitleFailure {
     Unreadable(#[source] serde_json::Error),
     #[error("titler produced no text")]
     NoText,
+    #[error(transparent)]
+    Busy(#[from] Busy),
 }
 
 /// Longest wait for the claim on the chat path: beyond it the turn is simply not titled.
@@ -79,6 +82,8 @@ pub struct TitleService {
     breaker: Breaker,
     /// First turns' claims waiting for their client's own title request.
     pub(super) threads: TitleThreads,
+    /// Title requests running at once (`titles.max_in_flight`).
+    slots: TitleSlots,
 }
 
 /// A started title job: its request written, from the answer too for an exchange (none: nothing
@@ -124,7 +129,10 @@ impl TitleService {
         upstream: Arc<Upstream>,
     ) -> Result<Self, StoreError> {
         let backend = Backend::open(&config.store, &config.redis_prefix)?;
-        let memory = Arc::new(ConversationMemory::open(&backend)?);
+        let memory = Arc::new(ConversationMemory::open(
+            &backend,
+            config.memo_read_timeout,
+        )?);
         Ok(Self::with_memory(config, store, &backend, memory, upstream))
     }
 
@@ -141,6 +149,7 @@ impl TitleService {
             .instance_id
             .clone()
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let slots = TitleSlots::new(config.max_in_flight);
         Self {
             config,
             store,
@@ -155,6 +164,7 @@ impl TitleService {
             memory,
             breaker: Breaker::default(),
             threads: TitleThreads::default(),
+            slots,
         }
     }
 
@@ -430,7 +440,7 @@ impl TitleService {
             // Bounded like any claim: a hung store must not hold the outcome (upkeep fails a
             // pending record that a late write leaves behind).
             let (written, outcome) = tokio::join!(
-                tokio::time::timeout(CLAIM_TIMEOUT, self.store.claim(&live.record)),
+                tokio::time::timeout(CLAIM_TIMEOUT, self.store.insert_fresh(&live.record)),
                 caught(self.run(live, job, dispatched))
             );
             if !matches!(written, Ok(Ok(_))) {
@@ -450,15 +460,30 @@ impl TitleService {
     /// The title task's work; its outcome is settled by the caller, panic or not.
     async fn run(&self, live: &LiveTitle, job: Ready, dispatched: oneshot::Sender<()>) -> Outcome {
         tokio::select! {
-            result = tokio::time::timeout(self.config.timeout, self.generate(live, job, dispatched)) => match result {
-                Ok(Ok(title)) => Outcome::Done(title),
-                Ok(Err(failure)) => Outcome::Failed(failure.to_string()),
-                Err(_) => Outcome::Failed(format!(
-                    "title request timed out after {}",
-                    humantime::format_duration(self.config.timeout)
-                )),
-            },
+            outcome = self.in_slot(live, job, dispatched) => outcome,
             () = self.cancel.cancelled() => Outcome::Failed("the proxy shut down before the title finished".to_owned()),
+        }
+    }
+
+    /// The title request, in one of the slots, bounded by `titles.timeout` once it has one.
+    async fn in_slot(
+        &self,
+        live: &LiveTitle,
+        job: Ready,
+        dispatched: oneshot::Sender<()>,
+    ) -> Outcome {
+        let slot = match self.slots.take(dispatched).await {
+            Ok(slot) => slot,
+            Err(busy) => return Outcome::Failed(TitleFailure::from(busy).to_string()),
+        };
+        let generated = self.generate(live, job, slot.dispatched);
+        match tokio::time::timeout(self.config.timeout, generated).await {
+            Ok(Ok(title)) => Outcome::Done(title),
+            Ok(Err(failure)) => Outcome::Failed(failure.to_string()),
+            Err(_) => Outcome::Failed(format!(
+                "title request timed out after {}",
+                humantime::format_duration(self.config.timeout)
+            )),
         }
     }
 
@@ -587,7 +612,7 @@ impl TitleService {
         &self,
         live: &LiveTitle,
         job: Ready,
-        dispatched: oneshot::Sender<()>,
+        dispatched: Option<oneshot::Sender<()>>,
     ) -> Result<String, TitleFailure> {
         let request = job.request?.ok_or(TitleFailure::NoInput)?;
         let response = self
@@ -598,7 +623,7 @@ impl TitleService {
                 headers: request.headers.clone(),
                 body: request.body.clone(),
                 client_authorization: job.client_authorization.clone(),
-                dispatched: Some(dispatched),
+                dispatched,
                 messages: request.messages,
             })
             .await?;
@@ -666,10 +691,11 @@ impl TitleService {
         self.bus.subscribe()
     }
 
-    /// How long a follower waits for a title running elsewhere: its timeout, plus time for its
-    /// owner's lease to run out and another process to fail it if that owner died.
+    /// How long a follower waits for a title running elsewhere: its wait for a slot and its
+    /// timeout, plus time for its owner's lease to run out and another process to fail it if that
+    /// owner died.
     pub fn follow_deadline(&self) -> Duration {
-        self.config.timeout + self.config.lease * 2
+        SLOT_WAIT + self.config.timeout + self.config.lease * 2
     }
 }
 

@@ -297,6 +297,8 @@ async fn sigterm_drains_100_streams_and_100_titles_with_nothing_lost() {
             ("HARNESS_PROXY__TITLES__STORE", &store),
             ("HARNESS_PROXY__SHUTDOWN_GRACE", "60s"),
             ("HARNESS_PROXY__LOG_LEVEL", "warn"),
+            // All N titles in flight at once, past the default 64 slots.
+            ("HARNESS_PROXY__TITLES__MAX_IN_FLIGHT", "100"),
         ],
     )
     .await;

@@ -65,6 +65,7 @@ mod startup;
 mod subagents;
 mod text_harnesses;
 mod title_exchange;
+mod title_slots;
 mod titles;
 mod tool_count;
 mod ui;

@@ -39,6 +39,7 @@ pub async fn run(store: Arc<dyn TitleStore>) {
     records_read_list_and_page(store.as_ref()).await;
     recovery_respects_leases(store.as_ref()).await;
     withdrawing_takes_back_only_an_own_pending_claim(store.as_ref()).await;
+    a_fresh_record_is_written_pending_and_never_over_another(store.as_ref()).await;
     store.ping().await.expect("ping");
 }
 
@@ -265,5 +266,29 @@ async fn withdrawing_takes_back_only_an_own_pending_claim(store: &dyn TitleStore
     assert!(
         !store.withdraw(&mine, "again").await.expect("withdraw"),
         "a finished record stays as it is"
+    );
+}
+
+/// A fresh conversation's pending record (written in the background where a backend can) reads
+/// back pending, and never replaces a record already there, nor its later outcome.
+async fn a_fresh_record_is_written_pending_and_never_over_another(store: &dyn TitleStore) {
+    let fresh = record("fay", "conv_fresh", 10);
+    store.insert_fresh(&fresh).await.expect("insert_fresh");
+    let read = store.get(Some("fay"), "conv_fresh").await.expect("get");
+    assert_eq!(read.map(|r| r.status), Some(Status::Pending));
+
+    let mut done = fresh.clone();
+    done.status = Status::Done;
+    done.title = Some("Fresh".into());
+    store.finish(&done).await.expect("finish");
+    store
+        .insert_fresh(&fresh)
+        .await
+        .expect("insert_fresh again");
+    let read = store.get(Some("fay"), "conv_fresh").await.expect("get");
+    assert_eq!(
+        read.and_then(|r| r.title),
+        Some("Fresh".to_owned()),
+        "the outcome stays"
     );
 }

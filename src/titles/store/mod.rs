@@ -111,6 +111,12 @@ pub trait TitleStore: Send + Sync {
     /// Inserts the pending record unless one exists for (owner, id), atomically: `true` means this
     /// caller won the claim and runs the title.
     async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError>;
+    /// Writes the pending record of a conversation this process just named (no other can have
+    /// claimed its fresh id). No request waits for it, so a backend may write it in the
+    /// background, after what it already has queued there.
+    async fn insert_fresh(&self, record: &TitleRecord) -> Result<(), StoreError> {
+        self.claim(record).await.map(|_| ())
+    }
     /// Replaces the streamed text of a record that is still pending (no-op otherwise).
     async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError>;
     /// Writes a title's outcome (status, title, error, updated_at), inserting the whole record if

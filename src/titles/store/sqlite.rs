@@ -184,6 +184,20 @@ impl TitleStore for SqliteStore {
         .await
     }
 
+    /// On the background writer: a burst of id-less first turns writes its pending records at
+    /// low priority instead of taking the core from the answers.
+    async fn insert_fresh(&self, record: &TitleRecord) -> Result<(), StoreError> {
+        let r = record.clone();
+        self.background
+            .run(move |c| {
+                let sql = format!(
+                    "INSERT INTO titles ({COLUMNS}) VALUES ({VALUES}) ON CONFLICT (owner, id) DO NOTHING"
+                );
+                execute_record(c, &sql, &r).map(|_| ())
+            })
+            .await
+    }
+
     async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
         let (owner, id, text) = (owner.to_owned(), id.to_owned(), text.to_owned());
         self.with(move |c| {

@@ -1,8 +1,9 @@
 //! The load driver. Commands:
 //!
 //! - `run --name N --url URL [--header K:V]… [--pid PID] [--protocol chat|responses|messages]
-//!   [--model-format 'prefix{}'] [--fixtures DIR] [--kind direct|floor|proxy|peer] [--quick] --out FILE`: measures one target and
-//!   appends its figures to FILE (one JSON object per line);
+//!   [--model-format 'prefix{}'] [--fixtures DIR] [--kind direct|floor|proxy|peer] [--quick] [--sustained N] --out FILE`: measures one target and
+//!   appends its figures to FILE (one JSON object per line); `--sustained N` runs only the
+//!   paced-streams phase with N streams (for finding what a burst costs; not a bench row);
 //! - `note --name N --note TEXT --out FILE`: records a target that could not be measured;
 //! - `table FILE`: the markdown table of every target, with ratios to `direct` and to the peers;
 //! - `medians FILE…`: several runs' results as one table of medians (every run's figure shown)
@@ -40,6 +41,7 @@ struct Args {
     model_format: String,
     fixtures: String,
     quick: bool,
+    sustained: Option<usize>,
     out: Option<String>,
     note: String,
     kind: String,
@@ -67,6 +69,7 @@ fn parse_args() -> Result<Args, String> {
         model_format: "{}".into(),
         fixtures: "bench/fixtures".into(),
         quick: false,
+        sustained: None,
         out: None,
         note: String::new(),
         kind: "proxy".into(),
@@ -96,6 +99,9 @@ fn parse_args() -> Result<Args, String> {
             "--model-format" => args.model_format = value()?,
             "--fixtures" => args.fixtures = value()?,
             "--quick" => args.quick = true,
+            "--sustained" => {
+                args.sustained = Some(value()?.parse().map_err(|e| format!("--sustained: {e}"))?);
+            }
             "--out" => args.out = Some(value()?),
             "--note" => args.note = value()?,
             "--kind" => args.kind = value()?,
@@ -197,6 +203,7 @@ async fn run(args: &Args) -> Result<(), String> {
         target: Target::parse(&args.url, &args.headers)?,
         pid: args.pid,
         quick: args.quick,
+        only_sustained: args.sustained,
         protocol: args.protocol,
         model_format: args.model_format.clone(),
         small_chat: load("small-chat.json")?,

@@ -29,6 +29,8 @@ pub struct Plan {
     pub target: Target,
     pub pid: Option<u32>,
     pub quick: bool,
+    /// Only the paced-streams phase, with this many streams.
+    pub only_sustained: Option<usize>,
     pub protocol: Protocol,
     /// `{}` is replaced by the scenario's model name (peers route by their own model names).
     pub model_format: String,
@@ -113,6 +115,12 @@ impl Plan {
     pub async fn run(&self) -> Value {
         let mut out = serde_json::Map::new();
         out.insert("rss_idle_kib".into(), json!(self.pid.and_then(rss_kib)));
+        if let Some(streams) = self.only_sustained {
+            let body = self.body(SUSTAINED, true);
+            let result = self.sustained(&body, streams, SUSTAINED.pace_us).await;
+            out.insert(format!("sustained_{streams}"), result);
+            return Value::Object(out);
+        }
         let mut conn = Conn::new(self.target.addr);
         let small = self.body(SMALL, false);
         self.sequential(&mut conn, &small, &[], self.cap(300, 30), false)

@@ -476,7 +476,8 @@ impl TitleService {
             Ok(slot) => slot,
             Err(busy) => return Outcome::Failed(TitleFailure::from(busy).to_string()),
         };
-        let generated = self.generate(live, job, slot.dispatched);
+        // Boxed: a task waiting for its slot holds a pointer, not the request's whole state.
+        let generated = Box::pin(self.generate(live, job, slot.dispatched));
         match tokio::time::timeout(self.config.timeout, generated).await {
             Ok(Ok(title)) => Outcome::Done(title),
             Ok(Err(failure)) => Outcome::Failed(failure.to_string()),

@@ -93,9 +93,15 @@ impl SqliteStore {
             conn.execute_batch(SCHEMA)
         })?;
         let path = file.path();
+        // The writer only writes: a small page cache (256 KiB, not SQLite's 2 MiB) is enough for
+        // a batch, and a burst of pending records must not grow the process by its whole cache.
+        let writer = open_connection(path)?;
+        writer
+            .pragma_update(None, "cache_size", -256)
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
         Ok(Self {
             conn: file.connection(),
-            background: Background::start(open_connection(path)?)?,
+            background: Background::start(writer)?,
             identity: file_identity(path),
             path: path.to_owned(),
         })

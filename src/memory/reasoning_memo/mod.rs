@@ -17,7 +17,8 @@
 //! for `memory`), so a turn answered by one replica and continued on another finds it too.
 //! Writes to the store go on a tracked task, never awaited by the answer; a turn reads the store
 //! only for the turns the local map does not know (`recover` names them, `recover_shared` looks
-//! them up, within `READ_TIMEOUT`), and a failure or a timeout there means "nothing found".
+//! them up, within `titles.memo_read_timeout`), and a failure or a timeout there means "nothing
+//! found".
 //!
 //! Both levels enforce their bounds as they write (`Bounds`: bytes and rows, per caller and in
 //! total; an answer counts its reasoning once and `REF_BYTES` per call id): past one, the oldest
@@ -28,6 +29,7 @@
 //! `STORE_BOUNDS`). Must not: override reasoning a client did echo, fail or hold up a request,
 //! or keep an entry past its bounds.
 
+mod bounds;
 #[cfg(test)]
 mod contract;
 #[cfg(test)]
@@ -37,17 +39,20 @@ mod redis;
 pub mod shared;
 pub mod sqlite;
 mod thought;
+mod turns;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::conversation::{Item, Role};
+use crate::conversation::Item;
 use crate::store::{Backend, StoreError};
+pub use bounds::{Bounds, Evicted, Usage};
 use local::{Known, Local};
 pub use shared::{Entry, READ_TIMEOUT, SHARED_TTL, SharedMemo};
 use shared::{Shared, key};
 pub use thought::Thought;
+use turns::fill_bare_turns;
 
 /// One answer's reasoning (its text, signature and redacted thinking) longer than this is not
 /// kept (it would push out hundreds of others).
@@ -69,84 +74,6 @@ pub const STORE_BOUNDS: Bounds = Bounds::with_caller_share(Usage {
     bytes: 128 * 1024 * 1024,
     rows: 100_000,
 });
-
-/// What entries count against a bound: their bytes (reasoning, `REF_BYTES` a call id) and rows
-/// (one an answer, one a call id).
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Usage {
-    pub bytes: u64,
-    pub rows: u64,
-}
-
-impl Usage {
-    /// One answer's usage: its reasoning once, and each of its `calls`.
-    pub fn of_answer(text_bytes: usize, calls: usize) -> Self {
-        Self {
-            bytes: text_bytes as u64 + calls as u64 * REF_BYTES,
-            rows: 1 + calls as u64,
-        }
-    }
-
-    pub fn within(self, bound: Usage) -> bool {
-        self.bytes <= bound.bytes && self.rows <= bound.rows
-    }
-
-    fn plus(self, other: Usage) -> Usage {
-        Usage {
-            bytes: self.bytes + other.bytes,
-            rows: self.rows + other.rows,
-        }
-    }
-
-    fn minus(self, other: Usage) -> Usage {
-        Usage {
-            bytes: self.bytes.saturating_sub(other.bytes),
-            rows: self.rows.saturating_sub(other.rows),
-        }
-    }
-}
-
-/// A memo's bounds, enforced at every write: one caller's entries, and everyone's.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bounds {
-    pub caller: Usage,
-    pub total: Usage,
-}
-
-impl Bounds {
-    /// `total`, a caller a quarter of it: one client filling the memo pushes out its own oldest
-    /// answers, not everyone's.
-    pub const fn with_caller_share(total: Usage) -> Self {
-        Self {
-            caller: Usage {
-                bytes: total.bytes / 4,
-                rows: total.rows / 4,
-            },
-            total,
-        }
-    }
-}
-
-/// How many entries a write pushed out, by the bound that was full.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Evicted {
-    /// Past the caller's own bound: its oldest.
-    pub caller: u64,
-    /// Past the total: everyone's oldest.
-    pub total: u64,
-}
-
-impl Evicted {
-    /// Counts them in `harness_proxy_reasoning_memo_evicted_total{memo}`.
-    fn count(self, memo: &'static str) {
-        for (bound, n) in [("caller", self.caller), ("total", self.total)] {
-            if n > 0 {
-                metrics::counter!("harness_proxy_reasoning_memo_evicted_total", "memo" => memo, "bound" => bound)
-                    .increment(n);
-            }
-        }
-    }
-}
 
 pub struct ReasoningMemo {
     local: Local,
@@ -321,262 +248,6 @@ impl ReasoningMemo {
     }
 }
 
-/// For each assistant turn with calls but no reasoning, asks `find` about its first call's id
-/// and puts what it gives as a reasoning item where the client would have put one (before the
-/// turn's assistant text, else before its first call).
-fn fill_bare_turns(items: &mut Vec<Item>, mut find: impl FnMut(&str) -> Option<Arc<Thought>>) {
-    let mut i = 0;
-    while i < items.len() {
-        let starts_calls = matches!(items[i], Item::ToolCall(_))
-            && (i == 0 || !matches!(items[i - 1], Item::ToolCall(_)));
-        if !starts_calls {
-            i += 1;
-            continue;
-        }
-        let mut start = i;
-        if start > 0
-            && let Item::Message(message) = &items[start - 1]
-            && message.role == Role::Assistant
-        {
-            start -= 1;
-        }
-        let echoed = start.checked_sub(1).filter(|&r| {
-            matches!(&items[r], Item::Reasoning(r) if !r.text.is_empty() || !r.redacted.is_empty())
-        });
-        let Item::ToolCall(call) = &items[i] else {
-            unreachable!("checked above");
-        };
-        let id = call.id.clone();
-        match echoed {
-            None => {
-                if let Some(thought) = id.as_deref().and_then(&mut find) {
-                    items.insert(start, Item::Reasoning(thought.to_reasoning()));
-                    i += 1;
-                }
-            }
-            Some(r) => sign_echoed(&mut items[r], id.as_deref(), &mut find),
-        }
-        i += 1;
-    }
-}
-
-/// A client that echoes the reasoning's text but not the server's signature (pi and other Chat
-/// clients send `reasoning_content` back): a Messages server refuses the thinking block unsigned,
-/// so the signature and redacted thinking the memo kept for that answer are added, but only when
-/// the echoed text is the text the server signed (anything else would carry a signature that no
-/// longer matches). A turn that carries its own signature or redacted thinking is left alone.
-fn sign_echoed(
-    item: &mut Item,
-    call_id: Option<&str>,
-    find: &mut impl FnMut(&str) -> Option<Arc<Thought>>,
-) {
-    let Item::Reasoning(reasoning) = item else {
-        return;
-    };
-    if reasoning.signature.is_some() || reasoning.sealed.is_some() || !reasoning.redacted.is_empty()
-    {
-        return;
-    }
-    let Some(thought) = call_id.and_then(find) else {
-        return;
-    };
-    if thought.text == reasoning.text && thought.signature.is_some() {
-        reasoning.signature.clone_from(&thought.signature);
-        reasoning.redacted.clone_from(&thought.redacted);
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::conversation::{CallInput, Message, Reasoning, ToolCall};
-
-    fn call(id: &str) -> Item {
-        Item::ToolCall(ToolCall {
-            id: Some(id.to_owned()),
-            name: "bash".to_owned(),
-            input: CallInput::Arguments("{}".to_owned()),
-        })
-    }
-
-    fn reasoning_of(items: &[Item]) -> Vec<(usize, String)> {
-        items
-            .iter()
-            .enumerate()
-            .filter_map(|(i, item)| match item {
-                Item::Reasoning(r) => Some((i, r.text.clone())),
-                _ => None,
-            })
-            .collect()
-    }
-
-    #[tokio::test]
-    async fn satisfies_the_memo_contract_in_memory() {
-        super::contract::run(|_| None, None).await;
-    }
-
-    #[test]
-    fn a_turn_without_reasoning_gets_what_its_answer_had_before_its_text() {
-        let memo = ReasoningMemo::default();
-        memo.remember("a", &["call_1".into(), "call_2".into()], "I will run ls.");
-        let mut items = vec![
-            Item::Message(Message::text(Role::User, "list")),
-            Item::Message(Message::text(Role::Assistant, "Listing.")),
-            call("call_1"),
-            call("call_2"),
-        ];
-        memo.recover("a", &mut items);
-        assert_eq!(reasoning_of(&items), [(1, "I will run ls.".to_owned())]);
-        assert_eq!(items.len(), 5);
-    }
-
-    #[test]
-    fn an_echoed_text_without_its_signature_gets_the_signature_the_server_gave_it() {
-        let memo = ReasoningMemo::default();
-        let signed = Thought {
-            text: "I will run ls.".into(),
-            signature: Some("c2lnbmVk".into()),
-            redacted: vec!["cmVkYWN0ZWQ=".into()],
-        };
-        memo.remember("a", &["call_1".into()], signed.clone());
-        memo.remember("a", &["call_2".into()], signed);
-        let echo = |text: &str, id: &str| {
-            vec![
-                Item::Reasoning(Reasoning {
-                    text: text.into(),
-                    ..Reasoning::default()
-                }),
-                call(id),
-            ]
-        };
-        let mut same = echo("I will run ls.", "call_1");
-        memo.recover("a", &mut same);
-        let Item::Reasoning(r) = &same[0] else {
-            panic!("the reasoning stays first: {same:?}")
-        };
-        assert_eq!(r.signature.as_deref(), Some("c2lnbmVk"));
-        assert_eq!(r.redacted, ["cmVkYWN0ZWQ="]);
-        assert_eq!(same.len(), 2, "completed in place, not added");
-        // Text the server did not sign gets no signature (it would no longer match).
-        let mut edited = echo("I will run ls -la.", "call_2");
-        memo.recover("a", &mut edited);
-        let Item::Reasoning(r) = &edited[0] else {
-            panic!("the reasoning stays first: {edited:?}")
-        };
-        assert_eq!((r.signature.as_deref(), r.redacted.len()), (None, 0));
-        // Another caller's echo of the same call id finds nothing.
-        let mut theirs = echo("I will run ls.", "call_1");
-        memo.recover("b", &mut theirs);
-        let Item::Reasoning(r) = &theirs[0] else {
-            panic!("the reasoning stays first: {theirs:?}")
-        };
-        assert_eq!(r.signature, None);
-    }
-
-    #[test]
-    fn echoed_reasoning_wins_and_another_caller_finds_nothing() {
-        let memo = ReasoningMemo::default();
-        memo.remember("a", &["call_1".into()], "remembered");
-        let echoed = vec![
-            Item::Reasoning(Reasoning {
-                text: "echoed".into(),
-                ..Reasoning::default()
-            }),
-            call("call_1"),
-        ];
-        let mut items = echoed.clone();
-        memo.recover("a", &mut items);
-        assert_eq!(items, echoed);
-        let mut theirs = vec![call("call_1")];
-        memo.recover("b", &mut theirs);
-        assert_eq!(reasoning_of(&theirs), []);
-    }
-
-    #[test]
-    fn the_oldest_reasoning_goes_first_past_the_byte_bound() {
-        let room = Usage::of_answer(10, 1);
-        let bounds = Bounds {
-            caller: room,
-            total: room,
-        };
-        let memo = ReasoningMemo::with_bounds(bounds, None);
-        memo.remember("a", &["one".into()], "123456");
-        memo.remember("a", &["two".into()], "abcdef");
-        let mut items = vec![call("one"), Item::ToolResult(result("one")), call("two")];
-        memo.recover("a", &mut items);
-        assert_eq!(reasoning_of(&items), [(2, "abcdef".to_owned())]);
-    }
-
-    /// A full memo drops its oldest and says so, by the bound that was full. (A recorder of
-    /// this test's own, on this thread.)
-    #[test]
-    fn what_a_full_memo_drops_is_counted() {
-        let answer = Usage::of_answer(2, 1);
-        let bounds = Bounds {
-            caller: answer,
-            total: Usage {
-                bytes: 2 * answer.bytes,
-                rows: 2 * answer.rows,
-            },
-        };
-        let recorder = metrics_exporter_prometheus::PrometheusBuilder::new().build_recorder();
-        let handle = recorder.handle();
-        metrics::with_local_recorder(&recorder, || {
-            let memo = ReasoningMemo::with_bounds(bounds, None);
-            memo.remember("alice", &["a1".into()], "a1");
-            memo.remember("alice", &["a2".into()], "a2");
-            memo.remember("bob", &["b1".into()], "b1");
-            memo.remember("carol", &["c1".into()], "c1");
-        });
-        let text = handle.render();
-        for (bound, count) in [("caller", 1), ("total", 1)] {
-            let series = format!(
-                "harness_proxy_reasoning_memo_evicted_total{{memo=\"local\",bound=\"{bound}\"}} {count}"
-            );
-            assert!(text.contains(&series), "{series}\n{text}");
-        }
-    }
-
-    /// A store that fails every write and never answers a read.
-    struct Broken;
-
-    #[async_trait::async_trait]
-    impl SharedMemo for Broken {
-        async fn put(&self, _: Entry<'_>, _: Duration) -> Result<Evicted, StoreError> {
-            Err(StoreError::Unavailable("down".into()))
-        }
-        async fn get(&self, _: &str, _: &[String]) -> Result<Vec<Option<Thought>>, StoreError> {
-            std::future::pending().await
-        }
-        async fn prune(&self) -> Result<u64, StoreError> {
-            Err(StoreError::Unavailable("down".into()))
-        }
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn a_failing_or_silent_store_means_nothing_found_after_the_read_timeout() {
-        let memo = ReasoningMemo::new(Some(Arc::new(Broken)));
-        memo.remember("a", &["mine".into()], "kept here");
-        memo.settled().await;
-        let mut items = vec![
-            call("mine"),
-            Item::ToolResult(result("mine")),
-            call("theirs"),
-        ];
-        let misses = memo.recover("a", &mut items);
-        assert_eq!(reasoning_of(&items), [(0, "kept here".to_owned())]);
-        let asked = tokio::time::Instant::now();
-        memo.recover_shared("a", &mut items, misses).await;
-        assert_eq!(asked.elapsed(), READ_TIMEOUT);
-        assert_eq!(reasoning_of(&items), [(0, "kept here".to_owned())]);
-        assert!(memo.prune().await.is_err(), "upkeep logs it; nothing else");
-    }
-
-    fn result(id: &str) -> crate::conversation::ToolResult {
-        crate::conversation::ToolResult {
-            call_id: Some(id.to_owned()),
-            content: crate::conversation::Content::Text("ok".to_owned()),
-            is_error: false,
-        }
-    }
-}
+#[path = "tests.rs"]
+mod tests;

@@ -20,7 +20,7 @@ use crate::harness::opencode::tools::HostInfo;
 pub fn rewrite(dir: &Path, main: &Value, host: HostInfo) -> Result<Value, String> {
     let mut config = Config::default();
     config.upstream.wire = Wire::Messages;
-    let harness = super::agents::build_harness("claude-code", dir, host, &config)?;
+    let harness = super::agents_check::build_harness("claude-code", dir, host, &config)?;
     let body = serde_json::to_vec(main)
         .map(Bytes::from)
         .map_err(|err| format!("the captured request cannot be written again: {err}"))?;

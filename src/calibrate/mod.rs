@@ -13,6 +13,7 @@
 //! Not part of serving: it shares no state with the proxy and never talks to a model server.
 
 pub mod agents;
+pub mod agents_check;
 pub mod check;
 pub mod claude_code;
 pub mod claude_code_check;

@@ -238,7 +238,7 @@ async fn calibrate_agent(
         println!("note: {note}");
     }
     let differences =
-        crate::calibrate::agents::check(agent, &args.out, &captures, process_host().info());
+        crate::calibrate::agents_check::check(agent, &args.out, &captures, process_host().info());
     if differences.is_empty() {
         println!(
             "\nrewrite check: the captured request, rewritten by the {} harness with these prompts, has the system text and tools {} sent",

@@ -149,15 +149,7 @@ fn a_signed_seal_carries_the_server_s_signature_and_opens_only_whole() {
     let huge = format!("hpr3.{}", "A".repeat(200 * 1024));
     assert_eq!(seal().open_signed(&huge), None);
     // Recovery puts the signature beside the text.
-    use crate::conversation::{Item, Reasoning};
-    let mut items = vec![Item::Reasoning(Reasoning {
-        sealed: Some(blob),
-        ..Reasoning::default()
-    })];
-    recover(&mut items, &seal());
-    let Item::Reasoning(reasoning) = &items[0] else {
-        panic!("reasoning");
-    };
+    let reasoning = recovered(blob);
     assert_eq!(reasoning.text, "thought");
     assert_eq!(reasoning.signature.as_deref(), Some("EqQBsig=="));
 }
@@ -220,15 +212,7 @@ fn a_seal_with_redacted_thinking_carries_it_in_order_and_older_seals_still_open(
         (Some("sig"), 0)
     );
     // Recovery puts it beside the text.
-    use crate::conversation::{Item, Reasoning};
-    let mut items = vec![Item::Reasoning(Reasoning {
-        sealed: Some(blob),
-        ..Reasoning::default()
-    })];
-    recover(&mut items, &seal());
-    let Item::Reasoning(reasoning) = &items[0] else {
-        panic!("reasoning");
-    };
+    let reasoning = recovered(blob);
     assert_eq!(reasoning.redacted, redacted);
     assert_eq!(reasoning.signature.as_deref(), Some("EqQBsig=="));
 }
@@ -236,4 +220,18 @@ fn a_seal_with_redacted_thinking_carries_it_in_order_and_older_seals_still_open(
 #[test]
 fn the_key_never_shows() {
     assert_eq!(format!("{:?}", seal()), "ReasoningSeal(<key>)");
+}
+
+/// What recovery makes of a reasoning item that carries only `blob`.
+fn recovered(blob: String) -> crate::conversation::Reasoning {
+    use crate::conversation::{Item, Reasoning};
+    let mut items = vec![Item::Reasoning(Reasoning {
+        sealed: Some(blob),
+        ..Reasoning::default()
+    })];
+    recover(&mut items, &seal());
+    match items.remove(0) {
+        Item::Reasoning(reasoning) => reasoning,
+        other => panic!("a reasoning item, not {other:?}"),
+    }
 }

@@ -386,14 +386,21 @@ async fn a_claude_code_client_through_claude_code_keeps_none_of_its_own_system_t
     );
 }
 
-/// The thinking blocks of the assistant turns a Messages request carried upstream.
-fn thinking_sent(body: &serde_json::Value) -> Vec<serde_json::Value> {
+/// The content blocks of each assistant turn a Messages request carried upstream, in order.
+pub(crate) fn assistant_turns(body: &serde_json::Value) -> Vec<&Vec<serde_json::Value>> {
     body["messages"]
         .as_array()
         .into_iter()
         .flatten()
         .filter(|m| m["role"] == "assistant")
         .filter_map(|m| m["content"].as_array())
+        .collect()
+}
+
+/// The thinking blocks of the assistant turns a Messages request carried upstream.
+fn thinking_sent(body: &serde_json::Value) -> Vec<serde_json::Value> {
+    assistant_turns(body)
+        .into_iter()
         .flatten()
         .filter(|b| b["type"] == "thinking")
         .cloned()

@@ -8,6 +8,7 @@
 use harness_proxy::config::{Config, TitleOrder, Wire};
 use serde_json::{Value, json};
 
+use crate::messages_upstream::assistant_turns;
 use crate::support::anthropic::{self, REDACTED, SIGNATURE, THINKING, root};
 use crate::support::{FakeUpstream, TestApp, test_config};
 
@@ -38,12 +39,8 @@ fn config(fake: &FakeUpstream) -> Config {
 /// The blocks of the assistant message that made the call, in the last request upstream.
 fn calling_turn(fake: &FakeUpstream) -> Vec<Value> {
     let body = fake.requests().pop().expect("a request").json();
-    body["messages"]
-        .as_array()
+    assistant_turns(&body)
         .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "assistant")
-        .filter_map(|m| m["content"].as_array())
         .find(|blocks| blocks.iter().any(|b| b["type"] == "tool_use"))
         .cloned()
         .unwrap_or_else(|| panic!("no calling turn in {body}"))

@@ -1,7 +1,8 @@
 //! The claim's breaker (issue 30 item 6): while the title store does not answer claims (Redis
 //! stopped, not down: a down one refuses at once), every first turn waited the whole claim
-//! timeout before its answer. After one claim the store did not answer in time, first turns are
-//! not titled and do not wait, for `OPEN_FOR`; then one claim goes to the store to probe it, the
+//! timeout before its answer (or the Redis client's 2 s response timeout). After one claim the
+//! store did not answer in time, or could not be reached at all, first turns are not titled and
+//! do not wait, for `OPEN_FOR`; then one claim goes to the store to probe it, the
 //! others still not waiting, and the first claim the store answers closes the breaker.
 //!
 //! Owns: when a claim may wait on the store. Must not: claim, or know the store.
@@ -50,7 +51,8 @@ impl Breaker {
         *self.lock() = State::Closed;
     }
 
-    /// The store did not answer a claim in time: claims do not wait for `OPEN_FOR`.
+    /// The store did not answer a claim in time (or could not be reached): claims do not wait
+    /// for `OPEN_FOR`.
     pub fn timed_out(&self) {
         *self.lock() = State::Open {
             until: Instant::now() + OPEN_FOR,

@@ -211,10 +211,12 @@ impl TitleService {
             return None;
         }
         let claimed = self.claim_in_time(&live).await;
-        if claimed.is_some() {
-            self.breaker.answered();
-        } else {
-            self.breaker.timed_out();
+        // A store that could not be reached did not answer either, however it said so: the Redis
+        // client's own response timeout ends a claim to a stopped Redis with an error before the
+        // claim's timeout does.
+        match &claimed {
+            None | Some(Err(StoreError::Unavailable(_))) => self.breaker.timed_out(),
+            Some(_) => self.breaker.answered(),
         }
         match claimed {
             Some(Ok(true)) => {

@@ -16,6 +16,9 @@ struct Counting {
     claims: AtomicUsize,
     /// Claims never answer while set (a Redis that is stopped, not down).
     hang: std::sync::atomic::AtomicBool,
+    /// Claims fail after 2 s while set, as the Redis client's response timeout does against a
+    /// stopped Redis: an error, before the claim's own timeout.
+    time_out: std::sync::atomic::AtomicBool,
     /// Calls of `finish_many` (batches of outcomes).
     batches: AtomicUsize,
 }
@@ -26,6 +29,10 @@ impl TitleStore for Counting {
         self.claims.fetch_add(1, Ordering::SeqCst);
         if self.hang.load(Ordering::SeqCst) {
             std::future::pending::<()>().await;
+        }
+        if self.time_out.load(Ordering::SeqCst) {
+            tokio::time::sleep(Duration::from_secs(2)).await;
+            return Err(StoreError::Unavailable("timed out".into()));
         }
         self.inner.claim(record).await
     }
@@ -86,6 +93,7 @@ fn counted_service() -> (Arc<TitleService>, Arc<Counting>) {
         inner: MemoryStore::new(1_000),
         claims: AtomicUsize::new(0),
         hang: std::sync::atomic::AtomicBool::new(false),
+        time_out: std::sync::atomic::AtomicBool::new(false),
         batches: AtomicUsize::new(0),
     });
     let service = Arc::new(TitleService::new(titles, store.clone(), upstream).expect("service"));
@@ -251,4 +259,30 @@ async fn while_the_store_hangs_first_turns_do_not_wait_on_their_claims() {
     assert!(claim("conv_3").await.is_some(), "the probe claims");
     assert!(claim("conv_4").await.is_some(), "closed again");
     assert_eq!(store.claims.load(Ordering::SeqCst), 3);
+}
+
+/// The probe of issue 30, from outside: against a stopped Redis every first turn still waited,
+/// 2 s each, since the Redis client's own response timeout answered the claim with an error
+/// before the claim's timeout, and an error counted as an answer. A store that cannot be reached
+/// has not answered: it opens the breaker too.
+#[tokio::test(start_paused = true)]
+async fn a_claim_the_store_could_not_reach_opens_the_breaker_too() {
+    let (service, store) = counted_service();
+    let claim = |id: &'static str| {
+        let service = service.clone();
+        async move { service.claim("o", id, "m", "opencode", "chat").await }
+    };
+    store.time_out.store(true, Ordering::SeqCst);
+    assert!(claim("conv_1").await.is_none());
+    let at = tokio::time::Instant::now();
+    assert!(claim("conv_2").await.is_none());
+    assert_eq!(at.elapsed(), Duration::ZERO, "the next does not wait");
+    assert_eq!(
+        store.claims.load(Ordering::SeqCst),
+        1,
+        "nor reach the store"
+    );
+    store.time_out.store(false, Ordering::SeqCst);
+    tokio::time::advance(crate::titles::breaker::OPEN_FOR).await;
+    assert!(claim("conv_3").await.is_some(), "the probe claims");
 }

@@ -112,6 +112,7 @@ fn rewritten(
         let context = inbound::Context {
             seal: crate::state::reasoning_seal(config)?,
             memo: None,
+            echoed: Default::default(),
             max_image_bytes: config.limits.max_image_bytes,
             max_tools: config.limits.max_tools,
             max_tool_schema_bytes: config.limits.max_tool_schema_bytes,

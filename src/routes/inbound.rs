@@ -7,12 +7,12 @@
 use bytes::Bytes;
 use http::HeaderMap;
 
-use crate::config::ReasoningMode;
+use crate::config::{ReasoningMode, Wire};
 use crate::conversation::seal::ReasoningSeal;
 use crate::error::ProxyError;
 use crate::harness::{Harness, HarnessRequest, Prepared};
 use crate::memory::facts::ConversationFacts;
-use crate::memory::reasoning_memo::{Misses, ReasoningMemo};
+use crate::memory::reasoning_memo::{Echoed, Misses, ReasoningMemo};
 use crate::protocols::chat::ResponsePlan;
 use crate::protocols::chat::peek::Peek;
 use crate::protocols::{ClientProtocol, Inbound, Renderer, Request};
@@ -99,6 +99,10 @@ pub(crate) async fn process(
     let context = Context {
         seal: state.reasoning_seal.clone(),
         memo: memo.clone(),
+        echoed: match state.config.upstream.wire {
+            Wire::Messages => Echoed::Sign,
+            Wire::Chat => Echoed::Leave,
+        },
         max_image_bytes: state.config.limits.max_image_bytes,
         max_tools: state.config.limits.max_tools,
         max_tool_schema_bytes: state.config.limits.max_tool_schema_bytes,
@@ -142,6 +146,9 @@ pub(crate) struct Context {
     pub(crate) seal: std::sync::Arc<ReasoningSeal>,
     /// The memo of answers' reasoning and whose turn this is, when reasoning goes back.
     pub(crate) memo: Option<(std::sync::Arc<ReasoningMemo>, String)>,
+    /// What the memo does with a turn that echoed its reasoning's text without the signature:
+    /// signs it only for a Messages upstream (a Chat upstream has no signatures to check).
+    pub(crate) echoed: Echoed,
     pub(crate) max_image_bytes: usize,
     pub(crate) max_tools: usize,
     pub(crate) max_tool_schema_bytes: usize,
@@ -204,6 +211,7 @@ fn parse_now(front: Front, request: &Request<'_>, context: Context) -> Result<Pa
     let Context {
         seal,
         memo,
+        echoed,
         max_image_bytes,
         max_tools,
         max_tool_schema_bytes,
@@ -238,7 +246,7 @@ fn parse_now(front: Front, request: &Request<'_>, context: Context) -> Result<Pa
     crate::conversation::seal::recover(items, &seal);
     // What a client that echoes no reasoning dropped, from the answer that made its calls.
     let misses = match &memo {
-        Some((memo, owner)) => memo.recover(owner, items),
+        Some((memo, owner)) => memo.recover(owner, items, echoed),
         None => Misses::default(),
     };
     if let Some(renderer) = inbound.renderer.as_mut() {

@@ -10,8 +10,8 @@ use std::time::Duration;
 use futures_util::future::BoxFuture;
 
 use super::{
-    Bounds, Entry, Evicted, LOCAL_BOUNDS, MAX_ENTRY_BYTES, ReasoningMemo, SHARED_TTL, STORE_BOUNDS,
-    SharedMemo, Thought, Usage, key,
+    Bounds, Echoed, Entry, Evicted, LOCAL_BOUNDS, MAX_ENTRY_BYTES, ReasoningMemo, SHARED_TTL,
+    STORE_BOUNDS, SharedMemo, Thought, Usage, key,
 };
 use crate::conversation::{CallInput, Item, Message, Role, ToolCall};
 
@@ -55,7 +55,7 @@ fn reasoning(items: &[Item]) -> Option<String> {
 /// What replica `memo` makes of a turn echoing `call_id` without reasoning, store included.
 async fn recovered(memo: &ReasoningMemo, owner: &str, call_id: &str) -> (bool, Option<String>) {
     let mut items = turn(call_id);
-    let misses = memo.recover(owner, &mut items);
+    let misses = memo.recover(owner, &mut items, Echoed::Sign);
     let asked = !misses.is_empty();
     memo.recover_shared(owner, &mut items, misses).await;
     (asked, reasoning(&items))
@@ -216,7 +216,7 @@ async fn bounds_hold_at_write_time(backend: &impl Fn(Bounds) -> Option<Arc<dyn S
     // finds in the store.
     let here = |owner: &str, name: &str| {
         let mut items = turn(name);
-        one.recover(owner, &mut items);
+        one.recover(owner, &mut items, Echoed::Sign);
         reasoning(&items)
     };
     let there = async |owner: &str, name: &str| {

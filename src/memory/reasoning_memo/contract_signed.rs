@@ -7,7 +7,9 @@
 use std::sync::Arc;
 
 use super::contract::{replica, turn};
-use super::{Bounds, LOCAL_BOUNDS, ReasoningMemo, STORE_BOUNDS, SharedMemo, Thought, Usage};
+use super::{
+    Bounds, Echoed, LOCAL_BOUNDS, ReasoningMemo, STORE_BOUNDS, SharedMemo, Thought, Usage,
+};
 use crate::conversation::{Item, Reasoning};
 
 fn signed(text: &str) -> Thought {
@@ -21,7 +23,7 @@ fn signed(text: &str) -> Thought {
 /// The reasoning item a turn echoing `call_id` bare gets from `memo`, store included.
 async fn recovered(memo: &ReasoningMemo, owner: &str, call_id: &str) -> Option<Reasoning> {
     let mut items = turn(call_id);
-    let misses = memo.recover(owner, &mut items);
+    let misses = memo.recover(owner, &mut items, Echoed::Sign);
     memo.recover_shared(owner, &mut items, misses).await;
     items.into_iter().find_map(|item| match item {
         Item::Reasoning(r) => Some(r),

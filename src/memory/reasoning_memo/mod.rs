@@ -52,6 +52,7 @@ use local::{Known, Local};
 pub use shared::{Entry, READ_TIMEOUT, SHARED_TTL, SharedMemo};
 use shared::{Shared, key};
 pub use thought::Thought;
+pub use turns::Echoed;
 use turns::fill_bare_turns;
 
 /// One answer's reasoning (its text, signature and redacted thinking) longer than this is not
@@ -82,9 +83,9 @@ pub struct ReasoningMemo {
 }
 
 /// The call ids of turns the local map knew nothing of, oldest turn first: what to ask the
-/// shared store for. Empty without one.
+/// shared store for (empty without one), and what to do with echoed turns it finds.
 #[derive(Debug, Default)]
-pub struct Misses(Vec<String>);
+pub struct Misses(Vec<String>, Echoed);
 
 impl Misses {
     pub fn is_empty(&self) -> bool {
@@ -168,10 +169,11 @@ impl ReasoningMemo {
     }
 
     /// Gives each assistant turn with calls but no reasoning what this process remembers for
-    /// its first call; returns the turns it knows nothing of, for `recover_shared`.
-    pub fn recover(&self, owner: &str, items: &mut Vec<Item>) -> Misses {
+    /// its first call (and a turn that echoed the text alone its signature, when `echoed` says
+    /// so); returns the turns it knows nothing of, for `recover_shared`.
+    pub fn recover(&self, owner: &str, items: &mut Vec<Item>, echoed: Echoed) -> Misses {
         let mut misses = Vec::new();
-        fill_bare_turns(items, |id| match self.local.get(owner, id) {
+        fill_bare_turns(items, echoed, |id| match self.local.get(owner, id) {
             Some(Known::Reasoning(thought)) => Some(thought),
             Some(Known::Nothing) => None,
             None => {
@@ -182,14 +184,14 @@ impl ReasoningMemo {
         if self.shared.is_none() {
             misses.clear();
         }
-        Misses(misses)
+        Misses(misses, echoed)
     }
 
     /// Looks `misses` up in the shared store (within the read timeout) and fills the turns found;
     /// what is found is kept here too. Absent ones are noted as such, except the newest turn's,
     /// whose answer's write may still be on its way from another replica.
     pub async fn recover_shared(&self, owner: &str, items: &mut Vec<Item>, misses: Misses) {
-        let (Some(shared), Misses(ids)) = (&self.shared, misses) else {
+        let (Some(shared), Misses(ids, echoed)) = (&self.shared, misses) else {
             return;
         };
         if ids.is_empty() {
@@ -217,7 +219,7 @@ impl ReasoningMemo {
                 None => {}
             }
         }
-        fill_bare_turns(items, |id| thoughts.get(id).cloned());
+        fill_bare_turns(items, echoed, |id| thoughts.get(id).cloned());
     }
 
     /// Drops the shared store's expired and excess entries (the title service's upkeep).

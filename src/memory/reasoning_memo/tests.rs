@@ -35,7 +35,7 @@ fn a_turn_without_reasoning_gets_what_its_answer_had_before_its_text() {
         call("call_1"),
         call("call_2"),
     ];
-    memo.recover("a", &mut items);
+    memo.recover("a", &mut items, Echoed::Sign);
     assert_eq!(reasoning_of(&items), [(1, "I will run ls.".to_owned())]);
     assert_eq!(items.len(), 5);
 }
@@ -60,23 +60,30 @@ fn an_echoed_text_without_its_signature_gets_the_signature_the_server_gave_it() 
         ]
     };
     let mut same = echo("I will run ls.", "call_1");
-    memo.recover("a", &mut same);
+    memo.recover("a", &mut same, Echoed::Sign);
     let Item::Reasoning(r) = &same[0] else {
         panic!("the reasoning stays first: {same:?}")
     };
     assert_eq!(r.signature.as_deref(), Some("c2lnbmVk"));
     assert_eq!(r.redacted, ["cmVkYWN0ZWQ="]);
     assert_eq!(same.len(), 2, "completed in place, not added");
+    // For a Chat upstream, which checks no signature, the echo goes as it came.
+    let mut over_chat = echo("I will run ls.", "call_1");
+    memo.recover("a", &mut over_chat, Echoed::Leave);
+    let Item::Reasoning(r) = &over_chat[0] else {
+        panic!("the reasoning stays first: {over_chat:?}")
+    };
+    assert_eq!((r.signature.as_deref(), r.redacted.len()), (None, 0));
     // Text the server did not sign gets no signature (it would no longer match).
     let mut edited = echo("I will run ls -la.", "call_2");
-    memo.recover("a", &mut edited);
+    memo.recover("a", &mut edited, Echoed::Sign);
     let Item::Reasoning(r) = &edited[0] else {
         panic!("the reasoning stays first: {edited:?}")
     };
     assert_eq!((r.signature.as_deref(), r.redacted.len()), (None, 0));
     // Another caller's echo of the same call id finds nothing.
     let mut theirs = echo("I will run ls.", "call_1");
-    memo.recover("b", &mut theirs);
+    memo.recover("b", &mut theirs, Echoed::Sign);
     let Item::Reasoning(r) = &theirs[0] else {
         panic!("the reasoning stays first: {theirs:?}")
     };
@@ -95,10 +102,10 @@ fn echoed_reasoning_wins_and_another_caller_finds_nothing() {
         call("call_1"),
     ];
     let mut items = echoed.clone();
-    memo.recover("a", &mut items);
+    memo.recover("a", &mut items, Echoed::Sign);
     assert_eq!(items, echoed);
     let mut theirs = vec![call("call_1")];
-    memo.recover("b", &mut theirs);
+    memo.recover("b", &mut theirs, Echoed::Sign);
     assert_eq!(reasoning_of(&theirs), []);
 }
 
@@ -113,7 +120,7 @@ fn the_oldest_reasoning_goes_first_past_the_byte_bound() {
     memo.remember("a", &["one".into()], "123456");
     memo.remember("a", &["two".into()], "abcdef");
     let mut items = vec![call("one"), Item::ToolResult(result("one")), call("two")];
-    memo.recover("a", &mut items);
+    memo.recover("a", &mut items, Echoed::Sign);
     assert_eq!(reasoning_of(&items), [(2, "abcdef".to_owned())]);
 }
 
@@ -173,7 +180,7 @@ async fn a_failing_or_silent_store_means_nothing_found_after_the_read_timeout() 
         Item::ToolResult(result("mine")),
         call("theirs"),
     ];
-    let misses = memo.recover("a", &mut items);
+    let misses = memo.recover("a", &mut items, Echoed::Sign);
     assert_eq!(reasoning_of(&items), [(0, "kept here".to_owned())]);
     let asked = tokio::time::Instant::now();
     memo.recover_shared("a", &mut items, misses).await;

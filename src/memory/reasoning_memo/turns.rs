@@ -6,11 +6,23 @@ use std::sync::Arc;
 use super::Thought;
 use crate::conversation::{Item, Role};
 
+/// What to do with a turn that echoes its reasoning's text but not the server's signature.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Echoed {
+    /// Add the signature the memo kept (a Messages upstream refuses unsigned thinking).
+    Sign,
+    /// Leave it as echoed, and ask the memo nothing for it (a Chat upstream has no signatures).
+    #[default]
+    Leave,
+}
+
 /// For each assistant turn with calls but no reasoning, asks `find` about its first call's id
 /// and puts what it gives as a reasoning item where the client would have put one (before the
-/// turn's assistant text, else before its first call).
+/// turn's assistant text, else before its first call); a turn with echoed reasoning, as `echoed`
+/// says.
 pub(super) fn fill_bare_turns(
     items: &mut Vec<Item>,
+    echoed_turns: Echoed,
     mut find: impl FnMut(&str) -> Option<Arc<Thought>>,
 ) {
     let mut i = 0;
@@ -42,7 +54,10 @@ pub(super) fn fill_bare_turns(
                     i += 1;
                 }
             }
-            Some(r) => sign_echoed(&mut items[r], id.as_deref(), &mut find),
+            Some(r) if echoed_turns == Echoed::Sign => {
+                sign_echoed(&mut items[r], id.as_deref(), &mut find);
+            }
+            Some(_) => {}
         }
         i += 1;
     }

@@ -373,12 +373,16 @@ impl TitleService {
 
     /// Starts the title task for a claimed conversation.
     pub fn start(self: &Arc<Self>, live: Arc<LiveTitle>, job: TitleJob) -> Started {
-        let job = Ready::of(job);
         let (dispatched_tx, dispatched) = oneshot::channel();
         let (finished_tx, finished) = oneshot::channel();
         let this = self.clone();
         self.tracker.spawn(async move {
-            let outcome = this.title_of(&live, job, dispatched_tx).await;
+            // Written on the task, not on the path of the main request that started it; a
+            // harness that panics writing it fails the title, never the task unsettled.
+            let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| Ready::of(job))) {
+                Ok(job) => this.title_of(&live, job, dispatched_tx).await,
+                Err(_) => Outcome::Failed("the title request could not be written".to_owned()),
+            };
             this.settle_surely(&live, outcome).await;
             let _ = finished_tx.send(());
         });

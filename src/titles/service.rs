@@ -59,6 +59,10 @@ enum TitleFailure {
 /// Longest wait for the claim on the chat path: beyond it the turn is simply not titled.
 const CLAIM_TIMEOUT: Duration = Duration::from_secs(3);
 
+/// How often a running title's text is copied to a shared store at most: followers on other
+/// processes see it grow ten times a second.
+const MIRROR_EVERY: Duration = Duration::from_millis(100);
+
 pub struct TitleService {
     pub(super) config: TitlesConfig,
     pub(super) store: Arc<dyn TitleStore>,
@@ -393,7 +397,8 @@ impl TitleService {
     }
 
     /// For stores other processes read: copies the text so far onto the record as it grows and
-    /// tells their followers. Ends with the title (the outcome is written by `settle`).
+    /// tells their followers, at most once per `MIRROR_EVERY` (the latest text then). Ends with
+    /// the title (the outcome is written by `settle`).
     fn mirror(self: &Arc<Self>, live: &Arc<LiveTitle>) {
         if !self.store.shared() {
             return;
@@ -416,6 +421,9 @@ impl TitleService {
                     continue;
                 }
                 this.bus.publish(&owner, &id).await;
+                // The deltas that come meanwhile are one write, not one each: a burst of titles
+                // streaming at once must not be a store write per token.
+                tokio::time::sleep(MIRROR_EVERY).await;
             }
         });
     }

@@ -204,16 +204,19 @@ impl TitleStore for SqliteStore {
             .await
     }
 
+    /// On the background writer too: no request waits for a running title's text, and there it
+    /// lands after the record's pending insert and before its outcome.
     async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
         let (owner, id, text) = (owner.to_owned(), id.to_owned(), text.to_owned());
-        self.with(move |c| {
-            c.execute(
+        self.background
+            .run(move |c| {
+                c.execute(
                 "UPDATE titles SET text = ?3 WHERE owner = ?1 AND id = ?2 AND status = 'pending'",
                 params![owner, id, text],
             )
             .map(|_| ())
-        })
-        .await
+            })
+            .await
     }
 
     async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {

@@ -25,7 +25,7 @@ use super::job::{TitleJob, TitleRequest};
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
 use super::sanitize::sanitize_title;
-use super::slots::{Busy, SLOT_WAIT, TitleSlots};
+use super::slots::{SLOT_WAIT, TitleSlots};
 use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
 use super::threads::TitleThreads;
 use super::writer::{self, OutcomeQueue, Pushed};
@@ -52,8 +52,6 @@ enum TitleFailure {
     Unreadable(#[source] serde_json::Error),
     #[error("titler produced no text")]
     NoText,
-    #[error(transparent)]
-    Busy(#[from] Busy),
 }
 
 /// Longest wait for the claim on the chat path: beyond it the turn is simply not titled.
@@ -488,7 +486,7 @@ impl TitleService {
     ) -> Outcome {
         let slot = match self.slots.take(dispatched).await {
             Ok(slot) => slot,
-            Err(busy) => return Outcome::Failed(TitleFailure::from(busy).to_string()),
+            Err(busy) => return Outcome::Failed(busy.to_string()),
         };
         // Boxed: a task waiting for its slot holds a pointer, not the request's whole state.
         let generated = Box::pin(self.generate(live, job, slot.dispatched));

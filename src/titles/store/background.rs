@@ -1,15 +1,22 @@
-//! The SQLite store's background writes (`finish_many`, the batches `titles::writer` gathers): on
-//! a thread of their own, with a connection of their own, at a lower CPU priority (nice +10).
+//! The SQLite store's background writes (`insert_fresh`, `set_text`, `finish_many`): on a thread
+//! of their own, with a connection of their own, at a lower CPU priority (nice +10), and the
+//! writes queued together committed as one transaction.
 //!
 //! Why: a process pinned to one core runs its async worker and the blocking pool on that core.
 //! A batch transaction (and the WAL checkpoint a commit can trigger) took that core from requests
 //! in flight for a millisecond or so; the bench showed it as the id-less turns' first-event p99.
 //! At nice +10 the scheduler lets a woken request run first, and the batch takes the time left.
+//! A burst of id-less first turns queues hundreds of pending records at once: one commit each
+//! wrote the same few B-tree pages to the WAL hundreds of times (and checkpointed them), so the
+//! writer takes every job already queued (up to `MAX_BATCH`) into one transaction, each job in a
+//! savepoint of its own, so a failing job undoes only its own writes. A job's answer is sent
+//! after the commit, so nobody hears "written" of a write the commit then lost.
 //! Claims, reads and every other store call stay on the store's main connection, at normal
 //! priority: only work no request waits for runs here.
 //!
 //! Owns: the thread and its connection; the thread ends when the store is dropped. Must not: run
-//! a call a request waits on (its priority would hold that request up).
+//! a call a request waits on (its priority would hold that request up), or open a transaction in
+//! a job (it already runs in one).
 
 use std::panic::AssertUnwindSafe;
 use std::sync::mpsc;
@@ -26,7 +33,16 @@ const LOWEST: i32 = 19;
 /// The writer thread's name (what `top -H` and `/proc/…/task/*/comm` show).
 pub const THREAD_NAME: &str = "title-writer";
 
-type Job = Box<dyn FnOnce(&Connection) + Send>;
+/// Jobs committed together at most: a bound on how long one transaction holds SQLite's write
+/// lock (other processes sharing the file wait for it) and on the answers held until it commits.
+pub const MAX_BATCH: usize = 256;
+
+/// A job runs its writes and hands back how to answer once the batch's fate is known: `Ok` holds
+/// the answer for a job whose writes stand (sent with the commit's outcome), `Err` a job that
+/// failed (its savepoint rolled back; it has answered already).
+type Job = Box<dyn FnOnce(&Connection) -> Result<Answer, ()> + Send>;
+/// Sends a job's result, given the commit's error if the commit failed.
+type Answer = Box<dyn FnOnce(Option<&str>) + Send>;
 
 pub struct Background {
     jobs: mpsc::Sender<Job>,
@@ -40,9 +56,16 @@ impl Background {
             .name(THREAD_NAME.to_owned())
             .spawn(move || {
                 lower_priority();
+                let mut batch = Vec::with_capacity(MAX_BATCH);
                 while let Ok(job) = queue.recv() {
-                    // A panicking job must not take the writer (and every later batch) with it.
-                    let _ = std::panic::catch_unwind(AssertUnwindSafe(|| job(&conn)));
+                    batch.push(job);
+                    while batch.len() < MAX_BATCH {
+                        match queue.try_recv() {
+                            Ok(job) => batch.push(job),
+                            Err(_) => break,
+                        }
+                    }
+                    commit_together(&conn, batch.drain(..));
                 }
             })
             .map_err(|e| StoreError::Backend(format!("cannot start the title writer: {e}")))?;
@@ -55,8 +78,17 @@ impl Background {
         work: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
     ) -> Result<T, StoreError> {
         let (answer, answered) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |conn| {
-            let _ = answer.send(work(conn).map_err(|e| StoreError::Backend(e.to_string())));
+        let job: Job = Box::new(move |conn| match work(conn) {
+            Ok(value) => Ok(Box::new(move |commit_failed: Option<&str>| {
+                let _ = answer.send(match commit_failed {
+                    None => Ok(value),
+                    Some(why) => Err(StoreError::Backend(why.to_owned())),
+                });
+            })),
+            Err(e) => {
+                let _ = answer.send(Err(StoreError::Backend(e.to_string())));
+                Err(())
+            }
         });
         self.jobs
             .send(job)
@@ -64,6 +96,52 @@ impl Background {
         answered
             .await
             .map_err(|_| StoreError::Backend("the title writer dropped a write".to_owned()))?
+    }
+}
+
+/// Runs `jobs` in one transaction, each in a savepoint of its own, and answers them after the
+/// commit. A job that fails or panics undoes its own writes only; a commit that fails (or a
+/// transaction that cannot begin) is every standing job's error.
+fn commit_together(conn: &Connection, jobs: impl Iterator<Item = Job>) {
+    // Prepared once per connection (the writer runs these for every job).
+    let run = |sql: &str| {
+        conn.prepare_cached(sql)
+            .and_then(|mut s| s.execute([]))
+            .map(|_| ())
+    };
+    let begun = run("BEGIN IMMEDIATE");
+    if let Err(e) = &begun {
+        // No transaction: each job as SQLite would run it alone (its statements autocommit).
+        tracing::debug!("the title writer could not begin a batch ({e}); writing one by one");
+    }
+    let mut answers: Vec<Answer> = Vec::new();
+    for job in jobs {
+        let savepoint = begun.is_ok() && run("SAVEPOINT job").is_ok();
+        // A panicking job must not take the writer (and every later batch) with it.
+        match std::panic::catch_unwind(AssertUnwindSafe(|| job(conn))) {
+            Ok(Ok(answer)) => {
+                if savepoint {
+                    let _ = run("RELEASE job");
+                }
+                answers.push(answer);
+            }
+            _ => {
+                if savepoint {
+                    let _ = run("ROLLBACK TO job").and_then(|()| run("RELEASE job"));
+                }
+            }
+        }
+    }
+    let committed = match begun {
+        Ok(()) => run("COMMIT").map_err(|e| {
+            let _ = run("ROLLBACK");
+            format!("the title writer's commit failed: {e}")
+        }),
+        Err(_) => Ok(()),
+    };
+    let failed = committed.err();
+    for answer in answers {
+        answer(failed.as_deref());
     }
 }
 
@@ -126,5 +204,78 @@ mod tests {
             .await
             .expect_err("a bad statement is an error");
         assert!(matches!(failed, StoreError::Backend(_)));
+    }
+
+    /// A job as `Background::run` makes it, answering on `tx`.
+    fn job(sql: &'static str, tx: tokio::sync::oneshot::Sender<Result<(), StoreError>>) -> Job {
+        Box::new(move |c: &Connection| match c.execute_batch(sql) {
+            Ok(()) => Ok(Box::new(move |failed: Option<&str>| {
+                let _ = tx.send(failed.map_or(Ok(()), |w| Err(StoreError::Backend(w.into()))));
+            }) as Answer),
+            Err(e) => {
+                let _ = tx.send(Err(StoreError::Backend(e.to_string())));
+                Err(())
+            }
+        })
+    }
+
+    #[test]
+    fn jobs_committed_together_lose_only_the_failing_jobs_writes() {
+        let dir = tempfile::tempdir().expect("dir");
+        let conn = Connection::open(dir.path().join("b.db")).expect("open");
+        conn.execute_batch("CREATE TABLE t (v INTEGER)")
+            .expect("schema");
+        let (a, mut a_rx) = tokio::sync::oneshot::channel();
+        let (b, mut b_rx) = tokio::sync::oneshot::channel();
+        let (c, mut c_rx) = tokio::sync::oneshot::channel();
+        let panicking: Job = Box::new(|c: &Connection| {
+            c.execute_batch("INSERT INTO t VALUES (4)").expect("insert");
+            panic!("a job that panics after writing");
+        });
+        let jobs = vec![
+            job("INSERT INTO t VALUES (1)", a),
+            // Writes, then fails: its first insert must be undone with it.
+            job(
+                "INSERT INTO t VALUES (2); INSERT INTO nowhere VALUES (2)",
+                b,
+            ),
+            panicking,
+            job("INSERT INTO t VALUES (3)", c),
+        ];
+        commit_together(&conn, jobs.into_iter());
+        assert!(a_rx.try_recv().expect("answered").is_ok());
+        assert!(b_rx.try_recv().expect("answered").is_err());
+        assert!(c_rx.try_recv().expect("answered").is_ok());
+        let kept: Vec<i64> = conn
+            .prepare("SELECT v FROM t ORDER BY v")
+            .expect("prepare")
+            .query_map([], |r| r.get(0))
+            .expect("query")
+            .collect::<Result<_, _>>()
+            .expect("rows");
+        assert_eq!(kept, vec![1, 3]);
+        assert!(conn.is_autocommit(), "the batch's transaction is closed");
+    }
+
+    #[test]
+    fn a_batch_that_cannot_begin_runs_each_job_alone() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("c.db");
+        let conn = Connection::open(&path).expect("open");
+        conn.execute_batch("CREATE TABLE t (v INTEGER)")
+            .expect("schema");
+        // Another connection holds the write lock: BEGIN IMMEDIATE cannot take it, so each job
+        // runs alone and fails on its own (this connection does not wait for the lock).
+        conn.busy_timeout(std::time::Duration::ZERO)
+            .expect("no wait");
+        let other = Connection::open(&path).expect("other");
+        other.execute_batch("BEGIN IMMEDIATE").expect("lock");
+        let (a, mut a_rx) = tokio::sync::oneshot::channel();
+        commit_together(&conn, vec![job("INSERT INTO t VALUES (1)", a)].into_iter());
+        assert!(a_rx.try_recv().expect("answered").is_err());
+        other.execute_batch("ROLLBACK").expect("unlock");
+        let (b, mut b_rx) = tokio::sync::oneshot::channel();
+        commit_together(&conn, vec![job("INSERT INTO t VALUES (2)", b)].into_iter());
+        assert!(b_rx.try_recv().expect("answered").is_ok());
     }
 }

@@ -1,6 +1,7 @@
 //! SQLite store (embedded default): WAL journal, schema created (and older files migrated) on open,
-//! every call on the blocking pool so the async runtime never waits on disk, except the batched
-//! outcome writes, which run on the store's low-priority writer (`background`). Several processes may
+//! every call on the blocking pool so the async runtime never waits on disk, except the writes no
+//! request waits for (pending records of new conversations, running text, batched outcomes), which
+//! run on the store's low-priority writer (`background`), committed together. Several processes may
 //! share one file: the claim is one `INSERT ... ON CONFLICT DO NOTHING`, leases live in a table.
 //! Readiness writes a probe row and checks the file is still the one opened (a removed directory
 //! leaves writes landing in an unlinked file, which would lose every title silently).
@@ -210,11 +211,11 @@ impl TitleStore for SqliteStore {
         let (owner, id, text) = (owner.to_owned(), id.to_owned(), text.to_owned());
         self.background
             .run(move |c| {
-                c.execute(
-                "UPDATE titles SET text = ?3 WHERE owner = ?1 AND id = ?2 AND status = 'pending'",
-                params![owner, id, text],
-            )
-            .map(|_| ())
+                c.prepare_cached(
+                    "UPDATE titles SET text = ?3 WHERE owner = ?1 AND id = ?2 AND status = 'pending'",
+                )?
+                .execute(params![owner, id, text])
+                .map(|_| ())
             })
             .await
     }
@@ -225,18 +226,17 @@ impl TitleStore for SqliteStore {
             .await
     }
 
-    /// One transaction for the whole batch (one journal commit instead of one per outcome), on
-    /// the background writer: no request waits for it.
+    /// One job of the background writer, so one savepoint of its transaction: the batch is
+    /// written whole or not at all, and no request waits for it.
     async fn finish_many(&self, records: &[TitleRecord]) -> Result<(), StoreError> {
         let records = records.to_vec();
         self.background
             .run(move |c| {
-                let tx = c.unchecked_transaction()?;
                 let sql = finish_sql();
                 for r in &records {
-                    execute_record(&tx, &sql, r)?;
+                    execute_record(c, &sql, r)?;
                 }
-                tx.commit()
+                Ok(())
             })
             .await
     }

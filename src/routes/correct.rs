@@ -20,7 +20,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::conversation::mapping::CallMapper;
-use crate::protocols::chat::chunk::ChunkView;
+use crate::protocols::chat::chunk::{CallsChunkView, ChunkView};
 use crate::protocols::chat::end::{done_event, is_done};
 use crate::routes::checks::{Calls, Checks};
 use crate::sse::{Decoder, data_event};
@@ -309,7 +309,7 @@ impl State {
         if !may_hold(data) {
             return false;
         }
-        let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
+        let Ok(chunk) = serde_json::from_slice::<CallsChunkView<'_>>(data) else {
             return false;
         };
         let mut holds = false;

@@ -68,6 +68,31 @@ pub struct DeltaView<'a> {
     pub tool_calls: Option<Vec<CallView<'a>>>,
 }
 
+/// Only what a reader of tool calls needs of a chunk (`routes::correct`, which reads every
+/// event of an answer that makes calls): each choice's index, call pieces and finish. Every
+/// other field is skipped, not read: no UTF-8 check, no copy, no raw value kept.
+#[derive(Deserialize)]
+pub struct CallsChunkView<'a> {
+    #[serde(default, borrow)]
+    pub choices: Vec<CallsChoiceView<'a>>,
+}
+
+#[derive(Deserialize)]
+pub struct CallsChoiceView<'a> {
+    #[serde(default)]
+    pub index: u32,
+    #[serde(default, borrow)]
+    pub delta: CallsDeltaView<'a>,
+    #[serde(default, borrow, deserialize_with = "opt_str")]
+    pub finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize, Default)]
+pub struct CallsDeltaView<'a> {
+    #[serde(default, borrow)]
+    pub tool_calls: Option<Vec<CallView<'a>>>,
+}
+
 #[derive(Deserialize)]
 pub struct CallView<'a> {
     #[serde(default)]
@@ -250,5 +275,21 @@ mod tests {
     fn a_string_field_of_another_type_is_still_an_error() {
         assert!(serde_json::from_slice::<ChunkView<'_>>(br#"{"id":5}"#).is_err());
         assert!(serde_json::from_slice::<ChunkView<'_>>(br#"{"id":null,"model":null}"#).is_ok());
+    }
+
+    #[test]
+    fn the_calls_view_reads_a_chunks_calls_and_finish_and_skips_the_rest() {
+        let data = br#"{"id":5,"object":"chat.completion.chunk","model":["odd"],"system_fingerprint":"fp","choices":[{"index":0,"delta":{"content":"x","tool_calls":[{"index":1,"id":"call_1","type":"function","function":{"name":"bash","arguments":"{\"a\":1}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],"usage":{"total_tokens":3}}"#;
+        let chunk: CallsChunkView<'_> = serde_json::from_slice(data).expect("chunk");
+        let choice = &chunk.choices[0];
+        assert_eq!(choice.finish_reason.as_deref(), Some("tool_calls"));
+        let call = &choice.delta.tool_calls.as_ref().expect("calls")[0];
+        assert_eq!(call.index, Some(1));
+        assert_eq!(call.id.as_deref(), Some("call_1"));
+        let function = call.function.as_ref().expect("function");
+        assert_eq!(function.name.as_deref(), Some("bash"));
+        assert_eq!(function.arguments.as_deref(), Some(r#"{"a":1}"#));
+        // Not JSON is still not a chunk.
+        assert!(serde_json::from_slice::<CallsChunkView<'_>>(b"{").is_err());
     }
 }

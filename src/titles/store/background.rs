@@ -1,11 +1,16 @@
 //! The SQLite store's background writes (`insert_fresh`, `set_text`, `finish_many`): on a thread
-//! of their own, with a connection of their own, at a lower CPU priority (nice +10), and the
-//! writes queued together committed as one transaction.
+//! of their own, with a connection of their own, at the lowest CPU priority there is (Linux's
+//! `SCHED_IDLE`, else nice +10), and the writes queued together committed as one transaction.
 //!
 //! Why: a process pinned to one core runs its async worker and the blocking pool on that core.
 //! A batch transaction (and the WAL checkpoint a commit can trigger) took that core from requests
 //! in flight for a millisecond or so; the bench showed it as the id-less turns' first-event p99.
-//! At nice +10 the scheduler lets a woken request run first, and the batch takes the time left.
+//! At nice +10 a woken request still waited for the writer's slice to end (the first event's
+//! p99 of id-less streams 0.96–1.17 ms); a `SCHED_IDLE` thread is preempted by any woken
+//! request at once (0.64 ms), and runs in the time the requests leave. The price: on a core
+//! that is never idle the writer runs very slowly, holding SQLite's write lock meanwhile, so a
+//! claim on the main connection may wait for it (a claim is bounded by `CLAIM_TIMEOUT`, and
+//! `MAX_BATCH` keeps the transaction short).
 //! A burst of id-less first turns queues hundreds of pending records at once: one commit each
 //! wrote the same few B-tree pages to the WAL hundreds of times (and checkpointed them), so the
 //! writer takes every job already queued (up to `MAX_BATCH`) into one transaction, each job in a
@@ -35,7 +40,7 @@ pub const THREAD_NAME: &str = "title-writer";
 
 /// Jobs committed together at most: a bound on how long one transaction holds SQLite's write
 /// lock (other processes sharing the file wait for it) and on the answers held until it commits.
-pub const MAX_BATCH: usize = 256;
+pub const MAX_BATCH: usize = 64;
 
 /// A job runs its writes and hands back how to answer once the batch's fate is known: `Ok` holds
 /// the answer for a job whose writes stand (sent with the commit's outcome), `Err` a job that
@@ -147,14 +152,47 @@ fn commit_together(conn: &Connection, jobs: impl Iterator<Item = Job>) {
 
 #[cfg(target_os = "linux")]
 fn lower_priority() {
+    use thread_priority::{
+        NormalThreadSchedulePolicy, ThreadPriority, ThreadSchedulePolicy,
+        set_thread_priority_and_policy, thread_native_id,
+    };
     // On Linux `getpriority`/`setpriority(PRIO_PROCESS, 0)` name the calling thread alone (each
     // thread has its own nice value, inherited from the thread that spawned it). `setpriority`
     // sets an absolute value: the writer's is its spawner's plus `NICE`, so a process already
-    // running niced still has its writer below its requests.
+    // running niced still has its writer below its requests. Read before the policy changes:
+    // setting `SCHED_IDLE` resets the nice value where it may.
     let inherited = rustix::process::getpriority_process(None).unwrap_or(0);
+    let idle = ThreadSchedulePolicy::Normal(NormalThreadSchedulePolicy::Idle);
+    // Any thread may move itself to `SCHED_IDLE`; the crate then tries nice 0, which a niced
+    // process may not take (EACCES after the policy is set): the policy is what counts.
+    let _ = set_thread_priority_and_policy(thread_native_id(), ThreadPriority::Min, idle);
+    if !runs_idle() {
+        tracing::debug!("the title writer cannot run as SCHED_IDLE; it runs at nice +{NICE}");
+    }
+    // Under SCHED_IDLE the nice value has no effect; without it, it is the fallback.
     if rustix::process::setpriority_process(None, (inherited + NICE).min(LOWEST)).is_err() {
         tracing::debug!("cannot lower the title writer's priority; it runs at the process's");
     }
+}
+
+/// Whether the calling thread runs under `SCHED_IDLE` (the `policy` field of its stat).
+#[cfg(target_os = "linux")]
+fn runs_idle() -> bool {
+    std::fs::read_to_string("/proc/thread-self/stat")
+        .ok()
+        .and_then(|stat| policy_of(&stat))
+        == Some(SCHED_IDLE)
+}
+
+/// Linux's number for the `SCHED_IDLE` policy.
+#[cfg(target_os = "linux")]
+const SCHED_IDLE: u32 = 5;
+
+/// The scheduling policy in a `/proc/…/stat` line: field 41, the 39th after `(comm)`.
+#[cfg(target_os = "linux")]
+fn policy_of(stat: &str) -> Option<u32> {
+    let after = stat.get(stat.rfind(')')? + 2..)?;
+    after.split(' ').nth(38)?.parse().ok()
 }
 
 #[cfg(not(target_os = "linux"))]
@@ -163,6 +201,17 @@ fn lower_priority() {}
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    /// The scheduling policy of this process's thread named `name`.
+    fn policy_of_thread(name: &str) -> Option<u32> {
+        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+            if comm.trim() == name {
+                return policy_of(&std::fs::read_to_string(task.path().join("stat")).ok()?);
+            }
+        }
+        None
+    }
 
     /// The nice value of this process's thread named `name`, from `/proc/self/task/*/stat`.
     fn nice_of(name: &str) -> Option<i32> {
@@ -199,6 +248,11 @@ mod tests {
             .and_then(|n| n.parse().ok())
             .expect("nice");
         assert_eq!(nice_of(THREAD_NAME), Some((own_nice + 10).min(19)));
+        assert_eq!(
+            policy_of_thread(THREAD_NAME),
+            Some(SCHED_IDLE),
+            "the writer runs under SCHED_IDLE"
+        );
         let failed = background
             .run(|c| c.execute_batch("NOT SQL"))
             .await

@@ -4,6 +4,8 @@
 //! paced streams with memory sampled throughout. Every phase is bounded in count and time, so a
 //! slow peer cannot hold the run hostage.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -383,15 +385,17 @@ impl Plan {
             });
         }
         let pid = self.pid;
-        let sampler = tokio::spawn(async move {
-            let mut peak = 0u64;
-            loop {
-                if let Some(kib) = pid.and_then(rss_kib) {
-                    peak = peak.max(kib);
-                }
-                tokio::time::sleep(Duration::from_millis(50)).await;
-                if started.elapsed() > limit + Duration::from_secs(5) {
-                    return peak;
+        // The peak lives outside the sampler: the sampler is aborted when the streams end, and an
+        // aborted task returns nothing (reading its result would give the RSS after, not the peak).
+        let peak_kib = Arc::new(AtomicU64::new(0));
+        let sampler = tokio::spawn({
+            let peak_kib = peak_kib.clone();
+            async move {
+                loop {
+                    if let Some(kib) = pid.and_then(rss_kib) {
+                        peak_kib.fetch_max(kib, Ordering::Relaxed);
+                    }
+                    tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
         });
@@ -443,8 +447,11 @@ impl Plan {
             }
         }
         sampler.abort();
-        let peak = sampler.await.ok();
-        let peak = peak.or_else(|| self.pid.and_then(rss_kib));
+        let _ = sampler.await;
+        if let Some(kib) = self.pid.and_then(rss_kib) {
+            peak_kib.fetch_max(kib, Ordering::Relaxed);
+        }
+        let peak = self.pid.map(|_| peak_kib.load(Ordering::Relaxed));
         // A stream with a gap over 200 ms is lost to its user (issue 36's "sustained").
         let lost = worst_gaps
             .iter()

@@ -130,6 +130,16 @@ pub struct Prepared {
     pub local: Option<crate::clients::subagent::LocalCall>,
 }
 
+/// An upstream body written in `body`, held at its own size. A rewritten turn's body stays alive
+/// for the whole answer (`routes::correct` keeps it to ask again), so the slack of the buffer it
+/// was written in (serde_json's doubling, a writer's headroom) would be held by every open stream:
+/// 64 KiB of headroom under opencode's 9 KB small chat was most of a stream's memory (issue 36).
+/// Shrinking a large buffer gives its tail back in place; a small one is copied, which is cheap.
+pub(crate) fn sized(mut body: Vec<u8>) -> Bytes {
+    body.shrink_to_fit();
+    Bytes::from(body)
+}
+
 impl Prepared {
     /// The client's request as it was: its own Chat Completions bytes, else the conversation as a
     /// plain Chat Completions request (always streamed: the renderer of another protocol reads
@@ -158,7 +168,7 @@ impl Prepared {
             Some(bytes) => bytes.clone(),
             None => {
                 let chat = plain::chat_request(&request.conversation, true);
-                Bytes::from(serde_json::to_vec(&chat).map_err(HarnessError::Encode)?)
+                sized(serde_json::to_vec(&chat).map_err(HarnessError::Encode)?)
             }
         };
         Ok(Self {
@@ -349,6 +359,43 @@ mod tests {
     fn encode_error() -> serde_json::Error {
         let map = BTreeMap::from([((1, 2), 3)]);
         serde_json::to_vec(&map).expect_err("keys that are not strings")
+    }
+
+    /// The buffer behind a rebuilt body holds the body and nothing more: it lives as long as the
+    /// answer's stream (issue 36's memory per open stream).
+    #[test]
+    fn every_rebuilt_upstream_body_is_held_at_its_own_size() {
+        let request = serde_json::json!({
+            "model": "m",
+            "messages": [
+                {"role": "system", "content": "You are a helpful coding assistant."},
+                {"role": "user", "content": "Count the lines of every .rs file under src/."}
+            ],
+            "tools": [{"type": "function", "function": {
+                "name": "bash",
+                "description": "Runs a shell command.",
+                "parameters": {"type": "object", "properties": {"command": {"type": "string"}},
+                    "required": ["command"]}
+            }}]
+        });
+        let mut rebuilt = 0;
+        for name in super::test_support::names() {
+            let prepared = super::test_support::prepare(name, &request, &[]);
+            if !prepared.rewritten {
+                continue;
+            }
+            rebuilt += 1;
+            let len = prepared.upstream_body.len();
+            let buffer = prepared
+                .upstream_body
+                .try_into_mut()
+                .unwrap_or_else(|_| panic!("{name}: the body is shared"));
+            assert_eq!(buffer.capacity(), len, "{name}: the buffer has slack");
+        }
+        assert!(
+            rebuilt >= 10,
+            "only {rebuilt} harnesses rebuilt the request"
+        );
     }
 
     #[test]

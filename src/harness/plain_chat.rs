@@ -49,7 +49,7 @@ impl Harness for PlainChat {
         // client either way.
         let chat = super::plain::chat_request(conversation, true);
         Ok(Prepared {
-            upstream_body: Bytes::from(serde_json::to_vec(&chat).map_err(HarnessError::Encode)?),
+            upstream_body: super::sized(serde_json::to_vec(&chat).map_err(HarnessError::Encode)?),
             rewritten: true,
             response: ResponsePlan::Reshape(Reshape {
                 client_stream: conversation.options.stream,

@@ -85,3 +85,8 @@ pub fn reader(prepared: &Prepared) -> Arc<dyn ActionReader> {
 pub fn body(prepared: &Prepared) -> Value {
     serde_json::from_slice(&prepared.upstream_body).expect("JSON")
 }
+
+/// Every built-in harness's name.
+pub fn names() -> Vec<&'static str> {
+    registry().harnesses.keys().copied().collect()
+}

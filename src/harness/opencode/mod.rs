@@ -427,13 +427,14 @@ fn messages(items: &[Item]) -> impl Iterator<Item = &Message> {
     })
 }
 
-/// The body, compact. Sized up front (1/8 for escapes and tools): a doubling buffer would hold up
-/// to twice a large body, and copy it on each growth.
+/// The body, compact. Sized up front (1/8 for escapes, 64 KiB for the prompt and tools): a doubling
+/// buffer would copy a large body on each growth. The headroom is given back once written
+/// (`harness::sized`).
 fn write_body(body: &UpstreamBody<'_>) -> Result<Bytes, HarnessError> {
     let approx: usize = body.messages.iter().map(OutMessage::approx_len).sum();
     let mut bytes = Vec::with_capacity(approx + approx / 8 + 64 * 1024);
     serde_json::to_writer(&mut bytes, body).map_err(HarnessError::Encode)?;
-    Ok(Bytes::from(bytes))
+    Ok(crate::harness::sized(bytes))
 }
 
 impl Harness for Opencode {

@@ -10,7 +10,6 @@
 
 use std::sync::Arc;
 
-use bytes::Bytes;
 use serde_json::{Value, json};
 
 use super::family::ToolSet;
@@ -190,7 +189,9 @@ pub fn prepared(
     let dropped_tools = bridge.dropped();
     let passthrough_tools = bridge.kept();
     Ok(Prepared {
-        upstream_body: Bytes::from(serde_json::to_vec(body).map_err(HarnessError::Encode)?),
+        upstream_body: crate::harness::sized(
+            serde_json::to_vec(body).map_err(HarnessError::Encode)?,
+        ),
         rewritten: true,
         response: ResponsePlan::Reshape(Reshape {
             client_stream: conversation.options.stream,

@@ -1,6 +1,8 @@
 //! The upstream body (docs/wire.md §1 "Body"), field order as opencode sends it. Serialized
 //! compactly.
 
+use std::sync::Arc;
+
 use serde::Serialize;
 use serde_json::value::RawValue;
 
@@ -22,6 +24,16 @@ pub struct UpstreamBody<'a> {
     /// Last, so the reference's fields keep their places (`opencode.prompt_cache_key`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prompt_cache_key: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// A JSON token shared with `system::EscapedPrefix`'s recent tokens, written as it is.
+#[derive(Debug, Clone)]
+pub struct SharedRaw(pub Arc<RawValue>);
+
+impl Serialize for SharedRaw {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        self.0.serialize(serializer)
+    }
 }
 
 #[derive(Debug, Serialize)]
@@ -48,7 +60,7 @@ pub enum OutMessage {
     /// Content already a JSON string token (the system message, escaped mostly ahead of time).
     Raw {
         role: &'static str,
-        content: Box<RawValue>,
+        content: SharedRaw,
     },
     Calls {
         role: &'static str,
@@ -78,7 +90,7 @@ impl OutMessage {
                     reasoning_content,
                     ..
                 } => content.len() + reasoning_content.as_ref().map_or(0, String::len),
-                Self::Raw { content, .. } => content.get().len(),
+                Self::Raw { content, .. } => content.0.get().len(),
                 Self::Parts { content, .. } => content
                     .iter()
                     .map(|p| {

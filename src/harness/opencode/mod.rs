@@ -234,7 +234,7 @@ impl Opencode {
     /// The system message, then the client's history converted.
     fn messages(
         &self,
-        system: Box<RawValue>,
+        system: Arc<RawValue>,
         client_items: &[Item],
         flavour: Flavour,
         bridge: &Bridge,
@@ -242,7 +242,7 @@ impl Opencode {
         let mut messages = Vec::with_capacity(client_items.len() + 1);
         messages.push(OutMessage::Raw {
             role: "system",
-            content: system,
+            content: body::SharedRaw(system),
         });
         messages.extend(history::convert(
             client_items,
@@ -339,7 +339,7 @@ impl Opencode {
         flavour: Flavour,
         env: &EnvValues,
         profile: &Profile,
-    ) -> Box<RawValue> {
+    ) -> Arc<RawValue> {
         let prefix = if flavour == Flavour::SearchAgent {
             &self.search_prefix
         } else {
@@ -365,7 +365,7 @@ impl Opencode {
         };
         let mut suffix = system::suffix(&model_name, &model_id, env, &blocks, &skills);
         suffix.push_str(&tail);
-        prefix.with_suffix(&suffix)
+        prefix.with_suffix(suffix)
     }
 }
 

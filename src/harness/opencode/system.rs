@@ -1,6 +1,11 @@
 //! The one system message (docs/wire.md §1): prefix, identity line, `<env>` block, skills block —
 //! exact newlines.
 
+use std::sync::{Arc, Mutex, PoisonError};
+
+use hashlink::LruCache;
+use serde_json::value::RawValue;
+
 use super::env::EnvValues;
 use crate::template::{BindError, Pattern, Template};
 
@@ -63,26 +68,50 @@ pub fn suffix(
     )
 }
 
-/// A prefix JSON-escaped once at start-up: per request only the short suffix is escaped.
-#[derive(Debug, Clone)]
-pub struct EscapedPrefix(String);
+/// How many suffixes' whole tokens each prefix keeps: a few dozen conversations' worth (the model,
+/// `<env>`, instructions and skills of one conversation are the same turn after turn), about 10 KB
+/// each under opencode's prompt.
+const RECENT_SUFFIXES: usize = 32;
+
+/// A prefix JSON-escaped once at start-up, and the whole tokens of the latest suffixes. Escaping
+/// the suffix and checking the ~9 KB token (`RawValue::from_string` parses it) was a quarter of
+/// opencode's rebuild of a small chat (issue 36's profile); a conversation's next turn with the
+/// same suffix takes its token from here.
+pub struct EscapedPrefix {
+    escaped: String,
+    recent: Mutex<LruCache<String, Arc<RawValue>>>,
+}
 
 impl EscapedPrefix {
     pub fn new(prefix: &str) -> Self {
-        Self(json_escape(prefix.trim_end()))
+        Self {
+            escaped: json_escape(prefix.trim_end()),
+            recent: Mutex::new(LruCache::new(RECENT_SUFFIXES)),
+        }
     }
 
     /// The whole system content as a JSON string token (`"…"`), equal to escaping
     /// `system_prompt(prefix, …)` in one go.
-    pub fn with_suffix(&self, suffix: &str) -> Box<serde_json::value::RawValue> {
+    pub fn with_suffix(&self, suffix: String) -> Arc<RawValue> {
+        // A panic elsewhere while holding the lock leaves a cache still whole: keep using it.
+        let recent = || self.recent.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(token) = recent().get(&suffix) {
+            return token.clone();
+        }
+        let token = Arc::<RawValue>::from(self.token(&suffix));
+        recent().insert(suffix, token.clone());
+        token
+    }
+
+    fn token(&self, suffix: &str) -> Box<RawValue> {
         let escaped = json_escape(suffix);
-        let mut token = String::with_capacity(self.0.len() + escaped.len() + 2);
+        let mut token = String::with_capacity(self.escaped.len() + escaped.len() + 2);
         token.push('"');
-        token.push_str(&self.0);
+        token.push_str(&self.escaped);
         token.push_str(&escaped);
         token.push('"');
         // A quoted run of escaped text is always a valid JSON string.
-        serde_json::value::RawValue::from_string(token)
+        RawValue::from_string(token)
             .unwrap_or_else(|_| serde_json::value::to_raw_value("").unwrap_or_default())
     }
 }
@@ -150,7 +179,39 @@ mod tests {
         let prefix = "Line \"one\"\n\ttab \u{1F600} </tag>\n\n";
         let skills = skills_block(&bind_skills("S {{ cwd }}\n").expect("valid"), "/w");
         let whole = system_prompt(prefix, "n", "i", &env(), "\nI", &skills);
-        let raw = EscapedPrefix::new(prefix).with_suffix(&suffix("n", "i", &env(), "\nI", &skills));
+        let raw = EscapedPrefix::new(prefix).with_suffix(suffix("n", "i", &env(), "\nI", &skills));
         assert_eq!(raw.get(), serde_json::Value::String(whole).to_string());
+    }
+
+    #[test]
+    fn a_suffix_seen_again_gets_the_same_token_and_another_gets_its_own() {
+        let prefix = EscapedPrefix::new("P \"q\"\n");
+        let monday = prefix.with_suffix(suffix("n", "i", &env(), "", ""));
+        let again = prefix.with_suffix(suffix("n", "i", &env(), "", ""));
+        assert!(Arc::ptr_eq(&monday, &again), "the kept token is reused");
+        let mut tuesday_env = env();
+        tuesday_env.today = "Sun Nov 30 2025".into();
+        let tuesday = prefix.with_suffix(suffix("n", "i", &tuesday_env, "", ""));
+        assert!(tuesday.get().contains("Sun Nov 30 2025"));
+        assert!(!tuesday.get().contains("Sat Nov 29 2025"));
+        assert_eq!(
+            tuesday.get(),
+            serde_json::Value::String(system_prompt("P \"q\"\n", "n", "i", &tuesday_env, "", ""))
+                .to_string()
+        );
+    }
+
+    #[test]
+    fn the_kept_tokens_are_bounded() {
+        let prefix = EscapedPrefix::new("P");
+        let first = prefix.with_suffix("0".into());
+        for n in 1..=RECENT_SUFFIXES {
+            prefix.with_suffix(n.to_string());
+        }
+        let recent = prefix.recent.lock().expect("lock");
+        assert_eq!(recent.len(), RECENT_SUFFIXES);
+        assert!(!recent.contains_key("0"), "the oldest went first");
+        drop(recent);
+        assert_eq!(first.get(), "\"P0\"");
     }
 }

@@ -202,30 +202,29 @@ fn lower_priority() {}
 mod tests {
     use super::*;
 
-    /// The scheduling policy of this process's thread named `name`.
-    fn policy_of_thread(name: &str) -> Option<u32> {
-        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-            if comm.trim() == name {
-                return policy_of(&std::fs::read_to_string(task.path().join("stat")).ok()?);
-            }
-        }
-        None
+    /// The `/proc/self/task/*/stat` line of this process's thread named `name`.
+    fn stat_of(name: &str) -> Option<String> {
+        std::fs::read_dir("/proc/self/task")
+            .ok()?
+            .flatten()
+            .find(|task| {
+                std::fs::read_to_string(task.path().join("comm"))
+                    .is_ok_and(|comm| comm.trim() == name)
+            })
+            .and_then(|task| std::fs::read_to_string(task.path().join("stat")).ok())
     }
 
-    /// The nice value of this process's thread named `name`, from `/proc/self/task/*/stat`.
+    /// The scheduling policy of this process's thread named `name`.
+    fn policy_of_thread(name: &str) -> Option<u32> {
+        policy_of(&stat_of(name)?)
+    }
+
+    /// The nice value of this process's thread named `name`.
     fn nice_of(name: &str) -> Option<i32> {
-        for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
-            let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
-            if comm.trim() != name {
-                continue;
-            }
-            let stat = std::fs::read_to_string(task.path().join("stat")).ok()?;
-            // Fields after the `(comm)`: state is field 3, nice field 19.
-            let after = &stat[stat.rfind(')')? + 2..];
-            return after.split(' ').nth(16)?.parse().ok();
-        }
-        None
+        let stat = stat_of(name)?;
+        // Fields after the `(comm)`: state is field 3, nice field 19.
+        let after = stat.get(stat.rfind(')')? + 2..)?;
+        after.split(' ').nth(16)?.parse().ok()
     }
 
     #[tokio::test]

@@ -133,7 +133,8 @@ pub struct Prepared {
 /// An upstream body written in `body`, held at its own size. A rewritten turn's body stays alive
 /// for the whole answer (`routes::correct` keeps it to ask again), so the slack of the buffer it
 /// was written in (serde_json's doubling, a writer's headroom) would be held by every open stream:
-/// 64 KiB of headroom under opencode's 9 KB small chat was most of a stream's memory (issue 36).
+/// opencode's 64 KiB of headroom under a 9 KB small chat was the largest allocation an open stream
+/// held (issue 36; mostly address space, as pages never written are not resident).
 /// Shrinking a large buffer gives its tail back in place; a small one is copied, which is cheap.
 pub(crate) fn sized(mut body: Vec<u8>) -> Bytes {
     body.shrink_to_fit();

@@ -74,7 +74,7 @@ pub fn suffix(
 const RECENT_SUFFIXES: usize = 32;
 
 /// A prefix JSON-escaped once at start-up, and the whole tokens of the latest suffixes. Escaping
-/// the suffix and checking the ~9 KB token (`RawValue::from_string` parses it) was a quarter of
+/// the suffix and checking the ~9 KB token (`RawValue::from_string` parses it) was half of
 /// opencode's rebuild of a small chat (issue 36's profile); a conversation's next turn with the
 /// same suffix takes its token from here.
 pub struct EscapedPrefix {

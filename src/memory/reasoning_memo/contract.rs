@@ -318,10 +318,13 @@ async fn rows_count_against_the_bounds_too(
     };
     let memo = replica(bounds, backend(bounds));
     let ids = |answer: usize| -> Vec<String> { (0..9).map(|i| format!("r{answer}_{i}")).collect() };
+    // One write settled before the next: writes in flight at once reach the store in any order,
+    // and "oldest" is the order the store saw (it failed one CI run in about 30 when answer 0
+    // was written after answer 1).
     for answer in 0..4 {
         memo.remember("erin", &ids(answer), format!("answer {answer}"));
+        memo.settled().await;
     }
-    memo.settled().await;
     assert_eq!(
         memo.local_usage(),
         Usage {

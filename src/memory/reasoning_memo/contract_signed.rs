@@ -88,7 +88,9 @@ async fn their_bytes_count_against_the_bounds(
         total: room,
     };
     let memo = replica(bounds, backend(bounds));
+    // Settled one by one: writes in flight at once reach the store in any order.
     memo.remember("hal", &["b1".into()], first);
+    memo.settled().await;
     memo.remember("hal", &["b2".into()], second.clone());
     memo.settled().await;
     assert_eq!(

@@ -159,8 +159,7 @@ fn shaper(c: &mut Criterion) {
                 memo: memo.clone(),
                 owner: "owner".to_owned(),
             };
-            let tap = harness_proxy::memory::answer_tap::AnswerTap::new(
-                futures_util::stream::iter(items),
+            let witness = harness_proxy::memory::answer_tap::AnswerWitness::new(
                 harness_proxy::memory::answer_tap::Taps {
                     anchor: None,
                     memo: Some(sink),
@@ -168,6 +167,7 @@ fn shaper(c: &mut Criterion) {
                 },
                 true,
             );
+            let tap = witness.tap(futures_util::stream::iter(items), true);
             runtime.block_on(tap.count())
         });
     });

@@ -109,6 +109,48 @@ pub enum AnswerEvent {
     },
 }
 
+/// Who watches an answer while a reader reads it (what the proxy remembers of it:
+/// `memory::answer_tap`). The reader that parses each upstream event anyway (the folder of a
+/// non-streaming Chat client, the answer-event reader of every other protocol) tells it what the
+/// event held, so no event is parsed twice for it. Every method has a do-nothing default.
+pub trait AnswerWatcher: Send {
+    /// Text of the answer, as the client gets it.
+    fn text(&mut self, _text: &str) {}
+    fn reasoning(&mut self, _text: &str) {}
+    /// The server's signature of the reasoning just sent.
+    fn signature(&mut self, _signature: &str) {}
+    /// One redacted thinking block's data.
+    fn redacted(&mut self, _data: &str) {}
+    /// A tool call's id, once per call.
+    fn call(&mut self, _id: &str) {}
+    /// The answer says it is finished (a finish reason).
+    fn finished(&mut self) {}
+    /// The answer failed (an error event, a cut or unreadable stream).
+    fn failed(&mut self) {}
+    /// The answer's body ended; nothing more comes.
+    fn ended(&mut self) {}
+}
+
+/// Tells `watcher` what one answer event holds.
+pub fn watch(watcher: &mut dyn AnswerWatcher, event: &AnswerEvent) {
+    match event {
+        AnswerEvent::Text(text) => watcher.text(text),
+        AnswerEvent::Reasoning(text) => watcher.reasoning(text),
+        AnswerEvent::ReasoningSignature(signature) => watcher.signature(signature),
+        AnswerEvent::RedactedReasoning(data) => watcher.redacted(data),
+        AnswerEvent::ToolCallStart { id, .. } => watcher.call(id),
+        AnswerEvent::ToolCallArguments { .. } | AnswerEvent::ToolCallEnd { .. } => {}
+        AnswerEvent::Finish { .. } => {
+            watcher.finished();
+            watcher.ended();
+        }
+        AnswerEvent::Error { .. } => {
+            watcher.failed();
+            watcher.ended();
+        }
+    }
+}
+
 /// The key under which a call's arguments go to the client when they are not a JSON object (or
 /// cannot be put in the client's dialect): the model's raw text, so the call still parses and
 /// the agent's own validation shows the model its mistake (docs/wire.md).

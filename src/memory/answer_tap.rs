@@ -1,13 +1,20 @@
-//! Watches a rewritten turn's upstream answer, the one reader for what the proxy remembers of
-//! it: for a turn that started a conversation without a client id, once it has ended cleanly,
-//! (its user text, the answer) as the conversation's anchor (`anchors`); for any turn, the
-//! reasoning of an answer that made tool calls, under their ids (`reasoning_memo`), for clients
-//! that do not echo it; for a turn whose exchange title waits for it, the answer's text
-//! (`titles::input`). The reasoning remembered is its text, and what a Messages upstream gave
-//! beside it (`reasoning_signature`, `reasoning_redacted`: its signature and redacted thinking,
-//! which that server needs back). Every item is forwarded unchanged; an answer cut short or failed is not an
-//! anchor (the client will not have it in its history as sent). With only the memo to feed, an
-//! event is parsed only if it mentions reasoning or tool calls.
+//! What the proxy remembers of a turn's answer, read once: for a turn that started a
+//! conversation without a client id, once it has ended cleanly, (its user text, the answer) as
+//! the conversation's anchor (`anchors`); for any turn, the reasoning of an answer that made tool
+//! calls, under their ids (`reasoning_memo`), for clients that do not echo it; for a turn whose
+//! exchange title waits for it, the answer's text (`titles::input`). The reasoning remembered is
+//! its text, and what a Messages upstream gave beside it (`reasoning_signature`,
+//! `reasoning_redacted`: its signature and redacted thinking, which that server needs back). An
+//! answer cut short or failed is not an anchor (the client will not have it in its history as
+//! sent).
+//!
+//! `AnswerWitness` keeps all of that; it watches the answer as the client gets it (after any
+//! correction, `routes::correct`), so the anchor's text and calls and the memo's call ids are the
+//! ones the client's next turn sends back. The reader that parses each event anyway feeds it
+//! (`conversation::answer::AnswerWatcher`: the folder, the answer-event reader); where nothing
+//! else parses the answer (a streaming Chat client, whose events go on as they came), the
+//! `AnswerTap` reads the bytes for it, forwarding every item unchanged. With only the memo to
+//! feed, the tap parses an event only if it mentions reasoning or tool calls.
 
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
@@ -17,6 +24,7 @@ use bytes::Bytes;
 use futures_util::Stream;
 
 use super::anchors::Anchors;
+use crate::conversation::answer::AnswerWatcher;
 use crate::memory::facts::ExchangeHasher;
 use crate::memory::reasoning_memo::{MAX_ENTRY_BYTES, ReasoningMemo, Thought};
 use crate::protocols::chat::chunk::ChunkView;
@@ -44,12 +52,193 @@ pub struct MemoSink {
     pub owner: String,
 }
 
-/// What a tap feeds; at least one is set.
+/// What a witness feeds; at least one is set.
 pub struct Taps {
     pub anchor: Option<Anchor>,
     pub memo: Option<MemoSink>,
     /// An exchange title's answer half (`titles::input`).
     pub answer: Option<AnswerText>,
+}
+
+/// One answer as the proxy remembers it, fed as it is read; what it learnt is kept when the
+/// answer ends (`ended`), or when it is dropped after saying it finished.
+pub struct AnswerWitness {
+    anchor: Option<Anchor>,
+    memo: Option<MemoSink>,
+    answer: Option<AnswerText>,
+    /// The answer's reasoning so far; `None` once past `MAX_ENTRY_BYTES` (not kept).
+    reasoning: Option<Thought>,
+    /// The answer's text as far as a title reads it (`MAX_TITLE_TEXT`).
+    title_text: String,
+    /// The exchange's digest, fed as the text streams by: the text itself is never held.
+    exchange: Option<ExchangeHasher>,
+    call_ids: Vec<String>,
+    /// A streamed answer is whole only once it says it finished; a JSON one when it parses.
+    streamed: bool,
+    failed: bool,
+    /// A finish reason arrived: the answer is whole even if nobody reads to the end.
+    complete: bool,
+}
+
+impl AnswerWitness {
+    pub fn new(taps: Taps, streamed: bool) -> Self {
+        let Taps {
+            anchor,
+            memo,
+            answer,
+        } = taps;
+        let exchange = anchor.as_ref().map(|a| ExchangeHasher::new(&a.user_text));
+        Self {
+            exchange,
+            anchor,
+            memo,
+            answer,
+            reasoning: Some(Thought::default()),
+            title_text: String::new(),
+            call_ids: Vec::new(),
+            streamed,
+            failed: false,
+            complete: false,
+        }
+    }
+
+    /// `body` read for this witness by the byte tap (nothing else parses it).
+    pub fn tap<S>(self, body: S, sse: bool) -> AnswerTap<S> {
+        AnswerTap {
+            inner: body,
+            witness: self,
+            sse,
+            decoder: Decoder::new(),
+            json: Vec::new(),
+        }
+    }
+
+    /// The answer's text matters (an anchor or a title waits for it), not only its reasoning
+    /// and calls.
+    fn reads_text(&self) -> bool {
+        self.anchor.is_some() || self.answer.is_some()
+    }
+
+    /// The reasoning so far, if `more` bytes still fit in one memo entry; else it is dropped
+    /// (`None`: an answer too large to remember).
+    fn reasoning_with_room(&mut self, more: usize) -> Option<&mut Thought> {
+        if self
+            .reasoning
+            .as_ref()
+            .is_some_and(|r| r.bytes() + more > MAX_ENTRY_BYTES)
+        {
+            self.reasoning = None;
+        }
+        self.reasoning.as_mut()
+    }
+
+    /// The answer ended: remember it unless it failed.
+    fn end(&mut self) {
+        // Whatever text the client got is the answer's half, failed or not.
+        if let Some(answer) = self.answer.take() {
+            answer.set(&self.title_text);
+        }
+        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
+            && !self.failed
+        {
+            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
+        }
+        let Some(anchor) = self.anchor.take() else {
+            return;
+        };
+        // A stream that ends without a finish reason was cut: the client did not get it whole.
+        if self.failed || (self.streamed && !self.complete) {
+            return;
+        }
+        let ids: Vec<&str> = self.call_ids.iter().map(String::as_str).collect();
+        let digest = self.exchange.take().and_then(|h| h.finish(&ids));
+        if let Some(digest) = digest {
+            anchor
+                .anchors
+                .remember(&anchor.owner, &digest, &anchor.conversation);
+        }
+    }
+}
+
+impl AnswerWatcher for AnswerWitness {
+    /// Text of the answer: hashed for the exchange, and kept up to `MAX_TITLE_TEXT` for a title.
+    fn text(&mut self, text: &str) {
+        if let Some(exchange) = &mut self.exchange {
+            exchange.push(text);
+        }
+        if self.answer.is_some() && self.title_text.len() < MAX_TITLE_TEXT {
+            let end = text.floor_char_boundary(MAX_TITLE_TEXT - self.title_text.len());
+            self.title_text.push_str(&text[..end]);
+        }
+    }
+
+    fn reasoning(&mut self, text: &str) {
+        // Reasoning after a signed block is another block (a corrected answer's, or the next
+        // of an interleaved answer): the server signed each alone, so the latest is kept whole.
+        if self
+            .reasoning
+            .as_ref()
+            .is_some_and(|r| r.signature.is_some())
+        {
+            self.reasoning = Some(Thought::default());
+        }
+        if let Some(reasoning) = self.reasoning_with_room(text.len()) {
+            reasoning.text.push_str(text);
+        }
+    }
+
+    fn signature(&mut self, signature: &str) {
+        if let Some(reasoning) = self.reasoning_with_room(signature.len()) {
+            let held = reasoning.signature.get_or_insert_with(String::new);
+            held.push_str(signature);
+        }
+    }
+
+    fn redacted(&mut self, data: &str) {
+        if let Some(reasoning) = self.reasoning_with_room(data.len()) {
+            reasoning.redacted.push(data.to_owned());
+        }
+    }
+
+    fn call(&mut self, id: &str) {
+        if !id.is_empty() {
+            self.call_ids.push(id.to_owned());
+        }
+    }
+
+    fn finished(&mut self) {
+        self.complete = true;
+        // The client may stop reading here: an exchange title starting then reads it whole.
+        if let Some(answer) = &self.answer {
+            answer.set(&self.title_text);
+        }
+    }
+
+    fn failed(&mut self) {
+        self.failed = true;
+    }
+
+    fn ended(&mut self) {
+        self.end();
+    }
+}
+
+impl Drop for AnswerWitness {
+    fn drop(&mut self) {
+        // A reader may stop at the last event without waiting for the end of the body.
+        if self.complete {
+            self.end();
+        }
+        if let Some(answer) = self.answer.take() {
+            answer.set(&self.title_text);
+        }
+        // The calls' reasoning is worth keeping even if the client hung up after them.
+        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
+            && !self.failed
+        {
+            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
+        }
+    }
 }
 
 /// Built once: the memo-only tap's test of whether an event is worth parsing.
@@ -58,60 +247,26 @@ static REASONING: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
 static TOOL_CALLS: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"tool_calls"));
 
+/// An answer's bytes read for its witness, where nothing else parses them; every item goes on
+/// unchanged.
 pub struct AnswerTap<S> {
     inner: S,
-    anchor: Option<Anchor>,
-    memo: Option<MemoSink>,
-    answer: Option<AnswerText>,
-    /// The answer's reasoning so far; `None` once past `MAX_ENTRY_BYTES` (not kept).
-    reasoning: Option<Thought>,
+    witness: AnswerWitness,
     sse: bool,
     decoder: Decoder,
-    /// The answer's text as far as a title reads it (`MAX_TITLE_TEXT`).
-    title_text: String,
-    /// The exchange's digest, fed as the text streams by: the text itself is never held.
-    exchange: Option<ExchangeHasher>,
-    call_ids: Vec<String>,
     json: Vec<u8>,
-    failed: bool,
-    /// A `finish_reason` arrived: the answer is whole even if nobody reads to the end.
-    complete: bool,
 }
 
 impl<S> AnswerTap<S> {
-    pub fn new(inner: S, taps: Taps, sse: bool) -> Self {
-        let Taps {
-            anchor,
-            memo,
-            answer,
-        } = taps;
-        let exchange = anchor.as_ref().map(|a| ExchangeHasher::new(&a.user_text));
-        Self {
-            inner,
-            exchange,
-            anchor,
-            memo,
-            answer,
-            reasoning: Some(Thought::default()),
-            sse,
-            decoder: Decoder::new(),
-            title_text: String::new(),
-            call_ids: Vec::new(),
-            json: Vec::new(),
-            failed: false,
-            complete: false,
-        }
-    }
-
     fn bytes(&mut self, chunk: &[u8]) {
-        if self.failed {
+        if self.witness.failed {
             return;
         }
         if !self.sse {
             if self.json.len() + chunk.len() <= MAX_JSON {
                 self.json.extend_from_slice(chunk);
             } else {
-                self.failed = true;
+                self.witness.failed();
             }
             return;
         }
@@ -122,7 +277,7 @@ impl<S> AnswerTap<S> {
                 Ok(None) => break,
                 // An event too large for the decoder: the answer is not one to recognise.
                 Err(_) => {
-                    self.failed = true;
+                    self.witness.failed();
                     break;
                 }
             }
@@ -140,8 +295,7 @@ impl<S> AnswerTap<S> {
             self.finish();
             return;
         }
-        if self.anchor.is_none()
-            && self.answer.is_none()
+        if !self.witness.reads_text()
             && REASONING.find(data).is_none()
             && TOOL_CALLS.find(data).is_none()
         {
@@ -151,122 +305,51 @@ impl<S> AnswerTap<S> {
             return;
         };
         if chunk.error.is_some() {
-            self.failed = true;
+            self.witness.failed();
             return;
         }
         let Some(mut choice) = chunk.answer() else {
             return;
         };
+        let witness = &mut self.witness;
         if let Some(reasoning) = choice.delta.reasoning_text() {
-            self.add_reasoning(&reasoning);
+            witness.reasoning(&reasoning);
         }
         if let Some(signature) = choice.delta.reasoning_signature.take() {
-            self.add_signature(&signature);
+            witness.signature(&signature);
         }
         if let Some(redacted) = choice.delta.reasoning_redacted.take() {
-            self.add_redacted(redacted.into_owned());
+            witness.redacted(&redacted);
         }
         if let Some(text) = choice.delta.text() {
-            self.add_text(&text);
+            witness.text(&text);
         }
         if choice.finish_reason.is_some() {
-            self.complete = true;
-            // The client may stop reading here: an exchange title starting then reads it whole.
-            if let Some(answer) = &self.answer {
-                answer.set(&self.title_text);
-            }
+            witness.finished();
         }
         for call in choice.delta.tool_calls.into_iter().flatten() {
-            if let Some(id) = call.id.filter(|id| !id.is_empty()) {
-                self.call_ids.push(id.into_owned());
+            if let Some(id) = call.id {
+                witness.call(&id);
             }
         }
     }
 
-    /// Text of the answer: hashed for the exchange, and kept up to `MAX_TITLE_TEXT` for a title.
-    fn add_text(&mut self, text: &str) {
-        if let Some(exchange) = &mut self.exchange {
-            exchange.push(text);
-        }
-        if self.answer.is_some() && self.title_text.len() < MAX_TITLE_TEXT {
-            let end = text.floor_char_boundary(MAX_TITLE_TEXT - self.title_text.len());
-            self.title_text.push_str(&text[..end]);
-        }
-    }
-
-    /// The reasoning so far, if `more` bytes still fit in one memo entry; else it is dropped
-    /// (`None`: an answer too large to remember).
-    fn reasoning_with_room(&mut self, more: usize) -> Option<&mut Thought> {
-        if self
-            .reasoning
-            .as_ref()
-            .is_some_and(|r| r.bytes() + more > MAX_ENTRY_BYTES)
-        {
-            self.reasoning = None;
-        }
-        self.reasoning.as_mut()
-    }
-
-    fn add_reasoning(&mut self, text: &str) {
-        if let Some(reasoning) = self.reasoning_with_room(text.len()) {
-            reasoning.text.push_str(text);
-        }
-    }
-
-    fn add_signature(&mut self, signature: &str) {
-        if let Some(reasoning) = self.reasoning_with_room(signature.len()) {
-            let held = reasoning.signature.get_or_insert_with(String::new);
-            held.push_str(signature);
-        }
-    }
-
-    fn add_redacted(&mut self, data: String) {
-        if let Some(reasoning) = self.reasoning_with_room(data.len()) {
-            reasoning.redacted.push(data);
-        }
-    }
-
-    /// The answer ended: remember it unless it failed.
+    /// The answer's bytes ended: the last event, or the whole JSON answer, then the witness's end.
     fn finish(&mut self) {
-        if self.anchor.is_none() && self.memo.is_none() && self.answer.is_none() {
-            return;
-        }
         if self.sse
             && let Some(event) = self.decoder.finish()
         {
             self.event(event.data.as_deref());
         }
-        if !self.sse && !self.failed {
+        if !self.sse && !self.witness.failed {
             self.read_json();
         }
-        // Whatever text the client got is the answer's half, failed or not.
-        if let Some(answer) = self.answer.take() {
-            answer.set(&self.title_text);
-        }
-        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
-            && !self.failed
-        {
-            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
-        }
-        let Some(anchor) = self.anchor.take() else {
-            return;
-        };
-        // A stream that ends without a finish reason was cut: the client did not get it whole.
-        if self.failed || (self.sse && !self.complete) {
-            return;
-        }
-        let ids: Vec<&str> = self.call_ids.iter().map(String::as_str).collect();
-        let digest = self.exchange.take().and_then(|h| h.finish(&ids));
-        if let Some(digest) = digest {
-            anchor
-                .anchors
-                .remember(&anchor.owner, &digest, &anchor.conversation);
-        }
+        self.witness.ended();
     }
 
     fn read_json(&mut self) {
         let Ok(value) = serde_json::from_slice::<serde_json::Value>(&self.json) else {
-            self.failed = true;
+            self.witness.failed();
             return;
         };
         let message = value.pointer("/choices/0/message");
@@ -274,14 +357,14 @@ impl<S> AnswerTap<S> {
             .and_then(|m| m.get("content"))
             .and_then(|c| c.as_str())
         {
-            self.add_text(text);
+            self.witness.text(text);
         }
         if let Some(text) = message.and_then(|m| {
             ["reasoning_content", "reasoning"]
                 .iter()
                 .find_map(|key| m.get(*key).and_then(|r| r.as_str()))
         }) {
-            self.add_reasoning(text);
+            self.witness.reasoning(text);
         }
         for call in message
             .and_then(|m| m.get("tool_calls"))
@@ -290,7 +373,7 @@ impl<S> AnswerTap<S> {
             .flatten()
         {
             if let Some(id) = call.get("id").and_then(|id| id.as_str()) {
-                self.call_ids.push(id.to_owned());
+                self.witness.call(id);
             }
         }
     }
@@ -306,11 +389,7 @@ where
         let polled = Pin::new(&mut self.inner).poll_next(cx);
         match &polled {
             Poll::Ready(Some(Ok(chunk))) => self.bytes(chunk),
-            Poll::Ready(Some(Err(_))) => {
-                self.failed = true;
-                self.anchor = None;
-                self.memo = None;
-            }
+            Poll::Ready(Some(Err(_))) => self.witness.failed(),
             Poll::Ready(None) => self.finish(),
             Poll::Pending => {}
         }
@@ -318,25 +397,7 @@ where
     }
 }
 
-impl<S> Drop for AnswerTap<S> {
-    fn drop(&mut self) {
-        // A reader may stop at the last event without waiting for the end of the body.
-        if self.complete {
-            self.finish();
-        }
-        if let Some(answer) = self.answer.take() {
-            answer.set(&self.title_text);
-        }
-        // The calls' reasoning is worth keeping even if the client hung up after them.
-        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
-            && !self.failed
-        {
-            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
-        }
-    }
-}
-
-/// One answer's text, written by the answer tap and read by the title job it belongs to.
+/// One answer's text, written by the answer's witness and read by the title job it belongs to.
 #[derive(Debug, Clone, Default)]
 pub struct AnswerText(Arc<Mutex<Option<String>>>);
 
@@ -357,5 +418,81 @@ impl AnswerText {
             .ok()
             .and_then(|slot| slot.clone())
             .unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::conversation::{CallInput, Item, ToolCall};
+    use crate::memory::reasoning_memo::Echoed;
+
+    /// The reasoning the memo gives back to a turn echoing `id` without any.
+    fn recovered(memo: &ReasoningMemo, id: &str) -> Option<String> {
+        let mut items = vec![Item::ToolCall(ToolCall {
+            id: Some(id.to_owned()),
+            name: "bash".to_owned(),
+            input: CallInput::Arguments("{}".to_owned()),
+        })];
+        memo.recover("owner", &mut items, Echoed::Sign);
+        items.iter().find_map(|item| match item {
+            Item::Reasoning(r) => Some(r.text.clone()),
+            _ => None,
+        })
+    }
+
+    fn witness(memo: &Arc<ReasoningMemo>) -> AnswerWitness {
+        let sink = MemoSink {
+            memo: memo.clone(),
+            owner: "owner".to_owned(),
+        };
+        let taps = Taps {
+            anchor: None,
+            memo: Some(sink),
+            answer: None,
+        };
+        AnswerWitness::new(taps, true)
+    }
+
+    /// A corrected answer reaches the client as two answers' events, each with its reasoning
+    /// signed by the server alone: the memo keeps the latest block whole (the two joined would
+    /// carry a signature the server refuses), under the calls the client got.
+    #[test]
+    fn reasoning_after_a_signed_block_is_remembered_on_its_own() {
+        let memo = Arc::new(ReasoningMemo::default());
+        let mut watched = witness(&memo);
+        watched.reasoning("The tool has no timeout; ");
+        watched.signature("c2lnMQ==");
+        watched.reasoning("Run ls ");
+        watched.reasoning("without it.");
+        watched.signature("c2lnMg==");
+        watched.call("call_1");
+        watched.finished();
+        watched.ended();
+        assert_eq!(
+            recovered(&memo, "call_1").as_deref(),
+            Some("Run ls without it.")
+        );
+
+        // Unsigned reasoning (a Chat upstream's) is one text, however it comes.
+        let mut watched = witness(&memo);
+        watched.reasoning("First, ");
+        watched.reasoning("then.");
+        watched.call("call_2");
+        watched.finished();
+        drop(watched);
+        assert_eq!(recovered(&memo, "call_2").as_deref(), Some("First, then."));
+    }
+
+    /// A stream that failed leaves nothing in the memo, even after its calls.
+    #[test]
+    fn a_failed_answer_is_not_remembered() {
+        let memo = Arc::new(ReasoningMemo::default());
+        let mut watched = witness(&memo);
+        watched.reasoning("Listing.");
+        watched.call("call_3");
+        watched.failed();
+        watched.ended();
+        assert_eq!(recovered(&memo, "call_3"), None);
     }
 }

@@ -3,8 +3,8 @@
 //! (`identity`), and for clients that send no id, the exchange that anchors it (`anchors`). What
 //! this process has seen of it: the request's facts (`facts`), conversations known to have a
 //! record (`known`), titles made lately from the same words (`recent`). What it must carry: the
-//! reasoning of answers that made tool calls (`reasoning_memo`), for clients that echo none. The
-//! answer tap (`answer_tap`) is the one reader of an answer for all of it.
+//! reasoning of answers that made tool calls (`reasoning_memo`), for clients that echo none. An
+//! answer's witness (`answer_tap`) learns all of it from the one parse of the answer.
 //!
 //! Kept in this process, and for the reasoning memo also in the shared store backend (`store`,
 //! opened once by the state). Titles are one consumer (`titles` reads `known`, `recent` and the

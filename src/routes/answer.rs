@@ -16,6 +16,7 @@ use futures_util::{Stream, StreamExt};
 
 use crate::api::error::sse_error_event;
 use crate::error::ProxyError;
+use crate::memory::answer_tap::AnswerWitness;
 use crate::protocols::chat::calls::{translate_completion, translate_completion_json};
 use crate::protocols::chat::shaper::ShapeError;
 use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};
@@ -34,22 +35,42 @@ pub struct Bounds {
     pub max_answer: usize,
 }
 
+/// The upstream's answer to a turn, with what the turn made of it.
+pub(crate) struct Answer {
+    pub(crate) upstream: UpstreamResponse,
+    pub(crate) plan: ResponsePlan,
+    /// What the proxy remembers of the answer, fed by whichever reader reads it.
+    pub(crate) witness: Option<AnswerWitness>,
+}
+
 /// The answer to a Chat Completions client: errors and passthrough untouched (a failed stream
 /// ending in the front's shape), otherwise reshaped.
 pub(crate) async fn answer(
-    upstream: UpstreamResponse,
-    plan: ResponsePlan,
+    answer: Answer,
     finished: &AnswerFinished,
     bounds: Bounds,
     front: &Front,
 ) -> Result<Response, ProxyError> {
     let max_event = bounds.max_event;
+    let Answer {
+        upstream,
+        plan,
+        mut witness,
+    } = answer;
     let UpstreamResponse {
         status,
         headers,
-        body,
+        mut body,
     } = upstream;
     let sse = is_event_stream(&headers);
+    // Folded, the answer is parsed by the folder, which feeds the witness; any other way, its
+    // bytes are read for it.
+    let folds = sse
+        && status.is_success()
+        && matches!(&plan, ResponsePlan::Reshape(reshape) if !reshape.client_stream);
+    if !folds && let Some(witness) = witness.take() {
+        body = Box::pin(witness.tap(body, sse));
+    }
     let reshape = match plan {
         ResponsePlan::Reshape(reshape) if status.is_success() => reshape,
         ResponsePlan::Passthrough | ResponsePlan::Reshape(_) => {
@@ -113,7 +134,7 @@ pub(crate) async fn answer(
         };
         return Ok(build(status, out_headers, body));
     }
-    let mut folded = apart(fold(bounded(body, bounds), max_event)).await??;
+    let mut folded = apart(fold(bounded(body, bounds), max_event, witness)).await??;
     if let Some(mapper) = calls {
         translate_completion(&mut folded, mapper.as_ref());
     }
@@ -226,10 +247,21 @@ impl<T> Drop for AbortOnDrop<T> {
 async fn fold(
     mut body: BodyStream,
     max_event: usize,
+    witness: Option<AnswerWitness>,
 ) -> Result<crate::api::stream::Completion, ProxyError> {
     let mut folder = Folder::new().with_max_event(max_event);
+    if let Some(witness) = witness {
+        folder = folder.watched(Box::new(witness));
+    }
     while let Some(chunk) = body.next().await {
-        folder.push(&chunk?).map_err(fold_error)?;
+        let pushed = match chunk {
+            Ok(chunk) => folder.push(&chunk).map_err(fold_error),
+            Err(err) => Err(err.into()),
+        };
+        if let Err(err) = pushed {
+            folder.failed();
+            return Err(err);
+        }
     }
     folder.finish("").map_err(fold_error)
 }

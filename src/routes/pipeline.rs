@@ -20,9 +20,8 @@ use crate::error::ProxyError;
 use crate::harness::Harness;
 use crate::memory::identity::{BadConversationId, Caller};
 use crate::protocols::Renderer;
-use crate::protocols::chat::ResponsePlan;
 use crate::routes::ResponseFacts;
-use crate::routes::answer::Bounds;
+use crate::routes::answer::{Answer, Bounds};
 use crate::routes::answer_end::{AnswerFinished, on_end};
 use crate::routes::answering::Answering;
 use crate::routes::dropped_tools;
@@ -200,10 +199,15 @@ async fn flow(
     // A text-protocol harness's answer becomes the client's before anything reads it.
     let heartbeat = renderer.is_none() && client_stream;
     answering.act(&mut upstream, heartbeat);
-    title.watch_answer(&mut upstream, turn.memo(prepared.rewritten, memo_scope));
+    let witness = title.watch_answer(&mut upstream, turn.memo(prepared.rewritten, memo_scope));
     answering.correct(&mut upstream);
     let render = renderer.map(|renderer| (renderer, client_stream));
-    let mut response = respond(upstream, prepared.response, render, bounds, &front).await?;
+    let answer = Answer {
+        upstream,
+        plan: prepared.response,
+        witness,
+    };
+    let mut response = respond(answer, render, bounds, &front).await?;
     let (mut dropped_tools, passthrough_tools) = tools;
     dropped_tools.append(&mut dropped);
     let out = response.headers_mut();
@@ -273,8 +277,7 @@ fn invalid_conversation_id(bad: &BadConversationId) -> ProxyError {
 /// (passthrough, shaped, folded), any other's through its renderer (`render`); the answer's end
 /// watched for the access log (`AnswerFinished`).
 async fn respond(
-    upstream: crate::upstream::UpstreamResponse,
-    plan: ResponsePlan,
+    answer: Answer,
     render: Option<(Box<dyn Renderer>, bool)>,
     bounds: Bounds,
     front: &Front,
@@ -283,8 +286,7 @@ async fn respond(
     let mut response = match render {
         Some((renderer, client_stream)) => {
             crate::routes::render::render(
-                upstream,
-                plan,
+                answer,
                 renderer,
                 client_stream,
                 &finished,
@@ -292,7 +294,7 @@ async fn respond(
             )
             .await?
         }
-        None => crate::routes::answer::answer(upstream, plan, &finished, bounds, front).await?,
+        None => crate::routes::answer::answer(answer, &finished, bounds, front).await?,
     };
     response.extensions_mut().insert(finished);
     Ok(response)

@@ -12,12 +12,16 @@ use axum::response::Response;
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
+use crate::conversation::answer::watch;
 use crate::error::ProxyError;
+use crate::memory::answer_tap::AnswerWitness;
 use crate::protocols::JsonAnswer;
 use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};
 use crate::protocols::{AnswerEvent, ChatAnswerReader, NoJson, Renderer};
-use crate::routes::answer::{Bounds, ShapedBody, apart, bounded, build, collect, translate_json};
+use crate::routes::answer::{
+    Answer, Bounds, ShapedBody, apart, bounded, build, collect, translate_json,
+};
 use crate::routes::answer_end::AnswerFinished;
 use crate::routes::front::UpstreamErrorShape;
 use crate::routes::headers::client_headers;
@@ -30,14 +34,18 @@ type ChatStream = Pin<Box<dyn Stream<Item = Bytes> + Send>>;
 /// (Anthropic's `ping`); proxies and clients drop connections idle for much longer.
 pub const KEEPALIVE_EVERY: std::time::Duration = std::time::Duration::from_secs(10);
 
-pub async fn render(
-    upstream: UpstreamResponse,
-    plan: ResponsePlan,
+pub(crate) async fn render(
+    answer: Answer,
     mut renderer: Box<dyn Renderer>,
     client_stream: bool,
     finished: &AnswerFinished,
     (bounds, upstream_error): (Bounds, Option<UpstreamErrorShape>),
 ) -> Result<Response, ProxyError> {
+    let Answer {
+        upstream,
+        plan,
+        witness,
+    } = answer;
     let UpstreamResponse {
         status,
         headers,
@@ -83,7 +91,7 @@ pub async fn render(
             HeaderValue::from_static("text/event-stream"),
         );
         out_headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
-        let body = Body::from_stream(RenderedBody::new(chat, renderer));
+        let body = Body::from_stream(RenderedBody::new(chat, renderer).watched(witness));
         return Ok(build(status, out_headers, body));
     }
     // Read apart from the request's task: see `apart`.
@@ -91,18 +99,21 @@ pub async fn render(
         let mut reader = ChatAnswerReader::new();
         let mut events = Vec::new();
         let mut discard = Vec::new();
+        let mut witness = witness;
         renderer.holding_whole();
         renderer.start(&mut discard);
         let mut chat = chat;
         while let Some(bytes) = chat.next().await {
             reader.push(&bytes, &mut events);
             for event in events.drain(..) {
+                witnessed(witness.as_mut(), &event);
                 renderer.event(event, &mut discard);
             }
             discard.clear();
         }
         reader.finish(&mut events);
         for event in events.drain(..) {
+            witnessed(witness.as_mut(), &event);
             renderer.event(event, &mut discard);
         }
         renderer.into_json()
@@ -175,10 +186,19 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 
 /// Chat SSE in, the client protocol's events out, frame by frame; the protocol's keep-alive
 /// whenever the upstream was silent for `KEEPALIVE_EVERY`.
+/// Tells the answer's witness (if any) what one event holds: the reader parsed it already.
+fn witnessed(witness: Option<&mut AnswerWitness>, event: &AnswerEvent) {
+    if let Some(witness) = witness {
+        watch(witness, event);
+    }
+}
+
 pub(crate) struct RenderedBody {
     chat: ChatStream,
     reader: ChatAnswerReader,
     renderer: Box<dyn Renderer>,
+    /// What the proxy remembers of the answer, told each event as it is rendered.
+    witness: Option<AnswerWitness>,
     events: Vec<AnswerEvent>,
     queue: std::collections::VecDeque<Bytes>,
     started: bool,
@@ -197,6 +217,7 @@ impl RenderedBody {
             chat,
             reader: ChatAnswerReader::new(),
             renderer,
+            witness: None,
             events: Vec::new(),
             queue: std::collections::VecDeque::new(),
             started: false,
@@ -204,9 +225,15 @@ impl RenderedBody {
         }
     }
 
+    pub(crate) fn watched(mut self, witness: Option<AnswerWitness>) -> Self {
+        self.witness = witness;
+        self
+    }
+
     fn render_events(&mut self) {
         let mut out = Vec::new();
         for event in self.events.drain(..) {
+            witnessed(self.witness.as_mut(), &event);
             self.renderer.event(event, &mut out);
         }
         self.queue.extend(out);

@@ -4,8 +4,8 @@
 //! seed's contract).
 //!
 //! The answer's half is this turn's answer: an exchange is titled on the turn that starts its
-//! conversation, so no answer precedes it. The answer tap (`answer_tap`) writes its text into an
-//! `AnswerText` shared with the title job, which reads it when the job starts (`titles.order =
+//! conversation, so no answer precedes it. The answer's witness (`answer_tap`) writes its text into
+//! an `AnswerText` shared with the title job, which reads it when the job starts (`titles.order =
 //! "after"`: once the answer's body has ended).
 
 use super::sanitize::strip_reasoning;

@@ -218,3 +218,60 @@ async fn after_three_corrections_the_model_s_text_is_the_answer_and_no_call_reac
         );
     }
 }
+
+/// What the proxy remembers of a corrected answer is what the client got: an id-less client's
+/// next turn, which sends back both turns' text and the call that reached it, is found to be the
+/// same conversation (the anchor was the first answer's text alone before).
+#[tokio::test]
+async fn a_corrected_answer_anchors_the_conversation_as_the_client_got_it() {
+    let upstream = FakeUpstream::start(|r: &Recorded, _| {
+        let messages = r.json()["messages"].as_array().cloned().unwrap_or_default();
+        let corrected = messages.iter().any(|m| m["role"] == "tool");
+        if messages.iter().any(|m| m["content"] == "found") {
+            return call("", "bash", &json!({"command": "pwd"}));
+        }
+        if corrected {
+            call("Again.", "bash", &json!({"command": "ls"}))
+        } else {
+            call(
+                "Listing.",
+                "bash",
+                &json!({"command": "ls", "timeout": 5000}),
+            )
+        }
+    })
+    .await;
+    let app = app_for(&upstream).await;
+    let first = llm_turn();
+    let response = app
+        .post("/v1/chat/completions")
+        .header("user-agent", "llm/0.36")
+        .json(&first)
+        .send()
+        .await
+        .unwrap();
+    let id = response.headers()["x-conversation-id"].clone();
+    let answer: Value = response.json().await.unwrap();
+    let message = answer["choices"][0]["message"].clone();
+    assert_eq!(message["content"], "Listing.Again.", "{answer}");
+    let call_id = message["tool_calls"][0]["id"].clone();
+
+    let mut next = first.clone();
+    next["messages"].as_array_mut().unwrap().extend([
+        message,
+        json!({"role": "tool", "tool_call_id": call_id, "content": "found"}),
+    ]);
+    let response = app
+        .post("/v1/chat/completions")
+        .header("user-agent", "llm/0.36")
+        .json(&next)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        response.headers()["x-conversation-id"],
+        id,
+        "the conversation the first turn started"
+    );
+}

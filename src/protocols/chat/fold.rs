@@ -11,6 +11,7 @@ use super::chunk::{CallView, ChunkView, content_text};
 use crate::api::stream::{
     CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
 };
+use crate::conversation::answer::AnswerWatcher;
 use crate::protocols::json_body::{JsonAnswer, LONG_TEXT, Slots, written};
 use crate::sse::{Decoder, EventTooLarge};
 
@@ -42,6 +43,9 @@ pub struct Folder {
     usage: Option<Value>,
     /// A `finish_reason` or the `DONE` sentinel arrived: the answer is whole.
     ended: bool,
+    /// Told what the answer (choice 0) holds as it is folded: the proxy's memory of it, which
+    /// then needs no parse of its own.
+    watcher: Option<Box<dyn AnswerWatcher>>,
 }
 
 #[derive(Default)]
@@ -72,6 +76,20 @@ impl Folder {
         self
     }
 
+    /// `watcher` is told what the answer holds as it is folded, and how it ended.
+    pub fn watched(mut self, watcher: Box<dyn AnswerWatcher>) -> Self {
+        self.watcher = Some(watcher);
+        self
+    }
+
+    /// The answer cannot be folded (its body failed, or `push` refused it): its watcher knows.
+    pub fn failed(&mut self) {
+        if let Some(mut watcher) = self.watcher.take() {
+            watcher.failed();
+            watcher.ended();
+        }
+    }
+
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), FoldError> {
         self.decoder.push(bytes);
         while let Some(event) = self.decoder.next_event()? {
@@ -81,6 +99,18 @@ impl Folder {
     }
 
     pub fn finish(mut self, fallback_model: &str) -> Result<Completion, FoldError> {
+        let watcher = self.watcher.take();
+        let folded = self.complete(fallback_model);
+        if let Some(mut watcher) = watcher {
+            if folded.is_err() {
+                watcher.failed();
+            }
+            watcher.ended();
+        }
+        folded
+    }
+
+    fn complete(mut self, fallback_model: &str) -> Result<Completion, FoldError> {
         // A trailing event without its blank line is where a cut fell: half an event is an
         // interruption (as for a streaming client), not garbage.
         if let Some(event) = self.decoder.finish()
@@ -161,14 +191,34 @@ impl Folder {
         }
         for choice in chunk.choices {
             let acc = self.choices.entry(choice.index).or_default();
+            let mut watcher = self.watcher.as_deref_mut().filter(|_| choice.index == 0);
             let mut delta = choice.delta;
-            if let Some(content) = delta.content {
-                append_text(&mut acc.content, content)?;
+            if let Some(content) = delta.content
+                && let Some(text) =
+                    content_text(content).map_err(|e| FoldError::BadChunk(e.to_string()))?
+            {
+                if let Some(watcher) = watcher.as_mut() {
+                    watcher.text(&text);
+                }
+                acc.content.get_or_insert_with(String::new).push_str(&text);
             }
             if let Some(reasoning) = delta.reasoning_text() {
+                if let Some(watcher) = watcher.as_mut() {
+                    watcher.reasoning(&reasoning);
+                }
                 acc.reasoning
                     .get_or_insert_with(String::new)
                     .push_str(&reasoning);
+            }
+            // Not the client's (a Chat client has no place for them), but the memo's: the
+            // server needs them back with the reasoning.
+            if let Some(watcher) = watcher.as_mut() {
+                if let Some(signature) = &delta.reasoning_signature {
+                    watcher.signature(signature);
+                }
+                if let Some(redacted) = &delta.reasoning_redacted {
+                    watcher.redacted(redacted);
+                }
             }
             if let Some(role) = delta.role
                 && acc.role.as_deref() != Some(&*role)
@@ -176,11 +226,17 @@ impl Folder {
                 acc.role = Some(role.into_owned());
             }
             for call in delta.tool_calls.unwrap_or_default() {
+                if let (Some(watcher), Some(id)) = (watcher.as_mut(), &call.id) {
+                    watcher.call(id);
+                }
                 acc.add_call(call);
             }
             if let Some(reason) = choice.finish_reason {
                 self.ended = true;
                 acc.finish_reason = Some(reason.into_owned());
+                if let Some(watcher) = watcher.as_mut() {
+                    watcher.finished();
+                }
             }
         }
         Ok(())
@@ -213,14 +269,6 @@ pub fn answer(mut folded: Completion) -> Result<JsonAnswer, serde_json::Error> {
 
 fn to_value(raw: &RawValue) -> Result<Value, FoldError> {
     serde_json::from_str(raw.get()).map_err(|e| FoldError::BadChunk(e.to_string()))
-}
-
-/// Appends a delta's `content` text (see `content_text`); anything else adds nothing.
-fn append_text(content: &mut Option<String>, raw: &RawValue) -> Result<(), FoldError> {
-    if let Some(text) = content_text(raw).map_err(|e| FoldError::BadChunk(e.to_string()))? {
-        content.get_or_insert_with(String::new).push_str(&text);
-    }
-    Ok(())
 }
 
 impl ChoiceAcc {
@@ -300,6 +348,84 @@ mod tests {
             folder.push(piece)?;
         }
         Ok(serde_json::to_value(folder.finish("fallback")?).expect("serializable"))
+    }
+
+    /// What a watcher was told, in order.
+    #[derive(Clone, Default)]
+    struct Told(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+    impl Told {
+        fn note(&self, what: String) {
+            self.0.lock().expect("lock").push(what);
+        }
+        fn all(&self) -> Vec<String> {
+            self.0.lock().expect("lock").clone()
+        }
+    }
+
+    impl AnswerWatcher for Told {
+        fn text(&mut self, text: &str) {
+            self.note(format!("text {text}"));
+        }
+        fn reasoning(&mut self, text: &str) {
+            self.note(format!("reasoning {text}"));
+        }
+        fn signature(&mut self, signature: &str) {
+            self.note(format!("signature {signature}"));
+        }
+        fn redacted(&mut self, data: &str) {
+            self.note(format!("redacted {data}"));
+        }
+        fn call(&mut self, id: &str) {
+            self.note(format!("call {id}"));
+        }
+        fn finished(&mut self) {
+            self.note("finished".into());
+        }
+        fn failed(&mut self) {
+            self.note("failed".into());
+        }
+        fn ended(&mut self) {
+            self.note("ended".into());
+        }
+    }
+
+    /// The folder's one parse of each event serves the proxy's memory too: its watcher hears
+    /// the answer's (choice 0's) words, reasoning with what the server gave beside it, calls
+    /// and finish, then the end; a stream cut short is a failure.
+    #[test]
+    fn the_watcher_is_told_what_the_answer_holds_and_how_it_ended() {
+        let stream = concat!(
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"Think\",\"reasoning_signature\":\"c2ln\",\"reasoning_redacted\":\"cmVk\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}},{\"index\":1,\"delta\":{\"content\":\"other\"}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"function\":{\"name\":\"bash\",\"arguments\":\"{}\"}}]}}]}\n\n",
+            "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n",
+            "data: [DONE]\n\n",
+        );
+        let told = Told::default();
+        let mut folder = Folder::new().watched(Box::new(told.clone()));
+        folder.push(stream.as_bytes()).expect("folds");
+        folder.finish("m").expect("whole");
+        assert_eq!(
+            told.all(),
+            [
+                "reasoning Think",
+                "signature c2ln",
+                "redacted cmVk",
+                "text Hi",
+                "call call_1",
+                "finished",
+                "ended"
+            ]
+        );
+
+        let cut = Told::default();
+        let mut folder = Folder::new().watched(Box::new(cut.clone()));
+        folder
+            .push(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"}}]}\n\n")
+            .expect("folds");
+        assert_eq!(folder.finish("m").err(), Some(FoldError::Unfinished));
+        assert_eq!(cut.all(), ["text Hi", "failed", "ended"]);
     }
 
     #[test]

@@ -1,9 +1,10 @@
 //! One chat turn's part in titling, so the chat route only says where it is in its flow: `begin`
 //! claims what this turn titles (the client's own title request, teed on the way back; or a
 //! conversation's first turn, which gets a title job), `before_upstream` applies `titles.order`
-//! and its waits, `watch_answer` wraps the upstream body (`Observed`, `AnswerTap`), and
-//! `AfterAnswer` is what `after` leaves for when the answer's body ends. A client that titles
-//! itself on a thread of its own (`threads`) has its first turn's claim wait for that request.
+//! and its waits, `watch_answer` wraps the upstream body (`Observed`) and gives the answer's
+//! witness (`AnswerWitness`), and `AfterAnswer` is what `after` leaves for when the answer's body
+//! ends. A client that titles itself on a thread of its own (`threads`) has its first turn's
+//! claim wait for that request.
 //!
 //! Owns the order policy and its timeouts; must not know axum or the routes: the headers the
 //! title request needs are built by the route and handed in, and the route runs `AfterAnswer`
@@ -21,7 +22,7 @@ use super::observe::Observed;
 use super::service::{Started, TitleService};
 use super::threads::{WAIT, Waiting};
 use crate::config::{TitleInput, TitleOrder};
-use crate::memory::answer_tap::{Anchor, AnswerTap, MemoSink, Taps};
+use crate::memory::answer_tap::{Anchor, AnswerWitness, MemoSink, Taps};
 use crate::memory::facts::ConversationFacts;
 
 use crate::upstream::{UpstreamError, UpstreamResponse, is_event_stream};
@@ -270,26 +271,31 @@ impl TitleTurn {
         }
     }
 
-    /// Wraps the answer's body: a started conversation's answer is remembered as its anchor if
-    /// it ends cleanly, its reasoning under its call ids when `memo` is given, and the client's
-    /// own title request has its answer teed into the title.
-    pub fn watch_answer(&mut self, upstream: &mut UpstreamResponse, memo: Option<MemoSink>) {
+    /// What the proxy remembers of the answer, and the client's own title request's answer teed
+    /// into its title (the body wrapped here). Returns the answer's witness, if anything is to be
+    /// remembered: a started conversation's answer as its anchor if it ends cleanly, its
+    /// reasoning under its call ids when `memo` is given, an exchange title's answer half. The
+    /// route feeds it from the answer as the client gets it (`memory::answer_tap`).
+    #[must_use = "the witness must be fed the answer (`AnswerWitness::tap` if nothing else reads it)"]
+    pub fn watch_answer(
+        &mut self,
+        upstream: &mut UpstreamResponse,
+        memo: Option<MemoSink>,
+    ) -> Option<AnswerWitness> {
         let sse = is_event_stream(&upstream.headers);
         let success = upstream.status.is_success();
         let anchor = self.anchor.take().filter(|_| success);
         let memo = memo.filter(|_| success);
         // A refused answer has no text to title from: its exchange title is the user's half.
         let answer = self.answer.take().filter(|_| success);
-        if anchor.is_some() || memo.is_some() || answer.is_some() {
-            let body =
-                std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
+        let witness = (anchor.is_some() || memo.is_some() || answer.is_some()).then(|| {
             let taps = Taps {
                 anchor,
                 memo,
                 answer,
             };
-            upstream.body = Box::pin(AnswerTap::new(body, taps, sse));
-        }
+            AnswerWitness::new(taps, sse)
+        });
         if let Some(live) = self.observed.take() {
             let refused =
                 (!success).then(|| format!("upstream answered {}", upstream.status.as_u16()));
@@ -303,6 +309,7 @@ impl TitleTurn {
                 refused,
             ));
         }
+        witness
     }
 
     /// Where the client can follow the title this turn started, if any.

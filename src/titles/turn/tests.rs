@@ -115,6 +115,15 @@ fn answer(status: StatusCode, sse: bool, chunks: &[&'static str]) -> UpstreamRes
     }
 }
 
+/// The answer's bytes read for its witness, as a route does when nothing else parses them.
+fn tapped(witness: Option<AnswerWitness>, upstream: &mut UpstreamResponse) {
+    if let Some(witness) = witness {
+        let body = std::mem::replace(&mut upstream.body, Box::pin(futures_util::stream::empty()));
+        let sse = is_event_stream(&upstream.headers);
+        upstream.body = Box::pin(witness.tap(body, sse));
+    }
+}
+
 async fn drain(upstream: UpstreamResponse) {
     upstream.body.for_each(|_| async {}).await;
 }
@@ -334,7 +343,7 @@ async fn the_clients_own_title_request_is_teed_into_the_title() {
             "data: [DONE]\n\n",
         ],
     );
-    turn.watch_answer(&mut upstream, None);
+    tapped(turn.watch_answer(&mut upstream, None), &mut upstream);
     drain(upstream).await;
     let record = settled(&service, "c6").await;
     assert_eq!(record.status, Status::Done);
@@ -347,7 +356,7 @@ async fn a_refused_title_request_fails_the_title() {
     let title_request = facts(true, true);
     let mut turn = service.begin(info("c7", &title_request, false)).await;
     let mut upstream = answer(StatusCode::TOO_MANY_REQUESTS, false, &["{}"]);
-    turn.watch_answer(&mut upstream, None);
+    tapped(turn.watch_answer(&mut upstream, None), &mut upstream);
     drain(upstream).await;
     let record = settled(&service, "c7").await;
     assert_eq!(record.status, Status::Failed);
@@ -398,7 +407,7 @@ async fn a_started_conversations_clean_answer_becomes_its_anchor() {
         })
         .await;
     let mut upstream = answer(StatusCode::OK, true, CLEAN_HI);
-    turn.watch_answer(&mut upstream, None);
+    tapped(turn.watch_answer(&mut upstream, None), &mut upstream);
     drain(upstream).await;
     let digest = exchange_digest("last question", "Hi", &[]).expect("digest");
     assert_eq!(
@@ -418,7 +427,7 @@ async fn a_started_conversations_clean_answer_becomes_its_anchor() {
         })
         .await;
     let mut refused = answer(StatusCode::BAD_GATEWAY, true, CLEAN_HI);
-    turn.watch_answer(&mut refused, None);
+    tapped(turn.watch_answer(&mut refused, None), &mut refused);
     drain(refused).await;
     let digest = exchange_digest("other question", "Hi", &[]).expect("digest");
     assert_eq!(service.memory().anchors.find("owner", &[digest]), None);

@@ -155,12 +155,12 @@ fn shaper(c: &mut Criterion) {
                 .iter()
                 .cloned()
                 .map(Ok::<_, std::convert::Infallible>);
-            let sink = harness_proxy::memory::answer_tap::MemoSink {
+            let sink = harness_proxy::memory::answer_witness::MemoSink {
                 memo: memo.clone(),
                 owner: "owner".to_owned(),
             };
-            let witness = harness_proxy::memory::answer_tap::AnswerWitness::new(
-                harness_proxy::memory::answer_tap::Taps {
+            let witness = harness_proxy::memory::answer_witness::AnswerWitness::new(
+                harness_proxy::memory::answer_witness::Taps {
                     anchor: None,
                     memo: Some(sink),
                     answer: None,

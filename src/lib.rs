@@ -24,7 +24,7 @@
 //!   shared by everything kept in it.
 //! - `memory`: conversation memory: who a conversation is (`identity`, the `anchors` of id-less
 //!   clients), what this process has seen of it (`known`, `recent`, `facts`) and what it must
-//!   carry (`reasoning_memo`, fed by `answer_tap`), over the shared `store`.
+//!   carry (`reasoning_memo`, fed by `answer_witness`), over the shared `store`.
 //! - `titles`: first-turn titles, one consumer of `memory`: claims, title requests, the sanitizer,
 //!   records (`titles::store`), live titles.
 //! - `state`: `AppState`, everything handlers share.

@@ -110,7 +110,7 @@ pub enum AnswerEvent {
 }
 
 /// Who watches an answer while a reader reads it (what the proxy remembers of it:
-/// `memory::answer_tap`). The reader that parses each upstream event anyway (the folder of a
+/// `memory::answer_witness`). The reader that parses each upstream event anyway (the folder of a
 /// non-streaming Chat client, the answer-event reader of every other protocol) tells it what the
 /// event held, so no event is parsed twice for it. Every method has a do-nothing default.
 pub trait AnswerWatcher: Send {

@@ -4,7 +4,7 @@
 //! this process has seen of it: the request's facts (`facts`), conversations known to have a
 //! record (`known`), titles made lately from the same words (`recent`). What it must carry: the
 //! reasoning of answers that made tool calls (`reasoning_memo`), for clients that echo none. An
-//! answer's witness (`answer_tap`) learns all of it from the one parse of the answer.
+//! answer's witness (`answer_witness`) learns all of it from the one parse of the answer.
 //!
 //! Kept in this process, and for the reasoning memo also in the shared store backend (`store`,
 //! opened once by the state). Titles are one consumer (`titles` reads `known`, `recent` and the
@@ -15,6 +15,7 @@
 
 pub mod anchors;
 pub mod answer_tap;
+pub mod answer_witness;
 pub mod facts;
 pub mod identity;
 pub mod known;

@@ -16,7 +16,7 @@ use futures_util::{Stream, StreamExt};
 
 use crate::api::error::sse_error_event;
 use crate::error::ProxyError;
-use crate::memory::answer_tap::AnswerWitness;
+use crate::memory::answer_witness::AnswerWitness;
 use crate::protocols::chat::calls::{translate_completion, translate_completion_json};
 use crate::protocols::chat::shaper::ShapeError;
 use crate::protocols::chat::{CallMapper, FoldError, Folder, Reshape, ResponsePlan, Shaper};

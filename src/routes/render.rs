@@ -14,7 +14,7 @@ use futures_util::{Stream, StreamExt};
 
 use crate::conversation::answer::watch;
 use crate::error::ProxyError;
-use crate::memory::answer_tap::AnswerWitness;
+use crate::memory::answer_witness::AnswerWitness;
 use crate::protocols::JsonAnswer;
 use crate::protocols::chat::synthetic::completion_to_sse;
 use crate::protocols::chat::{ResponsePlan, Shaper};

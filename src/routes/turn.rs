@@ -11,7 +11,7 @@ use bytes::Bytes;
 
 use crate::config::{ReasoningMode, Wire};
 use crate::harness::{Harness, Prepared, TitleAsk};
-use crate::memory::answer_tap::MemoSink;
+use crate::memory::answer_witness::MemoSink;
 use crate::memory::facts::ConversationFacts;
 use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::front::{Call, Front};

@@ -4,12 +4,12 @@
 //! seed's contract).
 //!
 //! The answer's half is this turn's answer: an exchange is titled on the turn that starts its
-//! conversation, so no answer precedes it. The answer's witness (`answer_tap`) writes its text into
+//! conversation, so no answer precedes it. The answer's witness (`answer_witness`) writes its text into
 //! an `AnswerText` shared with the title job, which reads it when the job starts (`titles.order =
 //! "after"`: once the answer's body has ended).
 
 use super::sanitize::strip_reasoning;
-pub use crate::memory::answer_tap::AnswerText;
+pub use crate::memory::answer_witness::AnswerText;
 
 /// The exchange input: each half trimmed, stripped of leaked `<think>` reasoning (the answer)
 /// and cut to `chars` characters; a missing half is left out (its label too), and with neither

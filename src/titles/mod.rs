@@ -9,7 +9,7 @@
 //! (`writer`), clients that title themselves on a thread of their own (`threads`) and the
 //! service's life around requests (`upkeep`). Also `breaker` (first turns stop waiting on a store
 //! that left a claim unanswered) and `observe` (a client's own title stream, teed). An exchange
-//! title gets its answer from `memory::answer_tap`. Must not: block or fail the chat answer.
+//! title gets its answer from `memory::answer_witness`. Must not: block or fail the chat answer.
 
 mod answer;
 mod breaker;

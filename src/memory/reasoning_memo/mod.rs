@@ -10,7 +10,7 @@
 //! theirs, so the route gives them no memo at all (their own seal is all they can prove).
 //!
 //! Conversation memory opens it (`ReasoningMemo::open`, over the shared `store` backend);
-//! `memory::answer_tap` feeds it and `routes::inbound` reads it.
+//! `memory::answer_witness` feeds it and `routes::inbound` reads it.
 //!
 //! Two levels: the process-local map (`local`; a hit costs no round trip), and, beside it, the
 //! shared store backend (`shared`: tables in the SQLite file, keys with a TTL in Redis; nothing

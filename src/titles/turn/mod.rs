@@ -22,7 +22,7 @@ use super::observe::Observed;
 use super::service::{Started, TitleService};
 use super::threads::{WAIT, Waiting};
 use crate::config::{TitleInput, TitleOrder};
-use crate::memory::answer_tap::{Anchor, AnswerWitness, MemoSink, Taps};
+use crate::memory::answer_witness::{Anchor, AnswerWitness, MemoSink, Taps};
 use crate::memory::facts::ConversationFacts;
 
 use crate::upstream::{UpstreamError, UpstreamResponse, is_event_stream};
@@ -275,7 +275,7 @@ impl TitleTurn {
     /// into its title (the body wrapped here). Returns the answer's witness, if anything is to be
     /// remembered: a started conversation's answer as its anchor if it ends cleanly, its
     /// reasoning under its call ids when `memo` is given, an exchange title's answer half. The
-    /// route feeds it from the answer as the client gets it (`memory::answer_tap`).
+    /// route feeds it from the answer as the client gets it (`memory::answer_witness`).
     #[must_use = "the witness must be fed the answer (`AnswerWitness::tap` if nothing else reads it)"]
     pub fn watch_answer(
         &mut self,

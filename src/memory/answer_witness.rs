@@ -65,6 +65,8 @@ pub struct AnswerWitness {
     call_ids: Vec<String>,
     /// A streamed answer is whole only once it says it finished; a JSON one when it parses.
     streamed: bool,
+    /// The answer failed (an error event, a cut or unreadable body): nothing of it is kept, and
+    /// the byte tap stops reading for it.
     pub(super) failed: bool,
     /// A finish reason arrived: the answer is whole even if nobody reads to the end.
     complete: bool,

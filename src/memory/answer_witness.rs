@@ -115,15 +115,7 @@ impl AnswerWitness {
 
     /// The answer ended: remember it unless it failed.
     fn end(&mut self) {
-        // Whatever text the client got is the answer's half, failed or not.
-        if let Some(answer) = self.answer.take() {
-            answer.set(&self.title_text);
-        }
-        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
-            && !self.failed
-        {
-            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
-        }
+        self.hand_over();
         let Some(anchor) = self.anchor.take() else {
             return;
         };
@@ -137,6 +129,19 @@ impl AnswerWitness {
             anchor
                 .anchors
                 .remember(&anchor.owner, &digest, &anchor.conversation);
+        }
+    }
+
+    /// What is kept of any answer, whole or not: the text the client got as the title's answer
+    /// half (failed or not), and the calls' reasoning unless the answer failed. Once.
+    fn hand_over(&mut self) {
+        if let Some(answer) = self.answer.take() {
+            answer.set(&self.title_text);
+        }
+        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
+            && !self.failed
+        {
+            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
         }
     }
 }
@@ -210,15 +215,8 @@ impl Drop for AnswerWitness {
         if self.complete {
             self.end();
         }
-        if let Some(answer) = self.answer.take() {
-            answer.set(&self.title_text);
-        }
         // The calls' reasoning is worth keeping even if the client hung up after them.
-        if let (Some(sink), Some(reasoning)) = (self.memo.take(), self.reasoning.take())
-            && !self.failed
-        {
-            sink.memo.remember(&sink.owner, &self.call_ids, reasoning);
-        }
+        self.hand_over();
     }
 }
 

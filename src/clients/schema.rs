@@ -132,12 +132,21 @@ impl ToolSchema {
         required_covered && types_agree && shares_a_required
     }
 
-    /// `args` with only the parameters this schema declares (all of them for an open schema).
+    /// `args` with only the parameters this schema declares (all of them for an open schema),
+    /// less a `null` where the parameter is optional and its type says nothing of null: a model's
+    /// "not set" (opencode's `webfetch` takes `format: null`), which such a schema would refuse.
     pub fn fit(&self, args: Map<String, Value>) -> Map<String, Value> {
+        let required = self.required();
+        let unset = |key: &str, value: &Value| {
+            value.is_null() && !required.contains(&key) && {
+                let types = self.types(key);
+                !types.is_empty() && !types.contains(&"null")
+            }
+        };
         match self.properties() {
             Some(properties) if !properties.is_empty() => args
                 .into_iter()
-                .filter(|(key, _)| properties.contains_key(key))
+                .filter(|(key, value)| properties.contains_key(key) && !unset(key, value))
                 .collect(),
             _ => args,
         }
@@ -236,5 +245,23 @@ mod tests {
         assert_eq!(fitted, json!({"command": "ls"}));
         assert_eq!(strict.check(&fitted), Check::Valid);
         assert_eq!(ToolSchema::new(None).check(&fitted), Check::Unknown);
+    }
+
+    #[test]
+    fn a_null_is_not_set_only_where_the_parameter_is_optional_and_takes_no_null() {
+        let fetch = schema(
+            json!({"type": "object", "required": ["url"], "properties": {
+            "url": {"type": "string"}, "format": {"type": "string"},
+            "timeout": {"type": ["number", "null"]}, "note": {}}}),
+        );
+        let args = json!({"url": null, "format": null, "timeout": null, "note": null});
+        let Value::Object(args) = args else {
+            unreachable!()
+        };
+        // The required `url` stays, to be refused and reported, never dropped silently.
+        assert_eq!(
+            Value::Object(fetch.fit(args)),
+            json!({"url": null, "timeout": null, "note": null})
+        );
     }
 }

@@ -94,7 +94,9 @@ pub async fn serve(state: AppState, front: Front, call: Call, body: Body) -> Res
         front,
         meter: &meter,
     };
-    let result = flow(&state, &harness, incoming, body, &mut exchange).await;
+    // Boxed: rustc lays out an awaited future inline, here twice (12.9 KB for this future, 5.9
+    // of them `flow`'s); boxed, a request holds 1.1 KB here and `flow`'s 5.9 once.
+    let result = Box::pin(flow(&state, &harness, incoming, body, &mut exchange)).await;
     let mut response = match result {
         Ok(response) => response,
         Err(err) => (front.error)(err),

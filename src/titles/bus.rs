@@ -71,20 +71,10 @@ impl Bus {
                 .send(Notice(Some((owner.to_owned(), id.to_owned()))));
             return;
         };
-        // Our own listener hears it back and fans it out here too.
-        let published = match redis.server.conn.get().await {
-            Ok(mut conn) => redis::cmd("PUBLISH")
-                .arg(&redis.channel)
-                .arg(format!("{owner}{SEP}{id}"))
-                .query_async::<i64>(&mut conn)
-                .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-            Err(err) => Err(err.to_string()),
-        };
-        if let Err(err) = published {
-            tracing::debug!(error = %err, "cannot publish a title notice");
-        }
+        // Boxed: the pool's and the command's futures are kilobytes, and every task that may
+        // publish (a title's mirror, its settling) would hold that much while it waits for
+        // anything, Redis or not (BENCHMARKS.md, "Titles waiting for a slot").
+        Box::pin(redis.publish(owner, id)).await;
     }
 
     /// For Redis: listens to the shared channel until `cancel`, resubscribing after any loss.
@@ -105,6 +95,25 @@ impl Bus {
                 }
             }
         });
+    }
+}
+
+impl RedisBus {
+    async fn publish(&self, owner: &str, id: &str) {
+        // Our own listener hears it back and fans it out here too.
+        let published = match self.server.conn.get().await {
+            Ok(mut conn) => redis::cmd("PUBLISH")
+                .arg(&self.channel)
+                .arg(format!("{owner}{SEP}{id}"))
+                .query_async::<i64>(&mut conn)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            Err(err) => Err(err.to_string()),
+        };
+        if let Err(err) = published {
+            tracing::debug!(error = %err, "cannot publish a title notice");
+        }
     }
 }
 

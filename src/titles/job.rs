@@ -1,6 +1,7 @@
-//! A claimed title's work order: what the title task sends upstream, or when it is written. A
-//! first-user title is written at the claim; an exchange title (`titles.input = "exchange"`,
-//! `input`) once its job starts, when the answer it also titles from is known.
+//! A claimed title's work order: what the title task sends upstream, written once the task has
+//! its slot (`titles::slots`): a title waiting for a slot holds the harness's writer, not a
+//! request body, and the turn that claimed it never pays for writing it. An exchange title
+//! (`titles.input = "exchange"`, `input`) is written from the answer as it stands then.
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
@@ -22,7 +23,7 @@ pub struct TitleRequest {
 }
 
 /// Writes the turn's title request for the given words, as the turn's harness does: made when a
-/// title is claimed, run when its words are known. A body the harness cannot write fails the
+/// title is claimed, run when its task has a slot. A body the harness cannot write fails the
 /// title.
 pub type TitleWriter = Box<dyn FnOnce(TitleWords<'_>) -> Result<TitleRequest, HarnessError> + Send>;
 
@@ -39,8 +40,8 @@ pub struct TitleJob {
 
 /// The request a title job sends.
 pub enum JobRequest {
-    /// Written at the claim, from the first user words (or failed to be).
-    Written(Result<TitleRequest, HarnessError>),
+    /// Written from the first user words (`TitleJob::first_user_text`).
+    FirstUser(TitleWriter),
     /// Nothing to title from: no request is sent, the title fails `no input to title from`.
     NoInput,
     /// Written when the job starts, from the user's words and the answer's text, each cut to
@@ -58,15 +59,15 @@ impl JobRequest {
         if words.trim().is_empty() {
             Self::NoInput
         } else {
-            Self::Written(write(TitleWords::FirstUser(words)))
+            Self::FirstUser(write)
         }
     }
 
-    /// The request to send now (none: nothing to title from): an exchange is written from the
-    /// answer as it stands.
+    /// The request to send now (none: nothing to title from), from the user's `words`; an
+    /// exchange is written from the answer as it stands.
     pub fn written(self, words: &str) -> Result<Option<TitleRequest>, HarnessError> {
         match self {
-            Self::Written(request) => request.map(Some),
+            Self::FirstUser(write) => write(TitleWords::FirstUser(words)).map(Some),
             Self::NoInput => Ok(None),
             Self::Exchange {
                 write,
@@ -103,7 +104,7 @@ mod tests {
     }
 
     #[test]
-    fn first_user_words_are_written_at_once_and_blank_ones_not_at_all() {
+    fn first_user_words_are_written_when_asked_and_blank_ones_not_at_all() {
         let written = JobRequest::first_user(echo(), "fix it").written("fix it");
         assert_eq!(body(written).as_deref(), Some(&b"first-user:fix it"[..]));
         assert!(body(JobRequest::first_user(echo(), " \n").written("")).is_none());

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use futures_util::FutureExt;
-use http::{HeaderValue, Method};
+use http::Method;
 use tokio::sync::{broadcast, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -21,7 +21,7 @@ use tokio_util::task::TaskTracker;
 use super::answer::{error_message, read_limited, stream_text};
 use super::breaker::Breaker;
 use super::bus::{Bus, Notice};
-use super::job::{TitleJob, TitleRequest};
+use super::job::TitleJob;
 use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
 use super::sanitize::sanitize_title;
@@ -40,6 +40,8 @@ use crate::upstream::{Outbound, Upstream};
 enum TitleFailure {
     #[error("no input to title from")]
     NoInput,
+    #[error("the title request could not be written")]
+    Unwritable,
     #[error(transparent)]
     Write(#[from] crate::harness::HarnessError),
     #[error(transparent)]
@@ -86,32 +88,6 @@ pub struct TitleService {
     pub(super) threads: TitleThreads,
     /// Title requests running at once (`titles.max_in_flight`).
     slots: TitleSlots,
-}
-
-/// A started title job: its request written, from the answer too for an exchange (none: nothing
-/// to title from).
-struct Ready {
-    words: String,
-    request: Result<Option<TitleRequest>, crate::harness::HarnessError>,
-    fresh: bool,
-    client_authorization: Option<HeaderValue>,
-}
-
-impl Ready {
-    fn of(job: TitleJob) -> Self {
-        let TitleJob {
-            first_user_text,
-            request,
-            fresh,
-            client_authorization,
-        } = job;
-        Self {
-            request: request.written(&first_user_text),
-            words: first_user_text,
-            fresh,
-            client_authorization,
-        }
-    }
 }
 
 /// Signals from a started title task.
@@ -379,12 +355,7 @@ impl TitleService {
         let (finished_tx, finished) = oneshot::channel();
         let this = self.clone();
         self.tracker.spawn(async move {
-            // Written on the task, not on the path of the main request that started it; a
-            // harness that panics writing it fails the title, never the task unsettled.
-            let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| Ready::of(job))) {
-                Ok(job) => this.title_of(&live, job, dispatched_tx).await,
-                Err(_) => Outcome::Failed("the title request could not be written".to_owned()),
-            };
+            let outcome = this.title_of(&live, job, dispatched_tx).await;
             this.settle_surely(&live, outcome).await;
             let _ = finished_tx.send(());
         });
@@ -433,10 +404,10 @@ impl TitleService {
     async fn title_of(
         &self,
         live: &LiveTitle,
-        job: Ready,
+        job: TitleJob,
         dispatched: oneshot::Sender<()>,
     ) -> Outcome {
-        let text = job.words.clone();
+        let text = job.first_user_text.clone();
         let source = Source {
             owner: &live.record.owner,
             model: &live.record.model,
@@ -448,12 +419,15 @@ impl TitleService {
             live.push_delta(&title);
             return Outcome::Done(title);
         }
+        // The run is boxed: as a part of this future it would be laid out more than once, and a
+        // task waiting for its slot holds this future whole (BENCHMARKS.md, "Titles waiting for
+        // a slot").
         let outcome = if job.fresh {
             // Bounded like any claim: a hung store must not hold the outcome (upkeep fails a
             // pending record that a late write leaves behind).
             let (written, outcome) = tokio::join!(
                 tokio::time::timeout(CLAIM_TIMEOUT, self.store.insert_fresh(&live.record)),
-                caught(self.run(live, job, dispatched))
+                caught(Box::pin(self.run(live, job, dispatched)))
             );
             if !matches!(written, Ok(Ok(_))) {
                 store_error("claim");
@@ -461,7 +435,7 @@ impl TitleService {
             }
             outcome
         } else {
-            caught(self.run(live, job, dispatched)).await
+            caught(Box::pin(self.run(live, job, dispatched))).await
         };
         if let Outcome::Done(title) = &outcome {
             self.memory.recent.remember(source, title);
@@ -470,7 +444,12 @@ impl TitleService {
     }
 
     /// The title task's work; its outcome is settled by the caller, panic or not.
-    async fn run(&self, live: &LiveTitle, job: Ready, dispatched: oneshot::Sender<()>) -> Outcome {
+    async fn run(
+        &self,
+        live: &LiveTitle,
+        job: TitleJob,
+        dispatched: oneshot::Sender<()>,
+    ) -> Outcome {
         tokio::select! {
             outcome = self.in_slot(live, job, dispatched) => outcome,
             () = self.cancel.cancelled() => Outcome::Failed("the proxy shut down before the title finished".to_owned()),
@@ -481,7 +460,7 @@ impl TitleService {
     async fn in_slot(
         &self,
         live: &LiveTitle,
-        job: Ready,
+        job: TitleJob,
         dispatched: oneshot::Sender<()>,
     ) -> Outcome {
         let slot = match self.slots.take(dispatched).await {
@@ -624,10 +603,20 @@ impl TitleService {
     async fn generate(
         &self,
         live: &LiveTitle,
-        job: Ready,
+        job: TitleJob,
         dispatched: Option<oneshot::Sender<()>>,
     ) -> Result<String, TitleFailure> {
-        let request = job.request?.ok_or(TitleFailure::NoInput)?;
+        let TitleJob {
+            first_user_text: words,
+            request,
+            client_authorization,
+            ..
+        } = job;
+        // Written here, once the task has its slot, not on the path of the main request that
+        // claimed it; a harness that panics writing it fails the title, never the task unsettled.
+        let written = std::panic::catch_unwind(AssertUnwindSafe(|| request.written(&words)))
+            .map_err(|_| TitleFailure::Unwritable)?;
+        let request = written?.ok_or(TitleFailure::NoInput)?;
         let response = self
             .upstream
             .send(Outbound {
@@ -635,7 +624,7 @@ impl TitleService {
                 path: request.path.to_owned(),
                 headers: request.headers.clone(),
                 body: request.body.clone(),
-                client_authorization: job.client_authorization.clone(),
+                client_authorization,
                 dispatched,
                 messages: request.messages,
             })

@@ -171,6 +171,36 @@ fn shaper(c: &mut Criterion) {
             runtime.block_on(tap.count())
         });
     });
+    // An id-less turn: the anchor reads every event's text (the exchange's digest).
+    group.bench_function("200_text_chunks_anchored", |b| {
+        use futures_util::StreamExt;
+        let anchors = std::sync::Arc::new(harness_proxy::memory::anchors::Anchors::new(1024));
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .expect("runtime");
+        b.iter(|| {
+            let items = chunks
+                .iter()
+                .cloned()
+                .map(Ok::<_, std::convert::Infallible>);
+            let anchor = harness_proxy::memory::answer_witness::Anchor {
+                anchors: anchors.clone(),
+                owner: "owner".to_owned(),
+                conversation: "conversation".to_owned(),
+                user_text: "fix the bug".to_owned(),
+            };
+            let witness = harness_proxy::memory::answer_witness::AnswerWitness::new(
+                harness_proxy::memory::answer_witness::Taps {
+                    anchor: Some(anchor),
+                    memo: None,
+                    answer: None,
+                },
+                true,
+            );
+            let tap = witness.tap(futures_util::stream::iter(items), true);
+            runtime.block_on(tap.count())
+        });
+    });
     group.finish();
 
     let mut ended: Vec<Bytes> = chunks.clone();

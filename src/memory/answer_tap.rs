@@ -14,7 +14,7 @@ use futures_util::Stream;
 
 use super::answer_witness::AnswerWitness;
 use crate::conversation::answer::AnswerWatcher;
-use crate::protocols::chat::chunk::ChunkView;
+use crate::protocols::chat::chunk::AnswerChunkView;
 use crate::protocols::chat::is_done;
 use crate::sse::Decoder;
 
@@ -94,14 +94,14 @@ impl<S> AnswerTap<S> {
         {
             return;
         }
-        let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
+        let Ok(chunk) = serde_json::from_slice::<AnswerChunkView<'_>>(data) else {
             return;
         };
         if chunk.error.is_some() {
             self.witness.failed();
             return;
         }
-        let Some(mut choice) = chunk.answer() else {
+        let Some(mut choice) = chunk.answer else {
             return;
         };
         let witness = &mut self.witness;

@@ -20,7 +20,7 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::conversation::mapping::CallMapper;
-use crate::protocols::chat::chunk::{CallsChunkView, ChunkView};
+use crate::protocols::chat::chunk::{AnswerChunkView, CallsChunkView};
 use crate::protocols::chat::end::{done_event, is_done};
 use crate::routes::checks::{Calls, Checks};
 use crate::sse::{Decoder, data_event};
@@ -459,10 +459,10 @@ impl State {
     fn turn_text(&self) -> TurnText {
         let mut turn = TurnText::default();
         for data in &self.passed {
-            let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
+            let Ok(chunk) = serde_json::from_slice::<AnswerChunkView<'_>>(data) else {
                 continue;
             };
-            if let Some(mut choice) = chunk.answer() {
+            if let Some(mut choice) = chunk.answer {
                 if let Some(t) = choice.delta.text() {
                     turn.text.push_str(&t);
                 }

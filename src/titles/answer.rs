@@ -4,7 +4,7 @@
 use futures_util::StreamExt;
 
 use super::live::LiveTitle;
-use crate::protocols::chat::chunk::ChunkView;
+use crate::protocols::chat::chunk::AnswerChunkView;
 use crate::protocols::chat::is_done;
 use crate::sse::{Decoder, EventTooLarge};
 use crate::upstream::{BodyStream, UpstreamError};
@@ -42,11 +42,12 @@ pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<Strin
         if data.is_empty() || is_done(data) {
             return Ok(());
         }
-        let chunk: ChunkView<'_> = serde_json::from_slice(data).map_err(StreamError::Chunk)?;
+        let chunk: AnswerChunkView<'_> =
+            serde_json::from_slice(data).map_err(StreamError::Chunk)?;
         if let Some(error) = chunk.reported_error() {
             return Err(StreamError::Reported(error_message(&error.raw)));
         }
-        if let Some(text) = chunk.answer().and_then(|c| c.delta.text()) {
+        if let Some(text) = chunk.answer.and_then(|c| c.delta.text()) {
             let text = cut(&text, MAX_TITLE_TEXT.saturating_sub(raw.len()));
             raw.push_str(text);
             live.push_delta(text);

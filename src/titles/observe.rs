@@ -11,7 +11,7 @@ use futures_util::Stream;
 
 use super::live::LiveTitle;
 use super::service::TitleService;
-use crate::protocols::chat::chunk::ChunkView;
+use crate::protocols::chat::chunk::AnswerChunkView;
 use crate::protocols::chat::is_done;
 use crate::sse::Decoder;
 
@@ -99,14 +99,14 @@ impl Watcher {
         if data.is_empty() || is_done(data) {
             return;
         }
-        let Ok(chunk) = serde_json::from_slice::<ChunkView<'_>>(data) else {
+        let Ok(chunk) = serde_json::from_slice::<AnswerChunkView<'_>>(data) else {
             return;
         };
         if let Some(error) = chunk.reported_error() {
             self.error = Some(error.message.unwrap_or(error.raw));
             return;
         }
-        let Some(choice) = chunk.answer() else {
+        let Some(choice) = chunk.answer else {
             return;
         };
         // The client gets its whole answer; the title reads its start (`answer::MAX_TITLE_TEXT`).

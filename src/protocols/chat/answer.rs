@@ -9,7 +9,7 @@
 //! JSON object's text (`conversation::answer::deliverable`): a renderer never streams a client
 //! JSON that does not parse.
 
-use super::chunk::ChunkView;
+use super::chunk::AnswerChunkView;
 use super::end::is_done_event;
 use crate::conversation::answer::{AnswerEvent, Deliverable, FinishReason, Usage, deliverable};
 use crate::sse::Decoder;
@@ -87,7 +87,7 @@ impl ChatAnswerReader {
     }
 
     fn chunk(&mut self, data: &[u8], out: &mut Vec<AnswerEvent>) {
-        let chunk: ChunkView<'_> = match serde_json::from_slice(data) {
+        let chunk: AnswerChunkView<'_> = match serde_json::from_slice(data) {
             Ok(chunk) => chunk,
             Err(e) => {
                 return self.fail(
@@ -111,7 +111,7 @@ impl ChatAnswerReader {
             self.usage = Some(Usage::from_value(&usage));
         }
         // One answer: only the first choice is rendered (clients of these protocols ask for one).
-        let Some(choice) = chunk.answer() else {
+        let Some(choice) = chunk.answer else {
             return;
         };
         let mut delta = choice.delta;

@@ -2,8 +2,9 @@
 //! reads, borrowed from the event's bytes, unknown fields skipped. The general `api::stream::Chunk`
 //! keeps every unknown field through `#[serde(flatten)]`, which buffers and allocates each one:
 //! several times the cost of everything else done per event. Every reader that only looks (the
-//! folder, the answer-event reader, the end of an answer, and the title readers: the answer tap,
-//! a title request's answer, a client's own title stream) reads through this view.
+//! folder, the answer-event reader, the end of an answer) reads through this view, or through a
+//! leaner one when it needs less: `AnswerChunkView` (one answer's content: the answer tap, the
+//! title readers), `CallsChunkView` (the calls alone).
 
 use std::borrow::Cow;
 
@@ -68,6 +69,65 @@ pub struct DeltaView<'a> {
     pub tool_calls: Option<Vec<CallView<'a>>>,
 }
 
+/// Only what a reader of one answer needs of a chunk (the answer-event reader, the answer tap,
+/// a title's answer, a client's own title stream, a corrected turn's text): the answer's choice
+/// (index 0; clients of one answer ask for one), the usage and the upstream's error. The head
+/// (id, created, model, fingerprint) and any other choice are skipped, not read, and the choices
+/// are not collected: no allocation but the strings that hold escapes. Every translated event,
+/// and every event of an id-less turn's tap, is read this way.
+#[derive(Deserialize)]
+pub struct AnswerChunkView<'a> {
+    #[serde(rename = "choices", default, borrow, deserialize_with = "index_zero")]
+    pub answer: Option<ChoiceView<'a>>,
+    #[serde(default, borrow)]
+    pub usage: Option<&'a RawValue>,
+    #[serde(default, borrow)]
+    pub error: Option<&'a RawValue>,
+}
+
+impl AnswerChunkView<'_> {
+    /// The upstream's own error object in the stream, read.
+    pub fn reported_error(&self) -> Option<ReportedError> {
+        let raw = self.error?;
+        let error: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+        let text = |key: &str| error.get(key).and_then(Value::as_str).map(str::to_owned);
+        Some(ReportedError {
+            message: text("message"),
+            code: text("code"),
+            raw: raw.get().to_owned(),
+        })
+    }
+}
+
+/// The first choice whose index is 0, the others read past.
+fn index_zero<'de, D>(deserializer: D) -> Result<Option<ChoiceView<'de>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+{
+    struct Choices;
+    impl<'de> serde::de::Visitor<'de> for Choices {
+        type Value = Option<ChoiceView<'de>>;
+
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of choices")
+        }
+
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(
+            self,
+            mut seq: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut answer = None;
+            while let Some(choice) = seq.next_element::<ChoiceView<'de>>()? {
+                if answer.is_none() && choice.index == 0 {
+                    answer = Some(choice);
+                }
+            }
+            Ok(answer)
+        }
+    }
+    deserializer.deserialize_seq(Choices)
+}
+
 /// Only what a reader of tool calls needs of a chunk (`routes::correct`, which reads every
 /// event of an answer that makes calls): each choice's index, call pieces and finish. Every
 /// other field is skipped, not read: no UTF-8 check, no copy, no raw value kept.
@@ -123,24 +183,6 @@ where
     #[derive(Deserialize)]
     struct Borrowed<'a>(#[serde(borrow)] Cow<'a, str>);
     Ok(Option::<Borrowed<'de>>::deserialize(deserializer)?.map(|b| b.0))
-}
-
-impl<'a> ChunkView<'a> {
-    /// The answer's choice (index 0): the one a reader of one answer follows.
-    pub fn answer(self) -> Option<ChoiceView<'a>> {
-        self.choices.into_iter().find(|c| c.index == 0)
-    }
-
-    /// The upstream's own error object in the stream, read.
-    pub fn reported_error(&self) -> Option<ReportedError> {
-        let error: Value = serde_json::from_str(self.error?.get()).unwrap_or(Value::Null);
-        let text = |key: &str| error.get(key).and_then(Value::as_str).map(str::to_owned);
-        Some(ReportedError {
-            message: text("message"),
-            code: text("code"),
-            raw: self.error?.get().to_owned(),
-        })
-    }
 }
 
 /// An upstream's `{"error": …}` event: its message and code when they are strings, and its text.
@@ -275,6 +317,40 @@ mod tests {
     fn a_string_field_of_another_type_is_still_an_error() {
         assert!(serde_json::from_slice::<ChunkView<'_>>(br#"{"id":5}"#).is_err());
         assert!(serde_json::from_slice::<ChunkView<'_>>(br#"{"id":null,"model":null}"#).is_ok());
+    }
+
+    #[test]
+    fn the_answer_view_reads_the_answers_choice_and_the_error_and_skips_the_rest() {
+        let data = br#"{"id":5,"model":["odd"],"system_fingerprint":"fp","choices":[{"index":1,"delta":{"content":"other"}},{"index":0,"delta":{"content":"x","tool_calls":[{"index":0,"id":"call_1"}]},"finish_reason":"tool_calls"},{"index":0,"delta":{"content":"again"}}],"usage":{"total_tokens":3}}"#;
+        let chunk: AnswerChunkView<'_> = serde_json::from_slice(data).expect("chunk");
+        let choice = chunk.answer.expect("the index-0 choice");
+        assert_eq!(choice.delta.text().as_deref(), Some("x"));
+        assert_eq!(choice.finish_reason.as_deref(), Some("tool_calls"));
+        let call = &choice.delta.tool_calls.as_ref().expect("calls")[0];
+        assert_eq!(call.id.as_deref(), Some("call_1"));
+        assert!(chunk.error.is_none());
+
+        let none: AnswerChunkView<'_> =
+            serde_json::from_slice(br#"{"choices":[{"index":2,"delta":{}}]}"#).expect("chunk");
+        assert!(none.answer.is_none());
+        let empty: AnswerChunkView<'_> = serde_json::from_slice(b"{}").expect("chunk");
+        assert!(empty.answer.is_none());
+        let error: AnswerChunkView<'_> = serde_json::from_slice(
+            br#"{"error":{"message":"overloaded","code":"busy"},"choices":[]}"#,
+        )
+        .expect("chunk");
+        let reported = error.reported_error().expect("an error");
+        assert_eq!(reported.message.as_deref(), Some("overloaded"));
+        assert_eq!(reported.code.as_deref(), Some("busy"));
+        // What ChunkView refuses, this view refuses too.
+        for bad in [
+            &br#"{"choices":null}"#[..],
+            br#"{"choices":[{"index":"0"}]}"#,
+            b"{",
+        ] {
+            assert!(serde_json::from_slice::<AnswerChunkView<'_>>(bad).is_err());
+            assert!(serde_json::from_slice::<ChunkView<'_>>(bad).is_err());
+        }
     }
 
     #[test]

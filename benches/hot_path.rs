@@ -21,6 +21,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use harness_proxy::config::Config;
 use harness_proxy::harness::HarnessRequest;
+use harness_proxy::memory::answer_witness::{self, Taps};
 use harness_proxy::prompts::Prompts;
 use harness_proxy::protocols::chat::request::parse_conversation;
 use harness_proxy::protocols::chat::{Folder, Shaper};
@@ -112,6 +113,30 @@ fn chunk(i: usize) -> String {
     )
 }
 
+/// `chunks` read as a stream to their end: through the byte tap, its witness feeding what `taps`
+/// makes, or untapped (`None`, the baseline).
+fn tapped(b: &mut criterion::Bencher<'_>, chunks: &[Bytes], taps: impl Fn() -> Option<Taps>) {
+    use futures_util::StreamExt;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    b.iter(|| {
+        let items = futures_util::stream::iter(
+            chunks
+                .iter()
+                .cloned()
+                .map(Ok::<_, std::convert::Infallible>),
+        );
+        match taps() {
+            Some(taps) => {
+                let witness = answer_witness::AnswerWitness::new(taps, true);
+                runtime.block_on(witness.tap(items, true).count())
+            }
+            None => runtime.block_on(items.count()),
+        }
+    });
+}
+
 fn shaper(c: &mut Criterion) {
     let chunks: Vec<Bytes> = (0..200).map(|i| Bytes::from(chunk(i))).collect();
     let mut group = c.benchmark_group("sse_shaper");
@@ -130,75 +155,35 @@ fn shaper(c: &mut Criterion) {
 
     let mut group = c.benchmark_group("answer_tap");
     group.throughput(Throughput::Elements(chunks.len() as u64));
-    group.bench_function("200_text_chunks_untapped", |b| {
-        use futures_util::StreamExt;
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        b.iter(|| {
-            let items = chunks
-                .iter()
-                .cloned()
-                .map(Ok::<_, std::convert::Infallible>);
-            runtime.block_on(futures_util::stream::iter(items).count())
-        });
-    });
+    group.bench_function("200_text_chunks_untapped", |b| tapped(b, &chunks, || None));
     group.bench_function("200_text_chunks_memo_only", |b| {
-        use futures_util::StreamExt;
         let memo =
             std::sync::Arc::new(harness_proxy::memory::reasoning_memo::ReasoningMemo::default());
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        b.iter(|| {
-            let items = chunks
-                .iter()
-                .cloned()
-                .map(Ok::<_, std::convert::Infallible>);
-            let sink = harness_proxy::memory::answer_witness::MemoSink {
-                memo: memo.clone(),
-                owner: "owner".to_owned(),
-            };
-            let witness = harness_proxy::memory::answer_witness::AnswerWitness::new(
-                harness_proxy::memory::answer_witness::Taps {
-                    anchor: None,
-                    memo: Some(sink),
-                    answer: None,
-                },
-                true,
-            );
-            let tap = witness.tap(futures_util::stream::iter(items), true);
-            runtime.block_on(tap.count())
+        tapped(b, &chunks, || {
+            Some(Taps {
+                anchor: None,
+                memo: Some(answer_witness::MemoSink {
+                    memo: memo.clone(),
+                    owner: "owner".to_owned(),
+                }),
+                answer: None,
+            })
         });
     });
     // An id-less turn: the anchor reads every event's text (the exchange's digest).
     group.bench_function("200_text_chunks_anchored", |b| {
-        use futures_util::StreamExt;
         let anchors = std::sync::Arc::new(harness_proxy::memory::anchors::Anchors::new(1024));
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .build()
-            .expect("runtime");
-        b.iter(|| {
-            let items = chunks
-                .iter()
-                .cloned()
-                .map(Ok::<_, std::convert::Infallible>);
-            let anchor = harness_proxy::memory::answer_witness::Anchor {
-                anchors: anchors.clone(),
-                owner: "owner".to_owned(),
-                conversation: "conversation".to_owned(),
-                user_text: "fix the bug".to_owned(),
-            };
-            let witness = harness_proxy::memory::answer_witness::AnswerWitness::new(
-                harness_proxy::memory::answer_witness::Taps {
-                    anchor: Some(anchor),
-                    memo: None,
-                    answer: None,
-                },
-                true,
-            );
-            let tap = witness.tap(futures_util::stream::iter(items), true);
-            runtime.block_on(tap.count())
+        tapped(b, &chunks, || {
+            Some(Taps {
+                anchor: Some(answer_witness::Anchor {
+                    anchors: anchors.clone(),
+                    owner: "owner".to_owned(),
+                    conversation: "conversation".to_owned(),
+                    user_text: "fix the bug".to_owned(),
+                }),
+                memo: None,
+                answer: None,
+            })
         });
     });
     group.finish();

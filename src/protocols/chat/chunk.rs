@@ -1,10 +1,10 @@
 //! A borrowed, read-only view of one streamed `chat.completion.chunk`: only the fields the proxy
 //! reads, borrowed from the event's bytes, unknown fields skipped. The general `api::stream::Chunk`
 //! keeps every unknown field through `#[serde(flatten)]`, which buffers and allocates each one:
-//! several times the cost of everything else done per event. Every reader that only looks (the
-//! folder, the answer-event reader, the end of an answer) reads through this view, or through a
-//! leaner one when it needs less: `AnswerChunkView` (one answer's content: the answer tap, the
-//! title readers), `CallsChunkView` (the calls alone).
+//! several times the cost of everything else done per event. Every reader that only looks reads
+//! through this view (the folder, the end of an answer) or through a leaner one when it needs
+//! less: `AnswerChunkView` (one answer: the answer-event reader, the answer tap, the title
+//! readers, a corrected turn's text) and `CallsChunkView` (the calls alone).
 
 use std::borrow::Cow;
 

@@ -507,7 +507,7 @@ pub enum StoreUrlError {
     #[error("`sqlite://` needs a file path, e.g. `sqlite://./titles.db`")]
     SqliteWithoutPath,
     #[error("not a URL: {0}")]
-    NotAUrl(#[source] <reqwest::Url as std::str::FromStr>::Err),
+    NotAUrl(#[source] url::ParseError),
     #[error("a Redis URL needs a host, e.g. `redis://127.0.0.1:6379/0`")]
     RedisWithoutHost,
     #[error("the Redis database must be a number, not `{0}`")]
@@ -530,7 +530,7 @@ impl std::str::FromStr for StoreUrl {
             return Ok(Self::Sqlite(PathBuf::from(path)));
         }
         if text.starts_with("redis://") || text.starts_with("rediss://") {
-            let url = reqwest::Url::parse(text).map_err(StoreUrlError::NotAUrl)?;
+            let url = url::Url::parse(text).map_err(StoreUrlError::NotAUrl)?;
             if url.host_str().is_none_or(str::is_empty) {
                 return Err(StoreUrlError::RedisWithoutHost);
             }
@@ -568,7 +568,7 @@ impl std::fmt::Display for StoreUrl {
         match self {
             Self::Memory => f.write_str("memory"),
             Self::Sqlite(path) => write!(f, "sqlite://{}", path.display()),
-            Self::Redis(text) => match reqwest::Url::parse(text) {
+            Self::Redis(text) => match url::Url::parse(text) {
                 Ok(mut url) if url.password().is_some() || url.query().is_some() => {
                     if url.password().is_some() {
                         let _ = url.set_password(Some("redacted"));

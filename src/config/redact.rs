@@ -7,7 +7,7 @@ use super::{Config, StoreUrl};
 /// there) replaced, for logs and `check-config`. A URL with neither is returned as it was.
 pub fn redacted_url(url: &str) -> String {
     const MARK: &str = "harness-proxy-redacted";
-    match reqwest::Url::parse(url) {
+    match url::Url::parse(url) {
         Ok(mut parsed) if parsed.password().is_some() || parsed.query().is_some() => {
             if parsed.password().is_some() && parsed.set_password(Some(MARK)).is_err() {
                 return "<redacted URL>".to_owned();

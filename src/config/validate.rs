@@ -10,7 +10,7 @@ pub(super) fn validate(config: &Config) -> Result<(), ConfigError> {
         origin: String::new(),
         message,
     };
-    let url = reqwest::Url::parse(&config.upstream.base_url)
+    let url = url::Url::parse(&config.upstream.base_url)
         .map_err(|e| bad("upstream.base_url", format!("not a URL: {e}")))?;
     if !matches!(url.scheme(), "http" | "https") {
         return Err(bad(
@@ -129,7 +129,7 @@ fn validate_server(server: &ServerConfig) -> Result<(), ConfigError> {
     };
     let not_an_origin = |text: &str| {
         let text = text.trim();
-        reqwest::Url::parse(text).map_or(true, |url| {
+        url::Url::parse(text).map_or(true, |url| {
             !matches!(url.scheme(), "http" | "https")
                 || url.host_str().is_none_or(str::is_empty)
                 || url.path() != "/"

@@ -1,4 +1,4 @@
-//! The only HTTP client of the model server: one pooled `reqwest::Client`, key handling, timeouts
+//! The only HTTP client of the model server: one pooled client (`client`), key handling, timeouts
 //! (connect, first byte, idle between chunks) and bounded retries before any byte reached the client.
 //!
 //! It returns the response head and a body stream; it never buffers a body and never parses one,
@@ -8,9 +8,10 @@
 //! One credential: the configured key, else the base URL's userinfo (as `Basic`), else the
 //! client's key when `auth.forward_client_key` allows; on a Messages upstream it goes in
 //! `x-api-key`, with `anthropic-version`. Its failures are `UpstreamError`, causes typed (the
-//! `reqwest::Error` without its URL, an `Interruption` mid-body), so no error names the upstream
-//! URL.
+//! HTTP client's error, which holds no URL, an `Interruption` mid-body), so no error names the
+//! upstream URL.
 
+mod client;
 pub mod messages;
 pub mod preflight;
 
@@ -22,7 +23,8 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
-use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
+use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
+use http_body_util::BodyExt as _;
 use tokio::time::Sleep;
 
 use crate::config::{UpstreamConfig, Wire};
@@ -88,7 +90,7 @@ enum KeySource {
 }
 
 pub struct Upstream {
-    client: reqwest::Client,
+    client: client::HttpClient,
     /// Base URL without its trailing slash, its query or its userinfo.
     base: String,
     /// The base URL's query (`api-version=…` of Azure-style servers): put before the request's
@@ -133,14 +135,12 @@ pub enum BuildError {
 
 impl Upstream {
     pub fn new(config: &UpstreamConfig, env: EnvSource) -> Result<Self, BuildError> {
-        let client = reqwest::Client::builder()
-            .connect_timeout(config.connect_timeout)
-            .tcp_nodelay(true)
-            .pool_max_idle_per_host(config.pool_max_idle_per_host)
-            .pool_idle_timeout(Duration::from_secs(90))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| BuildError::Client(e.to_string()))?;
+        let settings = client::ClientSettings {
+            base_url: &config.base_url,
+            connect_timeout: config.connect_timeout,
+            pool_max_idle_per_host: config.pool_max_idle_per_host,
+        };
+        let client = client::HttpClient::new(&settings, &env).map_err(BuildError::Client)?;
         let key = if let Some(key) = &config.api_key {
             KeySource::Static(Secret(key.clone()))
         } else if let Some(path) = &config.api_key_file {
@@ -268,18 +268,7 @@ impl Upstream {
     /// committed to the client. The body is returned as a stream guarded by the idle timeout.
     /// A 401 with a file or env key re-reads the key and retries once (keys get rotated).
     pub async fn send(&self, mut outbound: Outbound) -> Result<UpstreamResponse, UpstreamError> {
-        let mut url = reqwest::Url::parse(&format!("{}{}", self.base, outbound.path))
-            .map_err(|_| UpstreamError::PathEscape)?;
-        if let Some(base_query) = &self.base_query {
-            let query = match url.query() {
-                Some(own) if !own.is_empty() => format!("{base_query}&{own}"),
-                _ => base_query.clone(),
-            };
-            url.set_query(Some(&query));
-        }
-        if !format!("{}/", url.path()).starts_with(&self.base_path) {
-            return Err(UpstreamError::PathEscape);
-        }
+        let uri = self.target(&outbound.path)?;
         if !self.forward_client_key {
             // The client's key in Anthropic's header, carried on by passthrough: not sent either.
             outbound.headers.remove("x-api-key");
@@ -290,6 +279,21 @@ impl Upstream {
                 HeaderValue::from_static(ANTHROPIC_VERSION),
             );
         }
+        if !outbound.headers.contains_key(header::ACCEPT) {
+            // Kept from the reqwest client this one replaced: upstreams saw it on every request.
+            outbound
+                .headers
+                .insert(header::ACCEPT, HeaderValue::from_static("*/*"));
+        }
+        let has_body = outbound.dispatched.is_some()
+            || !outbound.body.is_empty()
+            || outbound.method == Method::POST;
+        if has_body {
+            outbound.headers.insert(
+                header::CONTENT_LENGTH,
+                HeaderValue::from(outbound.body.len()),
+            );
+        }
         let mut authorization = self.authorization(outbound.client_authorization.as_ref());
         if self.wire == Wire::Messages && authorization.is_some() {
             // The one key that goes is the one chosen above, in Anthropic's header.
@@ -298,28 +302,23 @@ impl Upstream {
         let mut attempt = 0u32;
         let mut reloaded = false;
         loop {
-            let mut request = self
-                .client
-                .request(outbound.method.clone(), url.clone())
-                .headers(outbound.headers.clone());
-            match (&authorization, self.wire) {
-                (Some(auth), Wire::Messages) => request = anthropic_auth(request, auth),
-                (Some(auth), Wire::Chat) => {
-                    request = request.header(header::AUTHORIZATION, auth.clone());
-                }
-                (None, _) => {}
+            let mut headers = outbound.headers.clone();
+            if let Some(auth) = &authorization {
+                let (name, value) = match self.wire {
+                    Wire::Messages => anthropic_auth(auth),
+                    Wire::Chat => (header::AUTHORIZATION, auth.clone()),
+                };
+                headers.insert(name, value);
             }
-            if let Some(signal) = outbound.dispatched.take() {
-                request = request
-                    .header(header::CONTENT_LENGTH, outbound.body.len())
-                    .body(reqwest::Body::wrap_stream(SignalOnFirstPoll::new(
-                        outbound.body.clone(),
-                        signal,
-                    )));
-            } else if !outbound.body.is_empty() || outbound.method == Method::POST {
-                request = request.body(outbound.body.clone());
-            }
-            let sent = tokio::time::timeout(self.first_byte_timeout, request.send()).await;
+            let mut request = http::Request::new(client::OutBody::new(
+                outbound.body.clone(),
+                outbound.dispatched.take(),
+            ));
+            *request.method_mut() = outbound.method.clone();
+            *request.uri_mut() = uri.clone();
+            *request.headers_mut() = headers;
+            let sent =
+                tokio::time::timeout(self.first_byte_timeout, self.client.send(request)).await;
             let retries_left = attempt < self.max_retries;
             match sent {
                 Err(_) => return Err(UpstreamError::Timeout("waiting for the response head")),
@@ -362,6 +361,62 @@ impl Upstream {
 }
 
 impl Upstream {
+    /// The URL of `path` (relative to the base URL, with its query): the base's query first,
+    /// and never a path outside the base's. A path with nothing to normalise (no dot, percent
+    /// sign, backslash or fragment), the one every agent sends, is joined as it is; any other
+    /// is normalised by the URL parser first, as a server would read it.
+    fn target(&self, path: &str) -> Result<Uri, UpstreamError> {
+        let (own_path, own_query) = match path.split_once('?') {
+            Some((p, q)) => (p, Some(q).filter(|q| !q.is_empty())),
+            None => (path, None),
+        };
+        let plain = !own_path
+            .bytes()
+            .any(|b| matches!(b, b'.' | b'%' | b'\\' | b'#'));
+        let uri = if plain {
+            let mut text = String::with_capacity(self.base.len() + path.len() + 1);
+            text.push_str(&self.base);
+            text.push_str(own_path);
+            match (&self.base_query, own_query) {
+                (Some(base), Some(own)) => {
+                    text.extend(["?", base, "&", own]);
+                }
+                (Some(only), None) => text.extend(["?", only.as_str()]),
+                (None, Some(only)) => text.extend(["?", only]),
+                (None, None) => {}
+            }
+            text.parse::<Uri>().ok()
+        } else {
+            None
+        };
+        let uri = match uri {
+            Some(uri) => uri,
+            None => self.normalised_target(path)?,
+        };
+        if !format!("{}/", uri.path()).starts_with(&self.base_path) {
+            return Err(UpstreamError::PathEscape);
+        }
+        Ok(uri)
+    }
+
+    /// `target` through the URL parser: dot segments (also percent-encoded) resolved, the
+    /// fragment dropped.
+    fn normalised_target(&self, path: &str) -> Result<Uri, UpstreamError> {
+        let mut url = url::Url::parse(&format!("{}{}", self.base, path))
+            .map_err(|_| UpstreamError::PathEscape)?;
+        if let Some(base_query) = &self.base_query {
+            let query = match url.query() {
+                Some(own) if !own.is_empty() => format!("{base_query}&{own}"),
+                _ => base_query.clone(),
+            };
+            url.set_query(Some(&query));
+        }
+        url.set_fragment(None);
+        url.as_str()
+            .parse::<Uri>()
+            .map_err(|_| UpstreamError::PathEscape)
+    }
+
     /// Whether an answer of `status` is retried (before anything reached the client).
     fn retries(&self, status: StatusCode) -> bool {
         match status.as_u16() {
@@ -374,14 +429,14 @@ impl Upstream {
 
     /// The response as the proxy reads it: its body guarded by the idle timeout, and a Messages
     /// answer to a request the proxy wrote read as Chat Completions.
-    fn answer(&self, response: reqwest::Response, messages: bool) -> UpstreamResponse {
-        let status = response.status();
-        let mut headers = response.headers().clone();
-        let body = response.bytes_stream().map(|chunk| {
+    fn answer(&self, response: client::Response, messages: bool) -> UpstreamResponse {
+        let (head, incoming) = response.into_parts();
+        let status = head.status;
+        let mut headers = head.headers;
+        let body = incoming.into_data_stream().map(|chunk| {
             chunk.map_err(|e| {
-                let e = e.without_url();
                 UpstreamError::Interrupted(Interruption::Transport {
-                    words: describe(&e),
+                    words: describe_body(&e),
                     cause: Box::new(e),
                 })
             })
@@ -406,10 +461,7 @@ impl Upstream {
 
 /// The credential as Anthropic takes it: a bearer key in `x-api-key`; `Basic` credentials (of
 /// the base URL) stay in `Authorization`.
-fn anthropic_auth(
-    request: reqwest::RequestBuilder,
-    authorization: &HeaderValue,
-) -> reqwest::RequestBuilder {
+fn anthropic_auth(authorization: &HeaderValue) -> (HeaderName, HeaderValue) {
     let key = authorization
         .to_str()
         .ok()
@@ -418,9 +470,9 @@ fn anthropic_auth(
     match key {
         Some(mut key) => {
             key.set_sensitive(true);
-            request.header("x-api-key", key)
+            (HeaderName::from_static("x-api-key"), key)
         }
-        None => request.header(header::AUTHORIZATION, authorization.clone()),
+        None => (header::AUTHORIZATION, authorization.clone()),
     }
 }
 
@@ -436,7 +488,7 @@ struct BaseUrl {
 
 impl BaseUrl {
     fn split(text: &str) -> Self {
-        let Ok(mut url) = reqwest::Url::parse(text) else {
+        let Ok(mut url) = url::Url::parse(text) else {
             return Self {
                 base: text.trim_end_matches('/').to_owned(),
                 path: String::new(),
@@ -448,7 +500,7 @@ impl BaseUrl {
         let credentials = (!url.username().is_empty() || url.password().is_some())
             .then(|| basic(url.username(), url.password().unwrap_or_default()))
             .flatten();
-        // Without them here, reqwest adds no `Authorization` of its own from the URL.
+        // Requests are joined to `base`: without them there, no URL sent holds the credentials.
         let _ = url.set_username("");
         let _ = url.set_password(None);
         url.set_query(None);
@@ -516,12 +568,12 @@ fn retry_after(headers: &HeaderMap, now: std::time::SystemTime) -> Option<Durati
     Some(when.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
-/// The URL is dropped from a kept error: its query may carry a key (`?key=` of some servers).
-fn classify(err: reqwest::Error) -> UpstreamError {
-    if err.is_timeout() {
+/// A failure before the response head. The client's errors hold no URL (its query may carry a
+/// key: `?key=` of some servers).
+fn classify(err: hyper_util::client::legacy::Error) -> UpstreamError {
+    if err.is_connect() && caused_by_timeout(&err) {
         UpstreamError::Timeout("connecting")
     } else {
-        let err = err.without_url();
         UpstreamError::Unreachable {
             words: describe(&err),
             cause: Box::new(err),
@@ -529,29 +581,45 @@ fn classify(err: reqwest::Error) -> UpstreamError {
     }
 }
 
-/// The error chain as text, without the URL (which may carry credentials in userinfo).
-fn describe(err: &reqwest::Error) -> String {
-    let mut text = failure_kind(err).to_owned();
-    let mut source = std::error::Error::source(err);
+/// Whether an `io::Error` that timed out is in the error's chain (a connect timeout).
+fn caused_by_timeout(err: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(err);
+    while let Some(s) = source {
+        if s.downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
+        {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
+/// The error chain as text.
+fn describe(err: &hyper_util::client::legacy::Error) -> String {
+    let kind = if err.is_connect() {
+        "connection failed"
+    } else {
+        "request error"
+    };
+    chain(kind, err)
+}
+
+/// A failure mid-body, as text.
+fn describe_body(err: &hyper::Error) -> String {
+    chain("body error", err)
+}
+
+/// `kind`, then each cause in `err`'s chain.
+fn chain(kind: &str, err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = kind.to_owned();
+    let mut source = err.source();
     while let Some(s) = source {
         text.push_str(": ");
         text.push_str(&s.to_string());
         source = s.source();
     }
     text
-}
-
-/// What kind of failure it was, in words that never include the URL.
-fn failure_kind(err: &reqwest::Error) -> &'static str {
-    if err.is_connect() {
-        "connection failed"
-    } else if err.is_timeout() {
-        "timed out"
-    } else if err.is_body() || err.is_decode() {
-        "body error"
-    } else {
-        "request error"
-    }
 }
 
 /// Whether a response is Server-Sent Events.
@@ -580,33 +648,6 @@ pub fn is_hop_by_hop(name: &HeaderName) -> bool {
             | "transfer-encoding"
             | "upgrade"
     )
-}
-
-/// A one-chunk request body that reports when the client starts sending it: the request head has
-/// been written by then, so a caller can order two requests without waiting for an answer.
-struct SignalOnFirstPoll {
-    body: Option<Bytes>,
-    signal: Option<tokio::sync::oneshot::Sender<()>>,
-}
-
-impl SignalOnFirstPoll {
-    fn new(body: Bytes, signal: tokio::sync::oneshot::Sender<()>) -> Self {
-        Self {
-            body: Some(body),
-            signal: Some(signal),
-        }
-    }
-}
-
-impl Stream for SignalOnFirstPoll {
-    type Item = Result<Bytes, std::convert::Infallible>;
-
-    fn poll_next(mut self: Pin<&mut Self>, _cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        if let Some(signal) = self.signal.take() {
-            let _ = signal.send(());
-        }
-        Poll::Ready(self.body.take().map(Ok))
-    }
 }
 
 /// Ends the stream with `Timeout` when the inner stream stays silent longer than `idle`.
@@ -783,10 +824,9 @@ mod tests {
             "{message}"
         );
         let cause = std::error::Error::source(&err)
-            .and_then(|s| s.downcast_ref::<reqwest::Error>())
-            .expect("the reqwest error is the source");
+            .and_then(|s| s.downcast_ref::<hyper_util::client::legacy::Error>())
+            .expect("the HTTP client's error is the source");
         assert!(cause.is_connect());
-        assert!(cause.url().is_none(), "the kept cause holds no URL");
         assert!(!format!("{message} {cause} {cause:?}").contains("secret-in-query"));
     }
 

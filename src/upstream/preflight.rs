@@ -10,7 +10,8 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use http::{HeaderValue, header};
+use bytes::Bytes;
+use http::{HeaderValue, Method, header};
 
 use super::Upstream;
 use crate::config::Wire;
@@ -33,17 +34,22 @@ impl Upstream {
             Some(query) => format!("{}?{query}", self.base),
             None => self.base.clone(),
         };
-        let request = self
-            .client
-            .head(url)
-            .header(header::USER_AGENT, HeaderValue::from_static(USER_AGENT));
+        let Ok(uri) = url.parse::<http::Uri>() else {
+            return;
+        };
+        let mut request = http::Request::new(super::client::OutBody::new(Bytes::new(), None));
+        *request.method_mut() = Method::HEAD;
+        *request.uri_mut() = uri;
+        let headers = request.headers_mut();
+        headers.insert(header::USER_AGENT, HeaderValue::from_static(USER_AGENT));
+        // As every request of the reqwest client this one replaced carried it.
+        headers.insert(header::ACCEPT, HeaderValue::from_static("*/*"));
         let bound = TIMEOUT.min(self.first_byte_timeout);
-        match tokio::time::timeout(bound, request.send()).await {
+        match tokio::time::timeout(bound, self.client.send(request)).await {
             Ok(Ok(response)) => {
                 tracing::debug!(status = response.status().as_u16(), "upstream preflight");
             }
             Ok(Err(err)) => {
-                let err = err.without_url();
                 tracing::debug!(error = %super::describe(&err), "upstream preflight failed");
             }
             Err(_) => tracing::debug!(?bound, "upstream preflight timed out"),

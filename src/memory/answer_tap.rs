@@ -94,7 +94,8 @@ impl<S> AnswerTap<S> {
         {
             return;
         }
-        let Ok(chunk) = serde_json::from_slice::<AnswerChunkView<'_>>(data) else {
+        let Ok(chunk) = crate::protocols::chat::chunk::parse_event::<AnswerChunkView<'_>>(data)
+        else {
             return;
         };
         if chunk.error.is_some() {

@@ -309,7 +309,8 @@ impl State {
         if !may_hold(data) {
             return false;
         }
-        let Ok(chunk) = serde_json::from_slice::<CallsChunkView<'_>>(data) else {
+        let Ok(chunk) = crate::protocols::chat::chunk::parse_event::<CallsChunkView<'_>>(data)
+        else {
             return false;
         };
         let mut holds = false;
@@ -459,7 +460,8 @@ impl State {
     fn turn_text(&self) -> TurnText {
         let mut turn = TurnText::default();
         for data in &self.passed {
-            let Ok(chunk) = serde_json::from_slice::<AnswerChunkView<'_>>(data) else {
+            let Ok(chunk) = crate::protocols::chat::chunk::parse_event::<AnswerChunkView<'_>>(data)
+            else {
                 continue;
             };
             if let Some(mut choice) = chunk.answer {

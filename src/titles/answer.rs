@@ -43,7 +43,7 @@ pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<Strin
             return Ok(());
         }
         let chunk: AnswerChunkView<'_> =
-            serde_json::from_slice(data).map_err(StreamError::Chunk)?;
+            crate::protocols::chat::chunk::parse_event(data).map_err(StreamError::Chunk)?;
         if let Some(error) = chunk.reported_error() {
             return Err(StreamError::Reported(error_message(&error.raw)));
         }

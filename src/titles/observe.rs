@@ -99,7 +99,8 @@ impl Watcher {
         if data.is_empty() || is_done(data) {
             return;
         }
-        let Ok(chunk) = serde_json::from_slice::<AnswerChunkView<'_>>(data) else {
+        let Ok(chunk) = crate::protocols::chat::chunk::parse_event::<AnswerChunkView<'_>>(data)
+        else {
             return;
         };
         if let Some(error) = chunk.reported_error() {

@@ -87,7 +87,7 @@ impl ChatAnswerReader {
     }
 
     fn chunk(&mut self, data: &[u8], out: &mut Vec<AnswerEvent>) {
-        let chunk: AnswerChunkView<'_> = match serde_json::from_slice(data) {
+        let chunk: AnswerChunkView<'_> = match crate::protocols::chat::chunk::parse_event(data) {
             Ok(chunk) => chunk,
             Err(e) => {
                 return self.fail(

@@ -168,7 +168,7 @@ impl StreamCalls {
     /// send instead (possibly none); an error when the chunk, its held calls taken out, cannot be
     /// written again.
     pub fn chunk(&mut self, data: &[u8]) -> Result<Option<Vec<Bytes>>, serde_json::Error> {
-        let Ok(view) = serde_json::from_slice::<CallChunk<'_>>(data) else {
+        let Ok(view) = crate::protocols::chat::chunk::parse_event::<CallChunk<'_>>(data) else {
             return Ok(None);
         };
         self.note_head(&view);
@@ -205,7 +205,7 @@ impl StreamCalls {
     /// The chunk re-emitted without its held call deltas, every other field kept.
     fn without_held(&self, data: &[u8]) -> Result<Bytes, serde_json::Error> {
         // The view read the same fields with the same types, so this parse does not fail.
-        let Ok(mut chunk) = serde_json::from_slice::<Chunk>(data) else {
+        let Ok(mut chunk) = crate::protocols::chat::chunk::parse_event::<Chunk>(data) else {
             return Ok(data_event(data));
         };
         let mut kept = self.kept.iter();

@@ -12,6 +12,17 @@ use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
 
+/// One event's JSON read into `T`, its UTF-8 checked once, up front. serde_json's byte-slice
+/// reader checks each string as it reads it, which for an answer chunk's many short strings cost
+/// as much as the rest of the parse (callgrind, BENCHMARKS.md); text already checked is read
+/// without it. Bytes that are not UTF-8 are read by the slice reader, for its error.
+pub fn parse_event<'a, T: Deserialize<'a>>(data: &'a [u8]) -> serde_json::Result<T> {
+    match std::str::from_utf8(data) {
+        Ok(text) => serde_json::from_str(text),
+        Err(_) => serde_json::from_slice(data),
+    }
+}
+
 /// One streamed chunk.
 #[derive(Deserialize)]
 pub struct ChunkView<'a> {
@@ -264,6 +275,24 @@ pub fn content_text(raw: &RawValue) -> Result<Option<Cow<'_, str>>, serde_json::
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_reads_the_same_as_the_slice_reader_reads_it_and_fails_the_same() {
+        let data = "{\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"h\u{e9} \\\"q\\\" \u{1F600}\"}}]}";
+        let by_slice: Value = serde_json::from_slice(data.as_bytes()).expect("JSON");
+        let by_event: Value = parse_event(data.as_bytes()).expect("JSON");
+        assert_eq!(by_event, by_slice);
+        let view: AnswerChunkView<'_> = parse_event(data.as_bytes()).expect("chunk");
+        assert!(view.answer.is_some_and(|a| a.delta.content.is_some()));
+        // Not UTF-8 inside a string: the slice reader's own error, word for word.
+        let bad = b"{\"id\":\"\xff\"}";
+        let by_slice = serde_json::from_slice::<Value>(bad)
+            .err()
+            .map(|e| e.to_string());
+        let by_event = parse_event::<Value>(bad).err().map(|e| e.to_string());
+        assert!(by_event.is_some());
+        assert_eq!(by_event, by_slice);
+    }
 
     #[test]
     fn strings_are_borrowed_unless_they_hold_escapes() {

@@ -35,7 +35,7 @@ pub fn done_event() -> Bytes {
 pub fn ends_answer(data: &[u8]) -> bool {
     is_done(data)
         || (names_a_finish(data)
-            && serde_json::from_slice::<ChunkView<'_>>(data)
+            && crate::protocols::chat::chunk::parse_event::<ChunkView<'_>>(data)
                 .is_ok_and(|chunk| chunk.choices.iter().any(|c| c.finish_reason.is_some())))
 }
 

@@ -167,8 +167,8 @@ impl Folder {
         if data.trim_ascii().is_empty() {
             return Ok(());
         }
-        let chunk: ChunkView<'_> =
-            serde_json::from_slice(data).map_err(|e| FoldError::BadChunk(e.to_string()))?;
+        let chunk: ChunkView<'_> = crate::protocols::chat::chunk::parse_event(data)
+            .map_err(|e| FoldError::BadChunk(e.to_string()))?;
         if let Some(error) = chunk.error {
             return Err(FoldError::Upstream(to_value(error)?));
         }

@@ -59,7 +59,8 @@ pub fn is_error_event(data: &[u8]) -> bool {
         error: Option<serde::de::IgnoredAny>,
     }
     ERROR_KEY.find(data).is_some()
-        && serde_json::from_slice::<Probe>(data).is_ok_and(|probe| probe.error.is_some())
+        && crate::protocols::chat::chunk::parse_event::<Probe>(data)
+            .is_ok_and(|probe| probe.error.is_some())
 }
 
 /// The start of an event's data, for an error message (lossy, at most 64 characters).

@@ -149,7 +149,8 @@ fn is_usage_only(event: &Event) -> bool {
     if USAGE_KEY.find(data).is_none() {
         return false;
     }
-    serde_json::from_slice::<Chunk>(data).is_ok_and(|c| c.choices.is_empty() && c.usage.is_some())
+    crate::protocols::chat::chunk::parse_event::<Chunk>(data)
+        .is_ok_and(|c| c.choices.is_empty() && c.usage.is_some())
 }
 
 #[cfg(test)]

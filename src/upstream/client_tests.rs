@@ -197,3 +197,20 @@ async fn a_tls_handshake_that_never_answers_is_bounded_by_the_connect_timeout() 
     );
     held.abort();
 }
+
+#[test]
+fn only_the_upstream_s_own_refusal_counts_as_unprocessed() {
+    // h2's public constructors make only errors of this side; the upstream's own REFUSED_STREAM
+    // (the one case that is retried) needs an HTTP/2 server over TLS with a trusted
+    // certificate, which the tests do not have.
+    for reason in [
+        h2::Reason::REFUSED_STREAM,
+        h2::Reason::NO_ERROR,
+        h2::Reason::CANCEL,
+    ] {
+        let local = h2::Error::from(reason);
+        assert!(!super::refused_unprocessed(&local), "{reason:?}");
+    }
+    let io = std::io::Error::other("connection reset");
+    assert!(!super::refused_unprocessed(&io));
+}

@@ -329,6 +329,12 @@ impl Upstream {
                         tokio::time::sleep(backoff(attempt)).await;
                         continue;
                     }
+                    if retries_left && client::refused_unprocessed(&err) {
+                        // Not processed: sent again at once, on another stream or connection.
+                        attempt += 1;
+                        metrics::counter!("harness_proxy_upstream_retries_total", "reason" => "refused_stream").increment(1);
+                        continue;
+                    }
                     return Err(classify(err));
                 }
                 Ok(Ok(response)) => {

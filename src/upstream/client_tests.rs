@@ -169,6 +169,15 @@ async fn plain_and_normalised_paths_reach_the_same_url_and_none_leaves_the_base(
             "{escape}"
         );
     }
+    // A path that is not one (no leading `/`) on a base with no path cannot name a host.
+    let bare = self::upstream("http://127.0.0.1:9", env_of(&[])).expect("builds");
+    assert!(bare.target("/v1/models").is_ok());
+    for other_host in ["@evil.example/x", "@evil/x", ":80@evil/x"] {
+        assert!(
+            matches!(bare.target(other_host), Err(UpstreamError::PathEscape)),
+            "{other_host}"
+        );
+    }
 }
 
 #[tokio::test]

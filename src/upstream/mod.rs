@@ -105,6 +105,8 @@ pub struct Upstream {
     /// The base URL's path as the URL parser normalised it, with a trailing slash: every request
     /// URL must stay under it.
     base_path: String,
+    /// The base URL's host and port: every request URL must keep them.
+    base_authority: Option<String>,
     key: KeySource,
     first_byte_timeout: Duration,
     idle_timeout: Duration,
@@ -166,6 +168,11 @@ impl Upstream {
         Ok(Self {
             client,
             base_path: format!("{}/", parts.path),
+            base_authority: parts
+                .base
+                .parse::<Uri>()
+                .ok()
+                .and_then(|uri| uri.authority().map(|a| a.as_str().to_owned())),
             base: parts.base,
             base_query: parts.query,
             url_credentials: parts.credentials,
@@ -368,7 +375,7 @@ impl Upstream {
 
 impl Upstream {
     /// The URL of `path` (relative to the base URL, with its query): the base's query first,
-    /// and never a path outside the base's. A path with nothing to normalise (no dot, percent
+    /// and never a path outside the base's or another host. A path with nothing to normalise (no dot, percent
     /// sign, backslash or fragment), the one every agent sends, is joined as it is; any other
     /// is normalised by the URL parser first, as a server would read it.
     fn target(&self, path: &str) -> Result<Uri, UpstreamError> {
@@ -399,7 +406,8 @@ impl Upstream {
             Some(uri) => uri,
             None => self.normalised_target(path)?,
         };
-        if !format!("{}/", uri.path()).starts_with(&self.base_path) {
+        let same_host = uri.authority().map(|a| a.as_str()) == self.base_authority.as_deref();
+        if !same_host || !format!("{}/", uri.path()).starts_with(&self.base_path) {
             return Err(UpstreamError::PathEscape);
         }
         Ok(uri)

@@ -109,16 +109,13 @@ impl HttpClient {
 /// HTTP/2 stream it refused (RFC 9113 §8.7) or a graceful `GOAWAY` that left the stream out.
 /// reqwest's client retried these by itself; `Upstream::send` now does, within its retries.
 pub(super) fn refused_unprocessed(err: &(dyn std::error::Error + 'static)) -> bool {
-    let mut source = Some(err);
-    while let Some(s) = source {
-        if let Some(h2) = s.downcast_ref::<h2::Error>() {
+    super::causes(err)
+        .find_map(|s| s.downcast_ref::<h2::Error>())
+        .is_some_and(|h2| {
             let refused = h2.is_reset() && h2.reason() == Some(h2::Reason::REFUSED_STREAM);
             let goaway = h2.is_go_away() && h2.reason() == Some(h2::Reason::NO_ERROR);
-            return h2.is_remote() && (refused || goaway);
-        }
-        source = s.source();
-    }
-    false
+            h2.is_remote() && (refused || goaway)
+        })
 }
 
 /// rustls with ring and webpki's roots, as the reqwest build before it had.

@@ -597,16 +597,17 @@ fn classify(err: hyper_util::client::legacy::Error) -> UpstreamError {
 
 /// Whether an `io::Error` that timed out is in the error's chain (a connect timeout).
 fn caused_by_timeout(err: &(dyn std::error::Error + 'static)) -> bool {
-    let mut source = Some(err);
-    while let Some(s) = source {
-        if s.downcast_ref::<std::io::Error>()
+    causes(err).any(|s| {
+        s.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::TimedOut)
-        {
-            return true;
-        }
-        source = s.source();
-    }
-    false
+    })
+}
+
+/// `err` and each of its sources, in order.
+fn causes<'a>(
+    err: &'a (dyn std::error::Error + 'static),
+) -> impl Iterator<Item = &'a (dyn std::error::Error + 'static)> {
+    std::iter::successors(Some(err), |e| e.source())
 }
 
 /// The error chain as text.
@@ -627,11 +628,9 @@ fn describe_body(err: &hyper::Error) -> String {
 /// `kind`, then each cause in `err`'s chain.
 fn chain(kind: &str, err: &(dyn std::error::Error + 'static)) -> String {
     let mut text = kind.to_owned();
-    let mut source = err.source();
-    while let Some(s) = source {
+    for cause in causes(err).skip(1) {
         text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
+        text.push_str(&cause.to_string());
     }
     text
 }

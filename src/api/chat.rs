@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+use super::extra::deserialize_with_extra;
+
+#[derive(Debug, Clone, Serialize)]
 pub struct ChatRequest {
     pub model: String,
     pub messages: Vec<Message>,
@@ -49,7 +51,7 @@ impl ChatRequest {
     }
 }
 
-#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct StreamOptions {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub include_usage: Option<bool>,
@@ -70,7 +72,7 @@ pub enum Role {
     Other,
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct Message {
     pub role: Role,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -86,14 +88,14 @@ pub struct Message {
 }
 
 /// `content` is a string or an array of typed parts.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Content {
     Text(String),
     Parts(Vec<ContentPart>),
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ContentPart {
     #[serde(rename = "type", default)]
     pub kind: String,
@@ -113,7 +115,7 @@ impl ContentPart {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ToolCall {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub id: Option<String>,
@@ -133,7 +135,7 @@ pub struct FunctionCall {
 }
 
 /// Arguments are a JSON text per the spec; some clients send an object instead.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 #[serde(untagged)]
 pub enum Arguments {
     Text(String),
@@ -165,7 +167,7 @@ impl Arguments {
 
 /// A tool definition. Agents send `{"type":"function","function":{…}}`, sometimes with a top-level
 /// `name`, `strict` or other keys; all are accepted.
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct ToolDef {
     #[serde(rename = "type", default)]
     pub kind: String,
@@ -186,7 +188,7 @@ impl ToolDef {
     }
 }
 
-#[derive(Debug, Clone, Deserialize, Serialize)]
+#[derive(Debug, Clone, Serialize)]
 pub struct FunctionDef {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -195,4 +197,60 @@ pub struct FunctionDef {
     pub parameters: Option<Value>,
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+// Read without `#[serde(flatten)]`'s buffering (`api::extra`); the wire keys as above.
+deserialize_with_extra!(ChatRequest,
+    required { model: "model", messages: "messages" }
+    optional {
+        stream: "stream", stream_options: "stream_options", tools: "tools",
+        tool_choice: "tool_choice", temperature: "temperature", top_p: "top_p",
+        max_tokens: "max_tokens", max_completion_tokens: "max_completion_tokens",
+        reasoning_effort: "reasoning_effort", parallel_tool_calls: "parallel_tool_calls",
+        user: "user",
+    }
+);
+deserialize_with_extra!(StreamOptions, required {} optional { include_usage: "include_usage" });
+deserialize_with_extra!(Message,
+    required { role: "role" }
+    optional { content: "content", name: "name", tool_calls: "tool_calls", tool_call_id: "tool_call_id" }
+);
+deserialize_with_extra!(ContentPart, required {} optional { kind: "type", text: "text" });
+deserialize_with_extra!(ToolCall,
+    required { function: "function" }
+    optional { id: "id", kind: "type" }
+);
+deserialize_with_extra!(ToolDef, required {} optional { kind: "type", function: "function", name: "name" });
+deserialize_with_extra!(FunctionDef,
+    required { name: "name" }
+    optional { description: "description", parameters: "parameters" }
+);
+
+impl From<String> for Content {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<Vec<ContentPart>> for Content {
+    fn from(parts: Vec<ContentPart>) -> Self {
+        Self::Parts(parts)
+    }
+}
+
+/// A string, else an array of parts, read in one pass (`untagged` buffered it and tried each).
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        super::extra::text_or_list::<Self, ContentPart, D>(deserializer)
+    }
+}
+
+/// A JSON text (a string), else whatever JSON the client sent, kept as it is.
+impl<'de> Deserialize<'de> for Arguments {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(match Value::deserialize(deserializer)? {
+            Value::String(text) => Self::Text(text),
+            other => Self::Json(other),
+        })
+    }
 }

@@ -3,4 +3,5 @@
 
 pub mod chat;
 pub mod error;
+pub(crate) mod extra;
 pub mod stream;

@@ -6,48 +6,82 @@
 use serde::{Deserialize, Deserializer};
 use serde_json::{Map, Value};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug)]
 pub struct ResponsesRequest {
     pub model: String,
-    #[serde(default)]
     pub input: Option<Input>,
-    #[serde(default)]
     pub instructions: Option<String>,
-    #[serde(default)]
     pub tools: Vec<ToolSpec>,
-    #[serde(default)]
     pub tool_choice: Option<Value>,
-    #[serde(default)]
     pub parallel_tool_calls: Option<bool>,
-    #[serde(default)]
     pub reasoning: Option<Reasoning>,
-    #[serde(default)]
     pub max_output_tokens: Option<u64>,
-    #[serde(default)]
     pub stream: Option<bool>,
-    #[serde(default)]
     pub temperature: Option<f64>,
-    #[serde(default)]
     pub top_p: Option<f64>,
     /// Chat Completions has the same field; also the conversation id when no header names one.
-    #[serde(default)]
     pub prompt_cache_key: Option<String>,
-    #[serde(default)]
     pub previous_response_id: Option<String>,
-    #[serde(default)]
     pub text: Option<TextOptions>,
     /// `include` (`reasoning.encrypted_content` is honoured), `store`, `client_metadata`, `user`, …
     /// accepted and otherwise not acted on.
-    #[serde(flatten)]
     pub extra: Map<String, Value>,
 }
 
 /// `input`: one user text, or a list of items.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 pub enum Input {
     Text(String),
     Items(Vec<InputItem>),
+}
+
+// Read without `#[serde(flatten)]`, which buffered the whole body, every input item in it, before
+// reading it (`api::extra`).
+crate::api::extra::deserialize_with_extra!(ResponsesRequest,
+    required { model: "model" }
+    optional {
+        input: "input", instructions: "instructions", tools: "tools", tool_choice: "tool_choice",
+        parallel_tool_calls: "parallel_tool_calls", reasoning: "reasoning",
+        max_output_tokens: "max_output_tokens", stream: "stream", temperature: "temperature",
+        top_p: "top_p", prompt_cache_key: "prompt_cache_key",
+        previous_response_id: "previous_response_id", text: "text",
+    }
+);
+
+impl From<String> for Input {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<Vec<InputItem>> for Input {
+    fn from(items: Vec<InputItem>) -> Self {
+        Self::Items(items)
+    }
+}
+
+impl<'de> Deserialize<'de> for Input {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::api::extra::text_or_list::<Self, InputItem, D>(deserializer)
+    }
+}
+
+impl From<String> for MessageContent {
+    fn from(text: String) -> Self {
+        Self::Text(text)
+    }
+}
+
+impl From<Vec<Part>> for MessageContent {
+    fn from(parts: Vec<Part>) -> Self {
+        Self::Parts(parts)
+    }
+}
+
+impl<'de> Deserialize<'de> for MessageContent {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        crate::api::extra::text_or_list::<Self, Part, D>(deserializer)
+    }
 }
 
 /// One input item: a `reasoning` item as the client sent it (id, summary, encrypted content: the
@@ -103,8 +137,7 @@ pub struct Item {
 }
 
 /// Message content or a tool output: a string or a list of typed parts.
-#[derive(Debug, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug)]
 pub enum MessageContent {
     Text(String),
     Parts(Vec<Part>),

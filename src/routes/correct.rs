@@ -256,10 +256,15 @@ pub(crate) async fn send(
     }
 }
 
+/// Built once: `memmem::find` builds a searcher per call, and this looks at every event twice.
+static CALLS_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"tool_calls\""));
+static FINISH_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"finish_reason\""));
+
 /// A cheap look before parsing: only events that may carry a call or a finish are parsed.
 fn may_hold(data: &[u8]) -> bool {
-    memchr::memmem::find(data, b"\"tool_calls\"").is_some()
-        || memchr::memmem::find(data, b"\"finish_reason\"").is_some()
+    CALLS_KEY.find(data).is_some() || FINISH_KEY.find(data).is_some()
 }
 
 impl State {

@@ -1,31 +1,33 @@
-//! The only HTTP client of the model server: one pooled client (`client`), key handling, timeouts
-//! (connect, first byte, idle between chunks) and bounded retries before any byte reached the client.
+//! The only HTTP client of the model server: one pooled client (`client`), the send with its
+//! timeouts (connect, first byte) and bounded retries before any byte reached the client.
 //!
 //! It returns the response head and a body stream; it never buffers a body and never parses one,
 //! save the answers of an Anthropic Messages upstream to requests the proxy wrote, read one event
 //! at a time into the Chat Completions answer the rest of the proxy reads (`messages`).
 //!
-//! One credential: the configured key, else the base URL's userinfo (as `Basic`), else the
-//! client's key when `auth.forward_client_key` allows; on a Messages upstream it goes in
-//! `x-api-key`, with `anthropic-version`. Its failures are `UpstreamError`, causes typed (the
-//! HTTP client's error, which holds no URL, an `Interruption` mid-body), so no error names the
-//! upstream URL.
+//! Beside it: `target` (each request's URL, never outside the base URL), `credentials` (the one
+//! credential that goes: the configured key, else the base URL's userinfo, else the client's
+//! key when `auth.forward_client_key` allows; `x-api-key` on a Messages upstream, with
+//! `anthropic-version` added here) and `idle` (the silence allowed between a body's chunks).
+//! Its failures are `UpstreamError`, causes typed (the HTTP client's error, which holds no URL, an
+//! `Interruption` mid-body), so no error names the upstream URL.
 
 mod client;
+mod credentials;
+mod idle;
 pub mod messages;
 pub mod preflight;
+mod target;
 
 use std::pin::Pin;
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::sync::{Arc, RwLock};
-use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use http_body_util::BodyExt as _;
-use tokio::time::Sleep;
 
 use crate::config::{UpstreamConfig, Wire};
 
@@ -63,51 +65,12 @@ pub struct Outbound {
 /// re-read from it after an upstream 401; nothing in the library reads the process env itself.
 pub type EnvSource = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 
-/// A secret string that never prints itself.
-#[derive(Clone)]
-pub struct Secret(String);
-
-impl std::fmt::Debug for Secret {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Secret(<redacted>)")
-    }
-}
-
-/// Where the upstream key comes from. File and env sources are re-read after an upstream 401.
-enum KeySource {
-    ClientForwarded,
-    Static(Secret),
-    File {
-        path: std::path::PathBuf,
-        current: RwLock<Option<Secret>>,
-    },
-    Env {
-        var: String,
-        /// Where `var` is read again after a 401.
-        env: EnvSource,
-        current: RwLock<Option<Secret>>,
-    },
-}
-
 pub struct Upstream {
     client: client::HttpClient,
-    /// Base URL without its trailing slash, its query or its userinfo.
-    base: String,
-    /// The base URL's query (`api-version=…` of Azure-style servers): put before the request's
-    /// own query on every request.
-    base_query: Option<String>,
-    /// `Basic` credentials from the base URL's userinfo, sent when no upstream key is configured
-    /// (a configured key wins; the client's key is never sent with them).
-    url_credentials: Option<HeaderValue>,
-    /// Whether the client's own key goes upstream when neither of those is there
-    /// (`auth.forward_client_key`).
-    forward_client_key: bool,
-    /// The base URL's path as the URL parser normalised it, with a trailing slash: every request
-    /// URL must stay under it.
-    base_path: String,
-    /// The base URL's host and port: every request URL must keep them.
-    base_authority: Option<String>,
-    key: KeySource,
+    /// The base URL every request's URL is joined to, and kept under.
+    target: target::Target,
+    /// The one credential that goes (`credentials`).
+    credentials: credentials::Credentials,
     first_byte_timeout: Duration,
     idle_timeout: Duration,
     max_retries: u32,
@@ -143,41 +106,12 @@ impl Upstream {
             pool_max_idle_per_host: config.pool_max_idle_per_host,
         };
         let client = client::HttpClient::new(&settings, &env).map_err(BuildError::Client)?;
-        let key = if let Some(key) = &config.api_key {
-            KeySource::Static(Secret(key.clone()))
-        } else if let Some(path) = &config.api_key_file {
-            let key = read_key_file(path).map_err(|source| BuildError::KeyFile {
-                path: path.clone(),
-                source,
-            })?;
-            KeySource::File {
-                path: path.clone(),
-                current: RwLock::new(key),
-            }
-        } else if let Some(var) = &config.api_key_env {
-            let key = env_key(&env, var);
-            KeySource::Env {
-                var: var.clone(),
-                env,
-                current: RwLock::new(key),
-            }
-        } else {
-            KeySource::ClientForwarded
-        };
-        let parts = BaseUrl::split(&config.base_url);
+        let (target, url_credentials) = target::Target::of(&config.base_url);
+        let credentials = credentials::Credentials::new(config, env, url_credentials)?;
         Ok(Self {
             client,
-            base_path: format!("{}/", parts.path),
-            base_authority: parts
-                .base
-                .parse::<Uri>()
-                .ok()
-                .and_then(|uri| uri.authority().map(|a| a.as_str().to_owned())),
-            base: parts.base,
-            base_query: parts.query,
-            url_credentials: parts.credentials,
-            forward_client_key: true,
-            key,
+            target,
+            credentials,
             first_byte_timeout: config.first_byte_timeout,
             idle_timeout: config.idle_timeout,
             max_retries: config.max_retries,
@@ -199,76 +133,24 @@ impl Upstream {
     /// it may).
     #[must_use]
     pub fn forwarding_client_key(mut self, forward: bool) -> Self {
-        self.forward_client_key = forward;
+        self.credentials.forward_client_key = forward;
         self
     }
 
     /// What authenticates this proxy's requests upstream, for the start-up log; `None` when
     /// nothing is sent (no key, and the client's is not forwarded).
     pub fn credential(&self) -> Option<&'static str> {
-        Some(
-            match (&self.key, &self.url_credentials, self.forward_client_key) {
-                (KeySource::Static(_), ..) => "the configured key (upstream.api_key)",
-                (KeySource::File { .. }, ..) => "the configured key (upstream.api_key_file)",
-                (KeySource::Env { .. }, ..) => "the configured key (upstream.api_key_env)",
-                (KeySource::ClientForwarded, Some(_), _) => {
-                    "the base URL's user and password (Basic)"
-                }
-                (KeySource::ClientForwarded, None, true) => "the client's own key, forwarded",
-                (KeySource::ClientForwarded, None, false) => return None,
-            },
-        )
-    }
-
-    /// Whether the key comes from a file or env variable that may have been rotated.
-    fn key_is_reloadable(&self) -> bool {
-        matches!(self.key, KeySource::File { .. } | KeySource::Env { .. })
+        self.credentials.describe()
     }
 
     /// Re-reads a file or env key (after an upstream 401). Returns whether a key is now available.
     pub fn reload_key(&self) -> bool {
-        match &self.key {
-            KeySource::ClientForwarded => false,
-            KeySource::Static(_) => true,
-            KeySource::File { path, current } => {
-                let fresh = read_key_file(path).ok().flatten();
-                let found = fresh.is_some();
-                if let Ok(mut slot) = current.write() {
-                    *slot = fresh;
-                }
-                found
-            }
-            KeySource::Env { var, env, current } => {
-                let fresh = env_key(env, var);
-                let found = fresh.is_some();
-                if let Ok(mut slot) = current.write() {
-                    *slot = fresh;
-                }
-                found
-            }
-        }
+        self.credentials.reload()
     }
 
-    /// The one `Authorization` sent: the configured key, else the base URL's userinfo as
-    /// `Basic`, else the client's own (when `auth.forward_client_key` allows).
-    fn authorization(&self, client: Option<&HeaderValue>) -> Option<HeaderValue> {
-        let client = client.filter(|_| self.forward_client_key);
-        let client = self.url_credentials.as_ref().or(client);
-        let secret = match &self.key {
-            KeySource::ClientForwarded => return client.cloned(),
-            KeySource::Static(secret) => Some(secret.clone()),
-            KeySource::File { current, .. } | KeySource::Env { current, .. } => {
-                current.read().ok().and_then(|k| k.clone())
-            }
-        };
-        match secret {
-            Some(Secret(key)) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).ok()?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => client.cloned(),
-        }
+    /// The URL of `path` (relative to the base URL, with its query), never outside the base.
+    fn target(&self, path: &str) -> Result<Uri, UpstreamError> {
+        self.target.url(path)
     }
 
     /// Sends the request and waits for the response head, retrying while nothing has been
@@ -276,7 +158,7 @@ impl Upstream {
     /// A 401 with a file or env key re-reads the key and retries once (keys get rotated).
     pub async fn send(&self, mut outbound: Outbound) -> Result<UpstreamResponse, UpstreamError> {
         let uri = self.target(&outbound.path)?;
-        if !self.forward_client_key {
+        if !self.credentials.forward_client_key {
             // The client's key in Anthropic's header, carried on by passthrough: not sent either.
             outbound.headers.remove("x-api-key");
         }
@@ -301,7 +183,9 @@ impl Upstream {
                 HeaderValue::from(outbound.body.len()),
             );
         }
-        let mut authorization = self.authorization(outbound.client_authorization.as_ref());
+        let mut authorization = self
+            .credentials
+            .authorization(outbound.client_authorization.as_ref());
         if self.wire == Wire::Messages && authorization.is_some() {
             // The one key that goes is the one chosen above, in Anthropic's header.
             outbound.headers.remove("x-api-key");
@@ -312,7 +196,7 @@ impl Upstream {
             let mut headers = outbound.headers.clone();
             if let Some(auth) = &authorization {
                 let (name, value) = match self.wire {
-                    Wire::Messages => anthropic_auth(auth),
+                    Wire::Messages => credentials::anthropic_auth(auth),
                     Wire::Chat => (header::AUTHORIZATION, auth.clone()),
                 };
                 headers.insert(name, value);
@@ -346,10 +230,15 @@ impl Upstream {
                 }
                 Ok(Ok(response)) => {
                     let status = response.status();
-                    if status == StatusCode::UNAUTHORIZED && !reloaded && self.key_is_reloadable() {
+                    if status == StatusCode::UNAUTHORIZED
+                        && !reloaded
+                        && self.credentials.is_reloadable()
+                    {
                         reloaded = true;
-                        self.reload_key();
-                        authorization = self.authorization(outbound.client_authorization.as_ref());
+                        self.credentials.reload();
+                        authorization = self
+                            .credentials
+                            .authorization(outbound.client_authorization.as_ref());
                         metrics::counter!("harness_proxy_upstream_retries_total", "reason" => "401")
                             .increment(1);
                         drop(response);
@@ -374,63 +263,6 @@ impl Upstream {
 }
 
 impl Upstream {
-    /// The URL of `path` (relative to the base URL, with its query): the base's query first,
-    /// and never a path outside the base's or another host. A path with nothing to normalise (no dot, percent
-    /// sign, backslash or fragment), the one every agent sends, is joined as it is; any other
-    /// is normalised by the URL parser first, as a server would read it.
-    fn target(&self, path: &str) -> Result<Uri, UpstreamError> {
-        let (own_path, own_query) = match path.split_once('?') {
-            Some((p, q)) => (p, Some(q).filter(|q| !q.is_empty())),
-            None => (path, None),
-        };
-        let plain = !own_path
-            .bytes()
-            .any(|b| matches!(b, b'.' | b'%' | b'\\' | b'#'));
-        let uri = if plain {
-            let mut text = String::with_capacity(self.base.len() + path.len() + 1);
-            text.push_str(&self.base);
-            text.push_str(own_path);
-            match (&self.base_query, own_query) {
-                (Some(base), Some(own)) => {
-                    text.extend(["?", base, "&", own]);
-                }
-                (Some(only), None) => text.extend(["?", only.as_str()]),
-                (None, Some(only)) => text.extend(["?", only]),
-                (None, None) => {}
-            }
-            text.parse::<Uri>().ok()
-        } else {
-            None
-        };
-        let uri = match uri {
-            Some(uri) => uri,
-            None => self.normalised_target(path)?,
-        };
-        let same_host = uri.authority().map(|a| a.as_str()) == self.base_authority.as_deref();
-        if !same_host || !format!("{}/", uri.path()).starts_with(&self.base_path) {
-            return Err(UpstreamError::PathEscape);
-        }
-        Ok(uri)
-    }
-
-    /// `target` through the URL parser: dot segments (also percent-encoded) resolved, the
-    /// fragment dropped.
-    fn normalised_target(&self, path: &str) -> Result<Uri, UpstreamError> {
-        let mut url = url::Url::parse(&format!("{}{}", self.base, path))
-            .map_err(|_| UpstreamError::PathEscape)?;
-        if let Some(base_query) = &self.base_query {
-            let query = match url.query() {
-                Some(own) if !own.is_empty() => format!("{base_query}&{own}"),
-                _ => base_query.clone(),
-            };
-            url.set_query(Some(&query));
-        }
-        url.set_fragment(None);
-        url.as_str()
-            .parse::<Uri>()
-            .map_err(|_| UpstreamError::PathEscape)
-    }
-
     /// Whether an answer of `status` is retried (before anything reached the client).
     fn retries(&self, status: StatusCode) -> bool {
         match status.as_u16() {
@@ -455,7 +287,8 @@ impl Upstream {
                 })
             })
         });
-        let mut body: BodyStream = Box::pin(IdleTimeout::new(Box::pin(body), self.idle_timeout));
+        let mut body: BodyStream =
+            Box::pin(idle::IdleTimeout::new(Box::pin(body), self.idle_timeout));
         if messages {
             if !status.is_success() {
                 body = messages::error_body(body);
@@ -471,90 +304,6 @@ impl Upstream {
             body,
         }
     }
-}
-
-/// The credential as Anthropic takes it: a bearer key in `x-api-key`; `Basic` credentials (of
-/// the base URL) stay in `Authorization`.
-fn anthropic_auth(authorization: &HeaderValue) -> (HeaderName, HeaderValue) {
-    let key = authorization
-        .to_str()
-        .ok()
-        .and_then(|v| v.strip_prefix("Bearer "))
-        .and_then(|k| HeaderValue::from_str(k.trim()).ok());
-    match key {
-        Some(mut key) => {
-            key.set_sensitive(true);
-            (HeaderName::from_static("x-api-key"), key)
-        }
-        None => (header::AUTHORIZATION, authorization.clone()),
-    }
-}
-
-/// The configured base URL taken apart: what requests are joined to, its path, its query, and
-/// its userinfo as `Basic` credentials. The URL was checked by `config`; an unparseable one is
-/// kept as it is (every request to it then fails as a path outside the base).
-struct BaseUrl {
-    base: String,
-    path: String,
-    query: Option<String>,
-    credentials: Option<HeaderValue>,
-}
-
-impl BaseUrl {
-    fn split(text: &str) -> Self {
-        let Ok(mut url) = url::Url::parse(text) else {
-            return Self {
-                base: text.trim_end_matches('/').to_owned(),
-                path: String::new(),
-                query: None,
-                credentials: None,
-            };
-        };
-        let query = url.query().filter(|q| !q.is_empty()).map(str::to_owned);
-        let credentials = (!url.username().is_empty() || url.password().is_some())
-            .then(|| basic(url.username(), url.password().unwrap_or_default()))
-            .flatten();
-        // Requests are joined to `base`: without them there, no URL sent holds the credentials.
-        let _ = url.set_username("");
-        let _ = url.set_password(None);
-        url.set_query(None);
-        url.set_fragment(None);
-        let path = url.path().trim_end_matches('/').to_owned();
-        Self {
-            base: url.as_str().trim_end_matches('/').to_owned(),
-            path,
-            query,
-            credentials,
-        }
-    }
-}
-
-/// `Basic` credentials of a URL's (percent-encoded) userinfo.
-fn basic(user: &str, password: &str) -> Option<HeaderValue> {
-    use base64::Engine as _;
-    let decode = |part: &str| {
-        percent_encoding::percent_decode_str(part)
-            .decode_utf8_lossy()
-            .into_owned()
-    };
-    let pair = format!("{}:{}", decode(user), decode(password));
-    let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-    let mut value = HeaderValue::from_str(&format!("Basic {encoded}")).ok()?;
-    value.set_sensitive(true);
-    Some(value)
-}
-
-/// The key in env variable `var`, trimmed; an empty value is no key.
-fn env_key(env: &EnvSource, var: &str) -> Option<Secret> {
-    env(var)
-        .filter(|k| !k.trim().is_empty())
-        .map(|k| Secret(k.trim().to_owned()))
-}
-
-fn read_key_file(path: &std::path::Path) -> std::io::Result<Option<Secret>> {
-    let text = std::fs::read_to_string(path)?;
-    let key = text.trim();
-    Ok((!key.is_empty()).then(|| Secret(key.to_owned())))
 }
 
 fn backoff(attempt: u32) -> Duration {
@@ -663,124 +412,9 @@ pub fn is_hop_by_hop(name: &HeaderName) -> bool {
     )
 }
 
-/// Ends the stream with `Timeout` when the inner stream stays silent longer than `idle`.
-///
-/// A chunk only sets a flag: reading the clock and re-arming the timer for every chunk cost
-/// about as much as forwarding it. Instead the timer ticks every `idle / TICKS` and counts
-/// silent ticks, so the timeout fires between `idle` and `idle + idle / TICKS` after the last chunk.
-struct IdleTimeout<S> {
-    inner: S,
-    idle: Duration,
-    tick: Duration,
-    sleep: Pin<Box<Sleep>>,
-    /// A chunk arrived since the last tick.
-    active: bool,
-    /// Silence so far, in whole ticks.
-    silent: Duration,
-    finished: bool,
-}
-
-/// How finely the silence is measured.
-const TICKS: u32 = 8;
-
-impl<S> IdleTimeout<S> {
-    fn new(inner: S, idle: Duration) -> Self {
-        let tick = (idle / TICKS).max(Duration::from_millis(1));
-        Self {
-            inner,
-            idle,
-            tick,
-            sleep: Box::pin(tokio::time::sleep(tick)),
-            active: false,
-            silent: Duration::ZERO,
-            finished: false,
-        }
-    }
-}
-
-impl<S> Stream for IdleTimeout<S>
-where
-    S: Stream<Item = Result<Bytes, UpstreamError>> + Unpin,
-{
-    type Item = Result<Bytes, UpstreamError>;
-
-    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
-        if this.finished {
-            return Poll::Ready(None);
-        }
-        match this.inner.poll_next_unpin(cx) {
-            Poll::Ready(Some(item)) => {
-                if item.is_err() {
-                    this.finished = true;
-                } else {
-                    this.active = true;
-                }
-                Poll::Ready(Some(item))
-            }
-            Poll::Ready(None) => {
-                this.finished = true;
-                Poll::Ready(None)
-            }
-            Poll::Pending => loop {
-                match this.sleep.as_mut().poll(cx) {
-                    Poll::Ready(()) => {
-                        if std::mem::take(&mut this.active) {
-                            this.silent = Duration::ZERO;
-                        } else {
-                            this.silent += this.tick;
-                        }
-                        if this.silent >= this.idle {
-                            this.finished = true;
-                            return Poll::Ready(Some(Err(UpstreamError::Timeout(
-                                "idle between stream chunks",
-                            ))));
-                        }
-                        let next = this.sleep.deadline() + this.tick;
-                        this.sleep.as_mut().reset(next);
-                    }
-                    Poll::Pending => return Poll::Pending,
-                }
-            },
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[tokio::test(start_paused = true)]
-    async fn silence_longer_than_idle_ends_with_a_timeout_within_one_tick() {
-        let idle = Duration::from_secs(8);
-        let chunk_then_silence = futures_util::stream::iter([Ok(Bytes::from_static(b"a"))])
-            .chain(futures_util::stream::pending());
-        let mut stream = IdleTimeout::new(chunk_then_silence, idle);
-        assert!(stream.next().await.is_some_and(|c| c.is_ok()));
-        let started = tokio::time::Instant::now();
-        let item = stream.next().await;
-        assert!(matches!(item, Some(Err(UpstreamError::Timeout(_)))));
-        let waited = started.elapsed();
-        assert!(
-            waited >= idle && waited <= idle + idle / TICKS,
-            "timed out after {waited:?}"
-        );
-        assert!(stream.next().await.is_none());
-    }
-
-    #[tokio::test(start_paused = true)]
-    async fn chunks_closer_than_idle_keep_the_stream_alive() {
-        // A chunk every 5 s for a minute, idle 8 s: never a timeout.
-        let chunks = futures_util::stream::unfold(0u32, |n| async move {
-            (n < 12).then_some(())?;
-            tokio::time::sleep(Duration::from_secs(5)).await;
-            Some((Ok(Bytes::from_static(b"x")), n + 1))
-        });
-        let stream = IdleTimeout::new(Box::pin(chunks), Duration::from_secs(8));
-        let items: Vec<Result<Bytes, UpstreamError>> = stream.collect().await;
-        assert_eq!(items.len(), 12);
-        assert!(items.iter().all(Result::is_ok));
-    }
 
     #[test]
     fn retry_after_reads_every_form_without_panicking() {

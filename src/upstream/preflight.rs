@@ -30,11 +30,7 @@ impl Upstream {
         if self.wire != Wire::Messages || self.preflighted.swap(true, Ordering::AcqRel) {
             return;
         }
-        let url = match &self.base_query {
-            Some(query) => format!("{}?{query}", self.base),
-            None => self.base.clone(),
-        };
-        let Ok(uri) = url.parse::<http::Uri>() else {
+        let Some(uri) = self.target.root() else {
             return;
         };
         let mut request = http::Request::new(super::client::OutBody::new(Bytes::new(), None));

@@ -4,14 +4,14 @@
 //!
 //! Which process titles a conversation is decided by the store's atomic claim, so replicas that
 //! share a store title each conversation once. A chat turn's claims and when its title goes
-//! (`titles.order`): `turn`. Start-up, leases and periodic work: `upkeep`.
+//! (`titles.order`): `turn`. Start-up, leases and periodic work: `upkeep`. Here, in their own
+//! files: the claim (`claim`) and an outcome settled and written (`settle`).
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
 use futures_util::FutureExt;
 use http::Method;
 use tokio::sync::{broadcast, oneshot};
@@ -26,14 +26,17 @@ use super::live::{LiveHub, LiveTitle, Outcome};
 use super::outbox::Outbox;
 use super::sanitize::sanitize_title;
 use super::slots::{SLOT_WAIT, TitleSlots};
-use super::store::{Cursor, Status, StoreError, TitleRecord, TitleStore};
+use super::store::{Cursor, StoreError, TitleRecord, TitleStore};
 use super::threads::TitleThreads;
-use super::writer::{self, OutcomeQueue, Pushed};
+use super::writer::OutcomeQueue;
 use crate::config::{TitleOrder, TitlesConfig};
 use crate::memory::ConversationMemory;
 use crate::memory::recent::Source;
 use crate::store::Backend;
 use crate::upstream::{Outbound, Upstream};
+
+mod claim;
+mod settle;
 
 /// Why a title task made no title; its message is the failed record's reason.
 #[derive(Debug, thiserror::Error)]
@@ -158,176 +161,6 @@ impl TitleService {
     /// Whether requests through `harness` get titles at all.
     pub fn applies_to(&self, harness: &str) -> bool {
         self.config.order != TitleOrder::Off && self.config.harnesses.iter().any(|h| h == harness)
-    }
-
-    /// Claims the title of (owner, id): `Some` when this request is the one to title it, i.e. the
-    /// store's insert-if-absent took this process's pending record. Store trouble means no title,
-    /// never an error.
-    pub async fn claim(
-        self: &Arc<Self>,
-        owner: &str,
-        id: &str,
-        model: &str,
-        harness: &str,
-        protocol: &str,
-    ) -> Option<Arc<LiveTitle>> {
-        // Known to have a record already (claimed here, or found by a claim): no store round trip.
-        if self.memory.known.contains(owner, id) {
-            return None;
-        }
-        let record = self.pending_record(owner, id, model, harness, protocol);
-        // Running here already: no store round trip needed.
-        let live = self.live.register(record)?;
-        // A store that did not answer the last claim is not waited on again for a while: the
-        // turn goes untitled at once (`breaker`).
-        if !self.breaker.admit() {
-            store_error("claim_skipped");
-            tracing::debug!(
-                "the title store did not answer a claim lately; no title for this conversation"
-            );
-            self.live.remove(owner, id);
-            return None;
-        }
-        let claimed = self.claim_in_time(&live).await;
-        // A store that could not be reached did not answer either, however it said so: the Redis
-        // client's own response timeout ends a claim to a stopped Redis with an error before the
-        // claim's timeout does.
-        match &claimed {
-            None | Some(Err(StoreError::Unavailable(_))) => self.breaker.timed_out(),
-            Some(_) => self.breaker.answered(),
-        }
-        match claimed {
-            Some(Ok(true)) => {
-                self.memory.known.insert(owner, id);
-                self.mirror(&live);
-                return Some(live);
-            }
-            Some(Ok(false)) => self.memory.known.insert(owner, id),
-            Some(Err(err)) => {
-                store_error("claim");
-                tracing::warn!(error = %err, "title store unavailable; no title for this conversation");
-            }
-            None => {
-                store_error("claim");
-                tracing::warn!(
-                    "title store too slow; no title for this conversation (claims do not wait on it for the next {})",
-                    humantime::format_duration(super::breaker::OPEN_FOR)
-                );
-            }
-        }
-        self.live.remove(owner, id);
-        None
-    }
-
-    /// Claims the title of a conversation this process has just named (a fresh random id): no
-    /// other process can hold it, so nothing waits on the store here; the title task writes the
-    /// pending record beside its title request (`TitleJob::fresh`).
-    pub fn claim_fresh(
-        self: &Arc<Self>,
-        owner: &str,
-        id: &str,
-        model: &str,
-        harness: &str,
-        protocol: &str,
-    ) -> Option<Arc<LiveTitle>> {
-        let live = self
-            .live
-            .register(self.pending_record(owner, id, model, harness, protocol))?;
-        self.memory.known.insert(owner, id);
-        self.mirror(&live);
-        Some(live)
-    }
-
-    fn pending_record(
-        &self,
-        owner: &str,
-        id: &str,
-        model: &str,
-        harness: &str,
-        protocol: &str,
-    ) -> TitleRecord {
-        let now = Utc::now();
-        TitleRecord {
-            owner: owner.to_owned(),
-            id: id.to_owned(),
-            title: None,
-            status: Status::Pending,
-            error: None,
-            model: self
-                .config
-                .model
-                .clone()
-                .unwrap_or_else(|| model.to_owned()),
-            harness: harness.to_owned(),
-            protocol: protocol.to_owned(),
-            created_at: now,
-            updated_at: now,
-            instance: self.instance.clone(),
-            text: String::new(),
-        }
-    }
-
-    /// The store's answer to the claim of `live`, or `None` past `CLAIM_TIMEOUT`. A claim given up
-    /// on is not cancelled by giving up: a hung store (Redis stopped, not down) still runs the
-    /// queued command once it wakes, and writes a pending record that no task here will finish.
-    /// So the claim runs on a task of its own, and whenever its outcome is not what the chat path
-    /// acted on (it answered "claimed" too late, or failed in a way that may have written it),
-    /// the claim is taken back (`withdraw`: failed, if still pending and ours), retried while the
-    /// store is away, and its followers are told.
-    async fn claim_in_time(self: &Arc<Self>, live: &LiveTitle) -> Option<Result<bool, StoreError>> {
-        let (answer, mut answered) = oneshot::channel();
-        let this = self.clone();
-        let record = live.record.clone();
-        self.tracker.spawn(async move {
-            let claimed = this.store.claim(&record).await;
-            let unknown = matches!(claimed, Err(StoreError::Unavailable(_)));
-            let given_up = match answer.send(claimed) {
-                Err(Ok(true)) => true,
-                Err(_) | Ok(()) => false,
-            };
-            if given_up || unknown {
-                this.take_back(record).await;
-            }
-        });
-        match tokio::time::timeout(CLAIM_TIMEOUT, &mut answered).await {
-            Ok(Ok(claimed)) => Some(claimed),
-            Ok(Err(_)) => Some(Err(StoreError::Backend("the claim task ended".into()))),
-            Err(_) => {
-                // Closed first, so the answer is either taken here or left to the task, not lost.
-                answered.close();
-                answered.try_recv().ok()
-            }
-        }
-    }
-
-    /// Takes back a claim the chat path did not act on, retrying (once a second, for up to a
-    /// lease) while the store does not answer, and tells followers when it did.
-    async fn take_back(&self, record: TitleRecord) {
-        let reason = format!(
-            "the title store did not answer the claim within {}; the conversation was not titled",
-            humantime::format_duration(CLAIM_TIMEOUT)
-        );
-        let deadline = tokio::time::Instant::now() + self.config.lease;
-        loop {
-            match self.store.withdraw(&record, &reason).await {
-                Ok(true) => {
-                    tracing::info!(conversation = %record.id, "a title claim the chat path gave up on is recorded failed");
-                    self.bus.publish(&record.owner, &record.id).await;
-                    return;
-                }
-                Ok(false) => return,
-                Err(err) if tokio::time::Instant::now() >= deadline => {
-                    store_error("withdraw");
-                    tracing::warn!(error = %err, "cannot take back a title claim; the lease will");
-                    return;
-                }
-                Err(_) => {}
-            }
-            tokio::select! {
-                () = tokio::time::sleep(Duration::from_secs(1)) => {}
-                () = self.cancel.cancelled() => return,
-            }
-        }
     }
 
     /// The title this caller's `words` got lately with `record`'s model, if any (`recent`).
@@ -477,127 +310,6 @@ impl TitleService {
                 humantime::format_duration(self.config.timeout)
             )),
         }
-    }
-
-    /// `settle`, and if even that panics (a broken store), still end the live title so that its
-    /// `/stream` subscribers are not left waiting.
-    async fn settle_surely(self: &Arc<Self>, live: &LiveTitle, outcome: Outcome) {
-        if AssertUnwindSafe(self.settle(live, outcome))
-            .catch_unwind()
-            .await
-            .is_err()
-        {
-            tracing::warn!(conversation = %live.record.id, "recording a title outcome panicked");
-            live.finish(Outcome::Failed(
-                "the title could not be recorded".to_owned(),
-            ));
-            self.live.remove(&live.record.owner, &live.record.id);
-        }
-    }
-
-    /// Ends a title with its outcome: readers see it at once (the live entry keeps the finished
-    /// record), the store gets it with the next batch (`titles::writer`).
-    async fn settle(self: &Arc<Self>, live: &LiveTitle, outcome: Outcome) {
-        let mut record = live.pending_record();
-        record.updated_at = Utc::now();
-        match &outcome {
-            Outcome::Done(title) => {
-                record.status = Status::Done;
-                record.title = Some(title.clone());
-                tracing::debug!(conversation = %record.id, title = %title, "title done");
-            }
-            Outcome::Failed(reason) => {
-                record.status = Status::Failed;
-                record.error = Some(reason.clone());
-                tracing::info!(conversation = %record.id, reason = %reason, "title failed");
-            }
-        }
-        metrics::counter!("harness_proxy_titles_total", "status" => record.status.as_str())
-            .increment(1);
-        let took = (record.updated_at - record.created_at)
-            .to_std()
-            .unwrap_or_default();
-        metrics::histogram!("harness_proxy_title_duration_seconds", "status" => record.status.as_str())
-            .record(took.as_secs_f64());
-        live.settle(record.clone(), outcome);
-        match self.outcomes.push(record) {
-            Pushed::Queued => {}
-            Pushed::StartDrain => {
-                let this = self.clone();
-                self.tracker
-                    .spawn(async move { this.drain_outcomes().await });
-            }
-            Pushed::WriteNow(record) => self.write_outcomes(vec![*record]).await,
-        }
-    }
-
-    /// The drain task: while outcomes keep coming, lets each batch gather for `LINGER` (less
-    /// once shutdown has begun), then writes it.
-    async fn drain_outcomes(&self) {
-        loop {
-            tokio::select! {
-                () = tokio::time::sleep(writer::LINGER) => {}
-                () = self.cancel.cancelled() => {}
-            }
-            let batch = self.outcomes.take(true);
-            if batch.is_empty() {
-                return;
-            }
-            self.write_outcomes(batch).await;
-        }
-    }
-
-    /// Writes what is queued now (before a listing, at shutdown).
-    pub(super) async fn write_queued_outcomes(&self) {
-        let batch = self.outcomes.take(false);
-        if !batch.is_empty() {
-            self.write_outcomes(batch).await;
-        }
-    }
-
-    /// Writes finished records (or queues them in the outbox while the store is unreachable),
-    /// then tells followers and retires their live entries: a reader finds each either live or
-    /// stored (or queued), never neither.
-    async fn write_outcomes(&self, batch: Vec<TitleRecord>) {
-        match self.store.finish_many(&batch).await {
-            Ok(()) => {
-                for record in &batch {
-                    self.bus.publish(&record.owner, &record.id).await;
-                }
-            }
-            Err(err) => {
-                store_error("finish");
-                tracing::warn!(error = %err, count = batch.len(), "cannot record title outcomes; queued until the store is back");
-                for record in &batch {
-                    self.outbox.push(record.clone());
-                }
-            }
-        }
-        for record in &batch {
-            self.live.remove(&record.owner, &record.id);
-        }
-    }
-
-    /// Records a title the client generated itself (its own title request, observed on the way
-    /// through): `raw` is the streamed text, or why there is none — already the failed record's
-    /// words (the turn and the observer word their reasons, the record keeps text).
-    pub fn record_observed(self: &Arc<Self>, live: Arc<LiveTitle>, raw: Result<String, String>) {
-        let this = self.clone();
-        self.tracker.spawn(async move {
-            let outcome = caught(async {
-                match raw.and_then(|text| {
-                    // Codex's title thread answers `{"title": "…"}` (its JSON schema).
-                    let text = json_title(&text).unwrap_or(text);
-                    sanitize_title(&text, this.config.max_chars)
-                        .ok_or_else(|| TitleFailure::NoText.to_string())
-                }) {
-                    Ok(title) => Outcome::Done(title),
-                    Err(reason) => Outcome::Failed(reason),
-                }
-            })
-            .await;
-            this.settle_surely(&live, outcome).await;
-        });
     }
 
     async fn generate(

@@ -4,10 +4,11 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use chrono::DateTime;
+use chrono::{DateTime, Utc};
 
 use super::*;
 use crate::config::{Config, StoreUrl};
+use crate::titles::store::Status;
 use crate::titles::store::memory::MemoryStore;
 
 /// The memory store, counting its claims.

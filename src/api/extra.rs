@@ -18,7 +18,7 @@ use serde::Deserialize;
 use serde::de::{Deserializer, Visitor};
 
 /// An object's key, borrowed from the body when it holds no escape.
-pub(crate) struct Key<'de>(pub(crate) Cow<'de, str>);
+pub(crate) struct Key<'de>(Cow<'de, str>);
 
 impl Key<'_> {
     pub(crate) fn as_str(&self) -> &str {

@@ -44,9 +44,14 @@ fn digest(domain: &[u8], owner: &str, id: &str) -> String {
     for part in [domain, owner.as_bytes(), b"\0", id.as_bytes()] {
         hasher.update(part);
     }
-    let mut hex = hex::encode(hasher.finalize());
-    hex.truncate(32);
-    hex
+    // The first 16 bytes only, written straight into a buffer: `hex::encode` builds its string
+    // a char at a time, and this runs on every rewritten request.
+    let mut hex = [0u8; 32];
+    match hex::encode_to_slice(&hasher.finalize()[..16], &mut hex) {
+        Ok(()) => String::from_utf8_lossy(&hex).into_owned(),
+        // Unreachable: 16 bytes always fill 32 digits.
+        Err(_) => String::new(),
+    }
 }
 
 /// The key the upstream body names, `None` for none: the client's own non-blank
@@ -87,6 +92,17 @@ mod tests {
         assert_ne!(derive("ab", "c"), derive("a", "bc"));
         assert!(!key.contains("ses_1"), "{key}");
         assert_eq!(key.len(), "hpck_".len() + 32);
+    }
+
+    #[test]
+    fn keys_are_the_first_half_of_a_sha256_in_lowercase_hex() {
+        // sha256("prompt-cache\0owner-a\0ses_1") and sha256("prompt-cache-caller\0owner-a\0"),
+        // their first 32 hex digits (Python's hashlib).
+        assert_eq!(
+            derive("owner-a", "ses_1"),
+            "hpck_32b6a16cb002741d5ed2906252963a7b"
+        );
+        assert_eq!(caller("owner-a"), "hpcc_62943b2136498ced22e5d13c1460595c");
     }
 
     #[test]

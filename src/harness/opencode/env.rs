@@ -3,7 +3,7 @@
 //! (docs/wire.md §1). Pure: the clock, the date's zone and the default platform come in as
 //! arguments; nothing here reads the process's time zone or environment.
 
-use chrono::{DateTime, FixedOffset, Utc};
+use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, Utc};
 use http::HeaderMap;
 
 use crate::config::OpencodeConfig;
@@ -145,10 +145,7 @@ fn sentence_date(sentence: &str) -> Option<String> {
     ["%A, %B %-d, %Y", "%Y-%m-%d"]
         .iter()
         .find_map(|form| chrono::NaiveDate::parse_from_str(date, form).ok())
-        .map_or_else(
-            || non_empty(date),
-            |day| Some(day.format("%a %b %-d %Y").to_string()),
-        )
+        .map_or_else(|| non_empty(date), |day| Some(reference_date(day)))
 }
 
 fn non_empty(text: &str) -> Option<String> {
@@ -185,11 +182,20 @@ pub enum DateZone {
 
 /// The reference date format, `Sat Nov 29 2025`, in `zone`.
 pub fn format_today(now: DateTime<Utc>, zone: DateZone) -> String {
-    const FORMAT: &str = "%a %b %-d %Y";
-    match zone {
-        DateZone::Named(tz) => now.with_timezone(&tz).format(FORMAT).to_string(),
-        DateZone::Fixed(offset) => now.with_timezone(&offset).format(FORMAT).to_string(),
-    }
+    reference_date(match zone {
+        DateZone::Named(tz) => now.with_timezone(&tz).date_naive(),
+        DateZone::Fixed(offset) => now.with_timezone(&offset).date_naive(),
+    })
+}
+
+/// `day` as strftime's `%a %b %-d %Y` (`Sat Nov 29 2025`), written field by field: chrono parses
+/// a strftime pattern on every call, and this runs on every request without a pinned date.
+fn reference_date(day: NaiveDate) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let month = MONTHS[day.month0() as usize];
+    format!("{} {month} {} {}", day.weekday(), day.day(), day.year())
 }
 
 /// On Linux a top-level cwd (`/work`) has the root as workspace; everywhere else it is cwd itself.
@@ -312,6 +318,17 @@ mod tests {
             ),
             "Sun Nov 30 2025"
         );
+    }
+
+    #[test]
+    fn the_date_written_by_hand_is_strftimes() {
+        // Every day of 1999–2031 (leap years, both centuries' rules), against chrono's own strftime.
+        let mut day = NaiveDate::from_ymd_opt(1999, 1, 1).expect("a valid date");
+        let end = NaiveDate::from_ymd_opt(2031, 12, 31).expect("a valid date");
+        while day <= end {
+            assert_eq!(reference_date(day), day.format("%a %b %-d %Y").to_string());
+            day = day.succ_opt().expect("a next day");
+        }
     }
 
     #[test]

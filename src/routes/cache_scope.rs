@@ -33,8 +33,8 @@ pub fn stamped(call: &Call, owner: &str) -> Call {
 }
 
 /// How many callers' conversations keep their scopes: every turn of a conversation has the same
-/// two, and each is a SHA-256 digest (two of them were 4 % of a streamed opencode request's
-/// instructions, BENCHMARKS.md "Smaller costs per request"). About 200 bytes each.
+/// two, each a SHA-256 digest (the two and their hex were 11k of a streamed opencode request's
+/// 426k instructions, BENCHMARKS.md "Smaller costs per request"). A few hundred bytes each.
 const RECENT_SCOPES: usize = 256;
 
 /// The recent conversations' scopes, by `Scopes::key`. Only digests are kept: the owner is

@@ -63,6 +63,11 @@ impl Decoder {
         }
     }
 
+    /// Whether nothing is held: the bytes pushed so far ended at an event boundary.
+    pub fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
     pub fn push(&mut self, chunk: &[u8]) {
         self.buf.extend_from_slice(chunk);
     }

@@ -9,7 +9,7 @@
 
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll};
 use std::time::Duration;
 
@@ -60,9 +60,24 @@ impl Drop for Raised {
 pub struct Meter {
     labels: Labels,
     started: Instant,
-    /// Nanoseconds spent waiting on the client or the upstream before the response head.
-    waited: Arc<AtomicU64>,
+    waits: Arc<Waits>,
     in_flight: Raised,
+}
+
+/// Time spent waiting on the client or the upstream before the response head.
+#[derive(Default)]
+struct Waits {
+    nanos: AtomicU64,
+    /// The head has gone: what is waited for after it is in no figure, so it is not timed (two
+    /// clock reads per upstream chunk of a streamed answer).
+    headed: AtomicBool,
+}
+
+impl Waits {
+    fn add(&self, time: Duration) {
+        let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
+        self.nanos.fetch_add(nanos, Ordering::Relaxed);
+    }
 }
 
 impl Meter {
@@ -71,14 +86,14 @@ impl Meter {
         Self {
             labels,
             started: Instant::now(),
-            waited: Arc::new(AtomicU64::new(0)),
+            waits: Arc::default(),
             in_flight: Raised::new(REQUESTS_IN_FLIGHT, labels),
         }
     }
 
     /// Time spent waiting on someone else (the client's body, a title the answer waits for).
     pub fn waited(&self, time: Duration) {
-        add(&self.waited, time);
+        self.waits.add(time);
     }
 
     /// The upstream's response head arrived `time` after the request was sent (retries included).
@@ -93,17 +108,17 @@ impl Meter {
     pub fn watch_upstream(&self, body: BodyStream) -> BodyStream {
         Box::pin(UpstreamWait {
             inner: body,
-            waited: self.waited.clone(),
+            waits: self.waits.clone(),
             pending_since: None,
         })
     }
 
     /// Hands the meter to the response body, which records the overhead when it ends.
     pub fn attach(self, response: &mut Response) {
-        let before_head = self
-            .started
-            .elapsed()
-            .saturating_sub(Duration::from_nanos(self.waited.load(Ordering::Relaxed)));
+        self.waits.headed.store(true, Ordering::Relaxed);
+        let before_head = self.started.elapsed().saturating_sub(Duration::from_nanos(
+            self.waits.nanos.load(Ordering::Relaxed),
+        ));
         let stream = crate::upstream::is_event_stream(response.headers())
             .then(|| Raised::new(STREAMS_IN_FLIGHT, self.labels));
         let inner = std::mem::take(response.body_mut());
@@ -118,15 +133,11 @@ impl Meter {
     }
 }
 
-fn add(total: &AtomicU64, time: Duration) {
-    let nanos = u64::try_from(time.as_nanos()).unwrap_or(u64::MAX);
-    total.fetch_add(nanos, Ordering::Relaxed);
-}
-
-/// Counts the time from a `Pending` poll of the upstream body to its next chunk.
+/// Counts the time from a `Pending` poll of the upstream body to its next chunk, until the
+/// response head goes (a folded answer reads the whole body before it).
 struct UpstreamWait {
     inner: BodyStream,
-    waited: Arc<AtomicU64>,
+    waits: Arc<Waits>,
     pending_since: Option<Instant>,
 }
 
@@ -135,6 +146,9 @@ impl Stream for UpstreamWait {
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let polled = self.inner.as_mut().poll_next(cx);
+        if self.waits.headed.load(Ordering::Relaxed) {
+            return polled;
+        }
         match &polled {
             Poll::Pending => {
                 if self.pending_since.is_none() {
@@ -143,7 +157,7 @@ impl Stream for UpstreamWait {
             }
             Poll::Ready(_) => {
                 if let Some(since) = self.pending_since.take() {
-                    add(&self.waited, since.elapsed());
+                    self.waits.add(since.elapsed());
                 }
             }
         }
@@ -285,5 +299,27 @@ mod tests {
         assert_eq!(sample(&after, &format!("{OVERHEAD}_count{labels}")), 1.0);
         let overhead = sample(&after, &format!("{OVERHEAD}_sum{labels}"));
         assert!((overhead - 0.35).abs() < 1e-9, "{overhead}");
+    }
+
+    #[test]
+    fn upstream_waits_after_the_head_are_not_timed() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime");
+        runtime.block_on(async {
+            let meter = Meter::start("passthrough", "chat");
+            let waits = meter.waits.clone();
+            let body: BodyStream = Box::pin(futures_util::stream::once(async {
+                tokio::time::sleep(Duration::from_secs(10)).await;
+                Ok(Bytes::from_static(b"data: {}\n\n"))
+            }));
+            let mut body = meter.watch_upstream(body);
+            meter.attach(&mut Response::new(Body::empty()));
+            // A streamed answer: its body is read after the head went.
+            while futures_util::StreamExt::next(&mut body).await.is_some() {}
+            assert_eq!(waits.nanos.load(Ordering::Relaxed), 0);
+        });
     }
 }

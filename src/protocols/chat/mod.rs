@@ -58,9 +58,14 @@ pub fn is_error_event(data: &[u8]) -> bool {
     struct Probe {
         error: Option<serde::de::IgnoredAny>,
     }
-    ERROR_KEY.find(data).is_some()
+    may_name_an_error(data)
         && crate::protocols::chat::chunk::parse_event::<Probe>(data)
             .is_ok_and(|probe| probe.error.is_some())
+}
+
+/// Whether bytes hold the `"error"` key anywhere: `is_error_event`'s prefilter.
+pub(crate) fn may_name_an_error(bytes: &[u8]) -> bool {
+    ERROR_KEY.find(bytes).is_some()
 }
 
 /// The start of an event's data, for an error message (lossy, at most 64 characters).

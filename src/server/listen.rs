@@ -13,6 +13,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Router;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
@@ -131,21 +133,48 @@ async fn connection(
     // With upgrades: a WebSocket (`routes::responses_ws`) takes the connection over.
     let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
     tokio::pin!(conn);
+    // What ends the connection from outside, polled only when one of its own wakers fires. In the
+    // one `select!` it was, all four futures were polled on every wake of the connection, that is
+    // on every event of a streamed answer: about 650 instructions an event, a fifth of what
+    // passthrough adds to an event over a bare relay (BENCHMARKS.md).
+    let mut ending = FuturesUnordered::new();
+    ending.push(ending_signal(requests, timers, &stop));
     tokio::select! {
+        biased;
         result = conn.as_mut() => return log_end(result),
-        () = activity::idle(requests, timers) => {
-            tracing::debug!("closing an idle connection");
-            conn.as_mut().graceful_shutdown();
-            // A peer that ignores the goodbye (an HTTP/2 GOAWAY) gets one more head timeout.
-            let _ = tokio::time::timeout(timers.head, conn.as_mut()).await;
-            return;
-        }
-        () = stop.stopping.cancelled() => conn.as_mut().graceful_shutdown(),
-        () = stop.cut.cancelled() => return,
+        Some(signal) = ending.next() => match signal {
+            Ending::Idle => {
+                tracing::debug!("closing an idle connection");
+                conn.as_mut().graceful_shutdown();
+                // A peer that ignores the goodbye (an HTTP/2 GOAWAY) gets one more head timeout.
+                let _ = tokio::time::timeout(timers.head, conn.as_mut()).await;
+                return;
+            }
+            Ending::Stopping => conn.as_mut().graceful_shutdown(),
+            Ending::Cut => return,
+        },
     }
     tokio::select! {
         result = conn.as_mut() => log_end(result),
         () = stop.cut.cancelled() => {}
+    }
+}
+
+/// Why a connection is ended from outside it.
+enum Ending {
+    /// No request for the idle bound.
+    Idle,
+    /// Shutdown began: the connection finishes what it serves.
+    Stopping,
+    /// The shutdown's grace is over.
+    Cut,
+}
+
+async fn ending_signal(requests: watch::Receiver<usize>, timers: Timers, stop: &Stop) -> Ending {
+    tokio::select! {
+        () = activity::idle(requests, timers) => Ending::Idle,
+        () = stop.stopping.cancelled() => Ending::Stopping,
+        () = stop.cut.cancelled() => Ending::Cut,
     }
 }
 

@@ -226,6 +226,15 @@ mod tests {
     use http_body_util::BodyExt;
     use metrics_exporter_prometheus::{Matcher, PrometheusBuilder};
 
+    /// A runtime whose clock moves only when told, so waits are exact.
+    fn paused_runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .start_paused(true)
+            .build()
+            .expect("runtime")
+    }
+
     /// The value of the line `name{labels} value` in a Prometheus text.
     fn sample(text: &str, series: &str) -> f64 {
         text.lines()
@@ -242,12 +251,7 @@ mod tests {
             .build_recorder();
         let handle = recorder.handle();
         let during = metrics::with_local_recorder(&recorder, || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_time()
-                .start_paused(true)
-                .build()
-                .expect("runtime");
-            runtime.block_on(async {
+            paused_runtime().block_on(async {
                 let meter = Meter::start("opencode", "responses");
                 // The client takes 3 s to send its body.
                 tokio::time::advance(Duration::from_secs(3)).await;
@@ -303,12 +307,7 @@ mod tests {
 
     #[test]
     fn upstream_waits_after_the_head_are_not_timed() {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_time()
-            .start_paused(true)
-            .build()
-            .expect("runtime");
-        runtime.block_on(async {
+        paused_runtime().block_on(async {
             let meter = Meter::start("passthrough", "chat");
             let waits = meter.waits.clone();
             let body: BodyStream = Box::pin(futures_util::stream::once(async {

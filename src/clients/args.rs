@@ -8,6 +8,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::conversation::json_text;
+
 type Object = Map<String, Value>;
 
 /// Rebuilds the `arguments` of a replayed call to `tool` as opencode sends them upstream.
@@ -28,8 +30,8 @@ pub fn reserialize_arguments(tool: &str, arguments: &str) -> String {
         _ => None,
     });
     rebuilt.map_or_else(
-        || value.to_string(),
-        |object| Value::Object(object).to_string(),
+        || json_text(&value),
+        |object| json_text(&Value::Object(object)),
     )
 }
 

@@ -238,4 +238,24 @@ mod tests {
         );
         assert_eq!(Profile::none().output_to_neutral("bash", text), text);
     }
+
+    #[test]
+    fn only_an_object_with_an_output_string_is_unwrapped_and_anything_else_keeps_its_text() {
+        let output = |text: &str| codex().output_to_neutral("shell", text);
+        // Escapes are read, and the object's other fields may be anything.
+        assert_eq!(
+            output(r#"{"metadata":{"a":[1,{"b":null}]},"output":"line\n\"q\" \u00e9"}"#),
+            "line\n\"q\" é"
+        );
+        for kept in [
+            r#"["not an object"]"#,
+            r#"{"output":5,"metadata":{}}"#,
+            r#"{"output":null}"#,
+            r#"{"metadata":{"exit_code":1}}"#,
+            r#"{"output":"a","output":"b"}"#,
+            r#"{"output":"cut"#,
+        ] {
+            assert_eq!(output(kept), kept, "{kept}");
+        }
+    }
 }

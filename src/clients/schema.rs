@@ -8,16 +8,17 @@
 //! remote `$ref`: the validator is built without resolvers, so a schema that needs one is
 //! "cannot judge", never a fetch).
 
-use std::sync::OnceLock;
+use std::sync::{Arc, LazyLock, Mutex, OnceLock, PoisonError};
 
+use hashlink::LruCache;
 use serde_json::{Map, Value};
 
-/// One tool's parameters schema, its validator built on first use (most tools of a request are
-/// never called) and then kept: one compile per tool per request, however many calls it gets.
+/// One tool's parameters schema, its validator looked up on first use (most tools of a request
+/// are never called) and then kept for the request, however many calls it gets.
 #[derive(Debug)]
 pub struct ToolSchema {
     schema: Option<Value>,
-    validator: OnceLock<Option<jsonschema::Validator>>,
+    validator: OnceLock<Option<Arc<jsonschema::Validator>>>,
     /// Its length as JSON text, measured on first use (`cost`).
     size: OnceLock<usize>,
 }
@@ -153,16 +154,47 @@ impl ToolSchema {
     }
 
     pub fn check(&self, args: &Value) -> Check {
-        let validator = self.validator.get_or_init(|| {
-            let schema = self.schema.as_ref()?;
-            jsonschema::validator_for(schema).ok()
-        });
+        let validator = self
+            .validator
+            .get_or_init(|| self.schema.as_ref().and_then(compiled));
         match validator {
             Some(validator) if validator.is_valid(args) => Check::Valid,
             Some(_) => Check::Invalid,
             None => Check::Unknown,
         }
     }
+}
+
+/// Validators compiled lately, by their schema's JSON text: an agent declares the same tools
+/// turn after turn, and compiling one (tens of thousands of instructions for Codex's `shell`)
+/// was most of checking a call. Bounded in entries and in the text a key may hold; a larger
+/// schema is compiled for its request alone, as before.
+const RECENT_VALIDATORS: usize = 64;
+const MAX_CACHED_SCHEMA_BYTES: usize = 16 * 1024;
+
+/// A schema the validator cannot build is remembered as such (`None`): it stays "cannot judge".
+type Compiled = Option<Arc<jsonschema::Validator>>;
+
+static RECENT: LazyLock<Mutex<LruCache<String, Compiled>>> =
+    LazyLock::new(|| Mutex::new(LruCache::new(RECENT_VALIDATORS)));
+
+/// The validator for `schema`, compiled once for as long as it stays among the recent ones.
+fn compiled(schema: &Value) -> Compiled {
+    let compile = || jsonschema::validator_for(schema).ok().map(Arc::new);
+    let key = match serde_json::to_string(schema) {
+        Ok(key) if key.len() <= MAX_CACHED_SCHEMA_BYTES => key,
+        _ => return compile(),
+    };
+    // A panic elsewhere while holding the lock leaves a cache still whole: keep using it.
+    let recent = || RECENT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some(found) = recent().get(&key) {
+        return found.clone();
+    }
+    // Compiled outside the lock: two requests compiling the same schema at once both get a
+    // working validator, and the second insert replaces the first.
+    let built = compile();
+    recent().insert(key, built.clone());
+    built
 }
 
 /// `type` of a schema, also through `anyOf` / `oneOf` branches (opencode's `webfetch.format`).
@@ -245,6 +277,44 @@ mod tests {
         assert_eq!(fitted, json!({"command": "ls"}));
         assert_eq!(strict.check(&fitted), Check::Valid);
         assert_eq!(ToolSchema::new(None).check(&fitted), Check::Unknown);
+    }
+
+    #[test]
+    fn a_schema_seen_before_reuses_its_compiled_validator_and_the_cache_stays_bounded() {
+        let declared = || {
+            schema(
+                json!({"type": "object", "properties": {"cached-test": {"type": "string"}},
+            "required": ["cached-test"]}),
+            )
+        };
+        let (first, second) = (declared(), declared());
+        assert_eq!(first.check(&json!({"cached-test": "x"})), Check::Valid);
+        assert_eq!(second.check(&json!({"cached-test": 1})), Check::Invalid);
+        let validator = |s: &ToolSchema| s.validator.get().cloned().flatten().expect("compiled");
+        assert!(Arc::ptr_eq(&validator(&first), &validator(&second)));
+
+        // A schema the validator cannot build stays "cannot judge", cached or not.
+        let unknown_draft = json!({"$schema": "https://example.com/not-a-draft", "type": "object"});
+        for _ in 0..2 {
+            assert_eq!(
+                schema(unknown_draft.clone()).check(&json!({})),
+                Check::Unknown
+            );
+        }
+        // Many distinct schemas keep the cache at its bound.
+        for i in 0..RECENT_VALIDATORS + 8 {
+            let tool = schema(
+                json!({"type": "object", "properties": {format!("p{i}"): {"type": "string"}}}),
+            );
+            assert_eq!(tool.check(&json!({})), Check::Valid);
+        }
+        assert!(RECENT.lock().expect("not poisoned").len() <= RECENT_VALIDATORS);
+        // A schema past the key bound is compiled and judged all the same.
+        let long = "d".repeat(MAX_CACHED_SCHEMA_BYTES);
+        let large = schema(json!({"type": "object", "description": long,
+            "properties": {"command": {"type": "string"}}, "required": ["command"]}));
+        assert_eq!(large.check(&json!({"command": "ls"})), Check::Valid);
+        assert_eq!(large.check(&json!({})), Check::Invalid);
     }
 
     #[test]

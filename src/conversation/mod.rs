@@ -236,6 +236,15 @@ impl ToolDefinition {
     }
 }
 
+/// `value` as compact JSON text, the same text as its `to_string`: serialised straight into a
+/// buffer, where `Display` goes through `fmt::Write` piece by piece (twice the instructions for
+/// a call's arguments, which every rebuilt turn converts several times).
+pub fn json_text(value: &Value) -> String {
+    // A `Value` always serialises (its keys are strings, its numbers finite); were it ever to
+    // fail, `Display` writes the same text its own way.
+    serde_json::to_string(value).unwrap_or_else(|_| value.to_string())
+}
+
 /// `value`'s length as JSON text, `None` once it passes `limit`.
 pub fn json_len(value: &Value, limit: usize) -> Option<usize> {
     /// Counts what is written and refuses past the limit, so serialising stops there.

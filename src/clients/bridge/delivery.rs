@@ -182,7 +182,7 @@ impl Bridge {
         };
         let translated = self.translate(tool, name, arguments);
         if let Some(args) = translated.filter(|a| tool.schema.check(a) != Check::Invalid) {
-            let text = args.to_string();
+            let text = crate::conversation::json_text(&args);
             let outcome = if tool.name == name && text == arguments {
                 Outcome::AsMade
             } else {

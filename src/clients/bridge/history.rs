@@ -23,7 +23,7 @@ impl Bridge {
                 .map(|calls| {
                     calls
                         .into_iter()
-                        .map(|(c, v)| (c, v.to_string()))
+                        .map(|(c, v)| (c, crate::conversation::json_text(&v)))
                         .collect::<Vec<_>>()
                 }),
             Some(Via::SameName) => None,

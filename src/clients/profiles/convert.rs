@@ -131,6 +131,22 @@ pub fn plain_output(output: String) -> String {
     }
 }
 
+/// The `output` string of a JSON object that wraps one (Codex's `{"output": …, "metadata": …}`).
+/// The rest of the object is read as JSON but not built: a tool result can be a whole file, and
+/// building its object was most of converting it. `None` for anything else (not an object, no
+/// `output` string, a repeated `output`): the caller keeps the text as it came.
+pub(super) fn wrapped_output(text: &str) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Wrapped {
+        output: Option<String>,
+    }
+    // A derived struct also reads a JSON array; only an object wraps an output.
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    serde_json::from_str::<Wrapped>(text).ok()?.output
+}
+
 pub(super) fn parse_object(text: &str) -> Option<Map<String, Value>> {
     match serde_json::from_str(text) {
         Ok(Value::Object(map)) => Some(map),

@@ -25,7 +25,8 @@ use serde_json::{Map, Value};
 
 use super::capability::Capability;
 use super::converter::{Named, ResultReader};
-use convert::parse_object;
+use crate::conversation::json_text;
+use convert::{parse_object, wrapped_output};
 
 /// How one aliased tool's arguments convert.
 #[derive(Debug, Clone, Copy, Default)]
@@ -197,7 +198,7 @@ impl Profile {
         Some(
             calls
                 .into_iter()
-                .map(|(capability, args)| (capability, args.to_string()))
+                .map(|(capability, args)| (capability, json_text(&args)))
                 .collect(),
         )
     }
@@ -213,7 +214,7 @@ impl Profile {
     ) -> Option<(String, String)> {
         let alias = self.preferred_client(capability, offered)?;
         let converted = alias.from_neutral(parse_object(arguments)?)?;
-        Some((alias.client.clone(), converted.to_string()))
+        Some((alias.client.clone(), json_text(&converted)))
     }
 
     /// A tool result from the client's history, in the neutral words; an empty result is
@@ -242,8 +243,7 @@ impl Profile {
             return text.to_owned();
         }
         if self.unwrap_output_json
-            && let Some(Value::String(output)) =
-                parse_object(text).and_then(|mut o| o.remove("output"))
+            && let Some(output) = wrapped_output(text)
         {
             return plain_output(output);
         }

@@ -37,6 +37,10 @@ impl ResultRule {
 /// The harness's words for `result` of `tool`, by the first rule that applies. Context the
 /// agent appended for the model (Claude Code's `<system-reminder>` blocks) is kept after them.
 pub fn reword(rules: &[ResultRule], tool: &str, result: &str) -> Option<String> {
+    // Most tools have no rule: their results (whole files, long logs) are not searched at all.
+    if !rules.iter().any(|r| r.tool == tool) {
+        return None;
+    }
     let (head, reminders) = split_reminders(result);
     let rule = rules.iter().find(|r| r.applies(tool, head))?;
     Some(match reminders {
@@ -49,10 +53,12 @@ pub fn reword(rules: &[ResultRule], tool: &str, result: &str) -> Option<String> 
 /// to a Bash result when it talks to a Claude model).
 fn split_reminders(result: &str) -> (&str, &str) {
     const OPEN: &str = "<system-reminder>";
+    // The end is looked at first: a result that does not end with a block is not searched.
+    if !result.trim_end().ends_with("</system-reminder>") {
+        return (result, "");
+    }
     match result.find(OPEN) {
-        Some(at) if at > 0 && result.trim_end().ends_with("</system-reminder>") => {
-            (result[..at].trim_end(), result[at..].trim_end())
-        }
+        Some(at) if at > 0 => (result[..at].trim_end(), result[at..].trim_end()),
         _ => (result, ""),
     }
 }

@@ -190,6 +190,38 @@ pub fn named_event(name: &str, payload: &str) -> Bytes {
     Bytes::from(format!("event: {name}\ndata: {payload}\n\n"))
 }
 
+/// `[event: {name}\n]data: {value as compact JSON}\n\n`, serialised straight into the event's
+/// buffer: a renderer's events went through `Display` into a `String`, then through `format!`,
+/// both by `fmt::Write` piece by piece.
+pub fn json_event(name: Option<&str>, value: &serde_json::Value) -> Bytes {
+    write_json_event(name, value, b"\n")
+}
+
+/// `data: {value as compact JSON}\r\n\r\n`: Gemini's line ends.
+pub fn json_event_crlf(value: &serde_json::Value) -> Bytes {
+    write_json_event(None, value, b"\r\n")
+}
+
+fn write_json_event(name: Option<&str>, value: &serde_json::Value, eol: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(256);
+    if let Some(name) = name {
+        out.extend_from_slice(b"event: ");
+        out.extend_from_slice(name.as_bytes());
+        out.extend_from_slice(eol);
+    }
+    let data_at = out.len();
+    out.extend_from_slice(b"data: ");
+    // A `Value` always serialises (its keys are strings); were it ever to fail, `Display`
+    // writes the same text its own way.
+    if serde_json::to_writer(&mut out, value).is_err() {
+        out.truncate(data_at);
+        out.extend_from_slice(format!("data: {value}").as_bytes());
+    }
+    out.extend_from_slice(eol);
+    out.extend_from_slice(eol);
+    Bytes::from(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -206,6 +238,24 @@ mod tests {
         }
         events.extend(decoder.finish());
         events
+    }
+
+    #[test]
+    fn a_json_event_is_the_values_display_text_in_the_event_it_names() {
+        let value =
+            serde_json::json!({"type": "delta", "text": "line\n\"q\" é", "n": [1, 2.5, null]});
+        assert_eq!(
+            json_event(Some("delta"), &value).as_ref(),
+            format!("event: delta\ndata: {value}\n\n").as_bytes()
+        );
+        assert_eq!(
+            json_event(None, &value).as_ref(),
+            format!("data: {value}\n\n").as_bytes()
+        );
+        assert_eq!(
+            json_event_crlf(&value).as_ref(),
+            format!("data: {value}\r\n\r\n").as_bytes()
+        );
     }
 
     #[test]

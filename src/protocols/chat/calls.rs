@@ -320,7 +320,7 @@ impl StreamCalls {
                 "choices".into(),
                 json!([{"index": choice, "delta": {"tool_calls": [Value::Object(delta_call)]}, "finish_reason": null}]),
             );
-            out.push(data_event(Value::Object(chunk).to_string().as_bytes()));
+            out.push(crate::sse::json_event(None, &Value::Object(chunk)));
         }
         out
     }

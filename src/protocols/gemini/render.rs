@@ -116,7 +116,7 @@ impl GeminiRenderer {
 }
 
 fn sse(response: &Value) -> Bytes {
-    Bytes::from(format!("data: {response}\r\n\r\n"))
+    crate::sse::json_event_crlf(response)
 }
 
 /// Chat Completions finish reasons in Gemini's words.

@@ -172,7 +172,7 @@ impl MessagesRenderer {
 }
 
 fn event(name: &str, data: &Value) -> Bytes {
-    Bytes::from(format!("event: {name}\ndata: {data}\n\n"))
+    crate::sse::json_event(Some(name), data)
 }
 
 fn json_delta(index: usize, partial: &str) -> Bytes {
@@ -314,7 +314,9 @@ impl Renderer for MessagesRenderer {
     }
 
     fn keepalive(&self) -> Option<Bytes> {
-        Some(event("ping", &json!({"type": "ping"})))
+        Some(Bytes::from_static(
+            b"event: ping\ndata: {\"type\":\"ping\"}\n\n",
+        ))
     }
 
     fn holding_whole(&mut self) {

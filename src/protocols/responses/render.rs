@@ -20,7 +20,7 @@ use crate::conversation::seal::ReasoningSeal;
 use crate::protocols::{
     AnswerEvent, AnswerFailed, FinishReason, JsonAnswer, NoJson, Renderer, Usage,
 };
-use crate::sse::named_event;
+use crate::sse::json_event;
 
 /// The `error` event that ends a Responses stream which failed after its head, when the stream
 /// is not this renderer's (passthrough forwards the upstream's own events): the API's stream
@@ -101,7 +101,7 @@ impl ResponseRenderer {
         payload["type"] = json!(kind);
         payload["sequence_number"] = json!(self.sequence);
         self.sequence += 1;
-        out.push(named_event(kind, &payload.to_string()));
+        out.push(json_event(Some(kind), &payload));
     }
 
     fn item_id(&self, prefix: &str) -> String {

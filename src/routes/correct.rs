@@ -259,12 +259,12 @@ pub(crate) async fn send(
 /// Built once: `memmem::find` builds a searcher per call, and this looks at every event twice.
 static CALLS_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"tool_calls\""));
-static FINISH_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-    std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"finish_reason\""));
 
-/// A cheap look before parsing: only events that may carry a call or a finish are parsed.
+/// A cheap look before parsing: only events that may carry a call or a finish are parsed. A
+/// finish is a `finish_reason` with a string value: every OpenAI chunk names the key, with
+/// `null` until the last, and the key alone had every event of a text answer parsed here.
 fn may_hold(data: &[u8]) -> bool {
-    CALLS_KEY.find(data).is_some() || FINISH_KEY.find(data).is_some()
+    CALLS_KEY.find(data).is_some() || crate::protocols::chat::names_a_finish(data)
 }
 
 impl State {
@@ -482,5 +482,28 @@ impl State {
             }
         }
         turn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::may_hold;
+
+    #[test]
+    fn only_an_event_with_a_call_or_a_finish_is_parsed_for_calls() {
+        let text = br#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}]}"#;
+        assert!(
+            !may_hold(text),
+            "every chunk names the key, null until the end"
+        );
+        let quoted = br#"{"choices":[{"index":0,"delta":{"content":"{\"finish_reason\":\"stop\"}"},"finish_reason":null}]}"#;
+        assert!(!may_hold(quoted), "the model's own words are escaped");
+        for held in [
+            &br#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#[..],
+            br#"{"choices":[{"index":0,"delta":{},"finish_reason" : "tool_calls"}]}"#,
+            br#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{}"}}]},"finish_reason":null}]}"#,
+        ] {
+            assert!(may_hold(held), "{}", String::from_utf8_lossy(held));
+        }
     }
 }

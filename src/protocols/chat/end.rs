@@ -43,8 +43,9 @@ pub fn ends_answer(data: &[u8]) -> bool {
 static FINISH_KEY: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
     std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"finish_reason\""));
 
-/// `"finish_reason"` followed by `:` and a string, whitespace allowed between: one scan.
-fn names_a_finish(data: &[u8]) -> bool {
+/// `"finish_reason"` followed by `:` and a string, whitespace allowed between: one scan. An
+/// OpenAI chunk carries `"finish_reason":null` until its last, so the key alone tells nothing.
+pub fn names_a_finish(data: &[u8]) -> bool {
     FINISH_KEY.find_iter(data).any(|at| {
         data[at + FINISH_KEY.needle().len()..]
             .trim_ascii_start()

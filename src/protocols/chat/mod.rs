@@ -31,7 +31,7 @@ pub mod tokens;
 pub mod usage;
 
 pub use crate::conversation::mapping::{CallMapper, CallRoute, Reshape, ResponsePlan};
-pub use end::{DONE, EndWatch, ends_answer, is_done};
+pub use end::{DONE, EndWatch, ends_answer, is_done, names_a_finish};
 pub use fold::{FoldError, Folder};
 pub use shaper::Shaper;
 

@@ -203,23 +203,45 @@ pub fn json_event_crlf(value: &serde_json::Value) -> Bytes {
 }
 
 fn write_json_event(name: Option<&str>, value: &serde_json::Value, eol: &[u8]) -> Bytes {
+    // A `Value` always serialises (its keys are strings); were it ever to fail, `Display`
+    // writes the same text its own way.
+    serialized_event(name, value, eol).unwrap_or_else(|_| {
+        let eol = String::from_utf8_lossy(eol);
+        let named = name.map(|n| format!("event: {n}{eol}")).unwrap_or_default();
+        Bytes::from(format!("{named}data: {value}{eol}{eol}"))
+    })
+}
+
+/// `event: {name}\ndata: {value as compact JSON}\n\n` for a typed payload (a renderer's
+/// per-delta event, written without building a map); an error only if `value` cannot be JSON.
+pub fn typed_event<T: serde::Serialize + ?Sized>(
+    name: &str,
+    value: &T,
+) -> serde_json::Result<Bytes> {
+    serialized_event(Some(name), value, b"\n")
+}
+
+/// `data: {value as compact JSON}\r\n\r\n` for a typed payload (Gemini's line ends).
+pub fn typed_event_crlf<T: serde::Serialize + ?Sized>(value: &T) -> serde_json::Result<Bytes> {
+    serialized_event(None, value, b"\r\n")
+}
+
+fn serialized_event<T: serde::Serialize + ?Sized>(
+    name: Option<&str>,
+    value: &T,
+    eol: &[u8],
+) -> serde_json::Result<Bytes> {
     let mut out = Vec::with_capacity(256);
     if let Some(name) = name {
         out.extend_from_slice(b"event: ");
         out.extend_from_slice(name.as_bytes());
         out.extend_from_slice(eol);
     }
-    let data_at = out.len();
     out.extend_from_slice(b"data: ");
-    // A `Value` always serialises (its keys are strings); were it ever to fail, `Display`
-    // writes the same text its own way.
-    if serde_json::to_writer(&mut out, value).is_err() {
-        out.truncate(data_at);
-        out.extend_from_slice(format!("data: {value}").as_bytes());
-    }
+    serde_json::to_writer(&mut out, value)?;
     out.extend_from_slice(eol);
     out.extend_from_slice(eol);
-    Bytes::from(out)
+    Ok(Bytes::from(out))
 }
 
 #[cfg(test)]

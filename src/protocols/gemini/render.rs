@@ -23,6 +23,35 @@ use crate::protocols::{
     AnswerEvent, AnswerFailed, FinishReason, JsonAnswer, NoJson, Renderer, Usage,
 };
 
+/// A streamed text part's event, in the order `response` builds it (`candidates` with the part,
+/// `modelVersion`, `responseId`).
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct TextEvent<'a> {
+    candidates: [TextCandidate<'a>; 1],
+    model_version: &'a str,
+    response_id: &'a str,
+}
+
+#[derive(serde::Serialize)]
+struct TextCandidate<'a> {
+    content: TextContent<'a>,
+    index: u32,
+}
+
+#[derive(serde::Serialize)]
+struct TextContent<'a> {
+    role: &'static str,
+    parts: [TextPart<'a>; 1],
+}
+
+#[derive(serde::Serialize)]
+struct TextPart<'a> {
+    text: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    thought: Option<bool>,
+}
+
 /// A call whose arguments are still arriving.
 struct OpenCall {
     id: String,
@@ -82,6 +111,33 @@ impl GeminiRenderer {
         response.insert("modelVersion".into(), self.model.clone().into());
         response.insert("responseId".into(), self.response_id.clone().into());
         Value::Object(response)
+    }
+
+    /// A text part (a thought when `thought` says so): streamed as the bytes `part` writes for
+    /// it, without building the response's maps per delta.
+    fn text(&mut self, text: &str, thought: Option<bool>, out: &mut Vec<Bytes>) {
+        if !self.holding {
+            let event = TextEvent {
+                candidates: [TextCandidate {
+                    content: TextContent {
+                        role: "model",
+                        parts: [TextPart { text, thought }],
+                    },
+                    index: 0,
+                }],
+                model_version: &self.model,
+                response_id: &self.response_id,
+            };
+            if let Ok(event) = crate::sse::typed_event_crlf(&event) {
+                out.push(event);
+                return;
+            }
+        }
+        let part = match thought {
+            Some(thought) => json!({"text": text, "thought": thought}),
+            None => json!({"text": text}),
+        };
+        self.part(part, out);
     }
 
     /// A part: streamed at once, or kept for the JSON answer (text joined to the text before).
@@ -145,9 +201,9 @@ impl Renderer for GeminiRenderer {
 
     fn event(&mut self, answer: AnswerEvent, out: &mut Vec<Bytes>) {
         match answer {
-            AnswerEvent::Text(text) if !text.is_empty() => self.part(json!({"text": text}), out),
+            AnswerEvent::Text(text) if !text.is_empty() => self.text(&text, None, out),
             AnswerEvent::Reasoning(text) if self.include_thoughts && !text.is_empty() => {
-                self.part(json!({"text": text, "thought": true}), out);
+                self.text(&text, Some(true), out);
             }
             // Gemini's own thought signatures are the proxy's (`convert::signature_of`); a
             // Messages server's signature and redacted thinking have no place here (the
@@ -205,5 +261,26 @@ impl Renderer for GeminiRenderer {
         let response = this.response(parts, Some(finish));
         let text_bytes = string_bytes(&response);
         Ok(JsonAnswer::of_value(response, text_bytes)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_streamed_text_part_is_byte_for_byte_the_response_it_replaces() {
+        let text = "line\n\t\"quoted\" \\ é \u{1}";
+        for thought in [None, Some(true)] {
+            let mut typed = GeminiRenderer::new("gemini-x".into(), "r-1".into(), true);
+            let generic = GeminiRenderer::new("gemini-x".into(), "r-1".into(), true);
+            let mut out = Vec::new();
+            typed.text(text, thought, &mut out);
+            let part = match thought {
+                Some(t) => json!({"text": text, "thought": t}),
+                None => json!({"text": text}),
+            };
+            assert_eq!(out, vec![sse(&generic.response(vec![part], None))]);
+        }
     }
 }

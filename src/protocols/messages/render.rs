@@ -176,11 +176,46 @@ fn event(name: &str, data: &Value) -> Bytes {
 }
 
 fn json_delta(index: usize, partial: &str) -> Bytes {
-    event(
-        "content_block_delta",
-        &json!({"type": "content_block_delta", "index": index,
-            "delta": {"type": "input_json_delta", "partial_json": partial}}),
+    block_delta(
+        index,
+        DeltaBody::InputJson {
+            partial_json: partial,
+        },
     )
+}
+
+/// A `content_block_delta` event's payload, in the order of the `json!` it replaces (`type`,
+/// `index`, `delta` with its `type` first): the same bytes, without building two maps per delta.
+#[derive(serde::Serialize)]
+struct BlockDelta<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    index: usize,
+    delta: DeltaBody<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(tag = "type")]
+enum DeltaBody<'a> {
+    #[serde(rename = "text_delta")]
+    Text { text: &'a str },
+    #[serde(rename = "thinking_delta")]
+    Thinking { thinking: &'a str },
+    #[serde(rename = "input_json_delta")]
+    InputJson { partial_json: &'a str },
+}
+
+fn block_delta(index: usize, delta: DeltaBody<'_>) -> Bytes {
+    let payload = BlockDelta {
+        kind: "content_block_delta",
+        index,
+        delta,
+    };
+    crate::sse::typed_event("content_block_delta", &payload).unwrap_or_else(|_| {
+        // Strings and a number always serialise; were it ever to fail, the generic path.
+        let value = serde_json::to_value(&payload).unwrap_or(Value::Null);
+        event("content_block_delta", &value)
+    })
 }
 
 /// Chat Completions finish reasons in Anthropic's words.
@@ -217,10 +252,9 @@ impl Renderer for MessagesRenderer {
                     );
                 }
                 if !self.holding {
-                    out.push(event(
-                        "content_block_delta",
-                        &json!({"type": "content_block_delta", "index": self.blocks - 1,
-                            "delta": {"type": "text_delta", "text": text}}),
+                    out.push(block_delta(
+                        self.blocks - 1,
+                        DeltaBody::Text { text: &text },
                     ));
                 }
                 if let Some(Whole::Text(whole)) = self.whole.last_mut() {
@@ -230,11 +264,8 @@ impl Renderer for MessagesRenderer {
             AnswerEvent::Reasoning(text) => {
                 self.open_thinking(out);
                 if !self.holding {
-                    out.push(event(
-                        "content_block_delta",
-                        &json!({"type": "content_block_delta", "index": self.blocks - 1,
-                            "delta": {"type": "thinking_delta", "thinking": text}}),
-                    ));
+                    let delta = DeltaBody::Thinking { thinking: &text };
+                    out.push(block_delta(self.blocks - 1, delta));
                 }
                 if let Some(Whole::Thinking(whole, _)) = self.whole.last_mut() {
                     whole.push_str(&text);
@@ -381,4 +412,35 @@ fn block<const N: usize>(fields: [(&str, Value); N]) -> Value {
             .map(|(key, value)| (key.to_owned(), value))
             .collect(),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_delta_is_byte_for_byte_the_json_it_replaces() {
+        let text = "line\n\t\"quoted\" \\ é \u{1}";
+        let cases = [
+            (
+                DeltaBody::Text { text },
+                json!({"type": "text_delta", "text": text}),
+            ),
+            (
+                DeltaBody::Thinking { thinking: text },
+                json!({"type": "thinking_delta", "thinking": text}),
+            ),
+            (
+                DeltaBody::InputJson { partial_json: text },
+                json!({"type": "input_json_delta", "partial_json": text}),
+            ),
+        ];
+        for (typed, delta) in cases {
+            let generic = json!({"type": "content_block_delta", "index": 3, "delta": delta});
+            assert_eq!(
+                block_delta(3, typed),
+                event("content_block_delta", &generic)
+            );
+        }
+    }
 }

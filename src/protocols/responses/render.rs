@@ -31,6 +31,33 @@ pub fn stream_error(code: &str, message: &str) -> String {
     format!("event: error\ndata: {data}\n\n")
 }
 
+/// Where a delta goes: its item, and its part or summary index where the event names one.
+#[derive(Clone, Copy)]
+struct DeltaAt<'a> {
+    index: usize,
+    content_index: Option<u32>,
+    summary_index: Option<u32>,
+    text: &'a str,
+}
+
+/// A delta event's payload in the order `emit` writes a `json!` payload: its own fields, then
+/// `type` and `sequence_number` (a text delta's `logprobs` is always empty).
+#[derive(serde::Serialize)]
+struct Delta<'a> {
+    item_id: &'a str,
+    output_index: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    content_index: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    summary_index: Option<u32>,
+    delta: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logprobs: Option<[u8; 0]>,
+    #[serde(rename = "type")]
+    kind: &'a str,
+    sequence_number: u64,
+}
+
 /// What the request said about its tools, for rendering calls to them.
 #[derive(Debug, Default, Clone)]
 pub struct ToolKinds {
@@ -92,6 +119,34 @@ impl ResponseRenderer {
     pub fn with_encrypted_reasoning(mut self, wanted: bool) -> Self {
         self.wants_encrypted = wanted;
         self
+    }
+
+    /// A delta event (text, call arguments, reasoning summary), the same bytes `emit` writes for
+    /// its payload, without building a map per delta; through `emit` should it not serialise.
+    fn emit_delta(&mut self, kind: &'static str, delta: DeltaAt<'_>, out: &mut Vec<Bytes>) {
+        if self.quiet {
+            return;
+        }
+        let payload = Delta {
+            item_id: &self.items[delta.index].id,
+            output_index: delta.index,
+            content_index: delta.content_index,
+            summary_index: delta.summary_index,
+            delta: delta.text,
+            logprobs: delta.content_index.map(|_| []),
+            kind,
+            sequence_number: self.sequence,
+        };
+        match crate::sse::typed_event(kind, &payload) {
+            Ok(event) => {
+                self.sequence += 1;
+                out.push(event);
+            }
+            Err(_) => {
+                let value = serde_json::to_value(&payload).unwrap_or(Value::Null);
+                self.emit(kind, value, out);
+            }
+        }
     }
 
     fn emit(&mut self, kind: &str, mut payload: Value, out: &mut Vec<Bytes>) {
@@ -201,13 +256,14 @@ impl ResponseRenderer {
                 index
             }
         };
-        let id = self.items[index].id.clone();
         self.items[index].text.push_str(delta);
-        self.emit(
-            "response.output_text.delta",
-            json!({"item_id": id, "output_index": index, "content_index": 0, "delta": delta, "logprobs": []}),
-            out,
-        );
+        let at = DeltaAt {
+            index,
+            content_index: Some(0),
+            summary_index: None,
+            text: delta,
+        };
+        self.emit_delta("response.output_text.delta", at, out);
     }
 
     /// The open reasoning item, opened now if there is none.
@@ -245,13 +301,14 @@ impl ResponseRenderer {
 
     fn reasoning(&mut self, delta: &str, out: &mut Vec<Bytes>) {
         let index = self.reasoning_item(out);
-        let id = self.items[index].id.clone();
         self.items[index].text.push_str(delta);
-        self.emit(
-            "response.reasoning_summary_text.delta",
-            json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": delta}),
-            out,
-        );
+        let at = DeltaAt {
+            index,
+            content_index: None,
+            summary_index: Some(0),
+            text: delta,
+        };
+        self.emit_delta("response.reasoning_summary_text.delta", at, out);
     }
 
     fn close_message(&mut self, out: &mut Vec<Bytes>) {
@@ -357,12 +414,13 @@ impl ResponseRenderer {
         self.items[index].text.push_str(delta);
         // A custom call's input is only known once its `{"input": …}` JSON is complete.
         if matches!(self.items[index].kind, Kind::Function { .. }) {
-            let id = self.items[index].id.clone();
-            self.emit(
-                "response.function_call_arguments.delta",
-                json!({"item_id": id, "output_index": index, "delta": delta}),
-                out,
-            );
+            let at = DeltaAt {
+                index,
+                content_index: None,
+                summary_index: None,
+                text: delta,
+            };
+            self.emit_delta("response.function_call_arguments.delta", at, out);
         }
     }
 
@@ -502,5 +560,70 @@ impl Renderer for ResponseRenderer {
         let text_bytes = self.items.iter().map(|i| i.text.len()).sum();
         let response = self.into_response(status);
         Ok(JsonAnswer::of_value(response, text_bytes)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn renderer() -> ResponseRenderer {
+        let stamp = Stamp {
+            id: "resp_0123456789abcdef".to_owned(),
+            created_at: 7,
+        };
+        ResponseRenderer::new(stamp, "m".to_owned(), ToolKinds::default())
+    }
+
+    #[test]
+    fn a_delta_event_is_byte_for_byte_what_the_generic_emit_writes() {
+        let text = "line\n\t\"quoted\" \\ é \u{1}";
+        let mut typed = renderer();
+        let mut generic = renderer();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        let index = typed.open("msg", Kind::Message, &mut a);
+        generic.open("msg", Kind::Message, &mut b);
+        let id = typed.items[index].id.clone();
+        let cases = [
+            (
+                Some(0),
+                None,
+                "response.output_text.delta",
+                json!({"item_id": id, "output_index": index, "content_index": 0, "delta": text, "logprobs": []}),
+            ),
+            (
+                None,
+                Some(0),
+                "response.reasoning_summary_text.delta",
+                json!({"item_id": id, "output_index": index, "summary_index": 0, "delta": text}),
+            ),
+            (
+                None,
+                None,
+                "response.function_call_arguments.delta",
+                json!({"item_id": id, "output_index": index, "delta": text}),
+            ),
+        ];
+        for (content_index, summary_index, kind, payload) in cases {
+            let at = DeltaAt {
+                index,
+                content_index,
+                summary_index,
+                text,
+            };
+            typed.emit_delta(kind, at, &mut a);
+            generic.emit(kind, payload, &mut b);
+        }
+        assert_eq!(a, b);
+        assert_eq!(typed.sequence, generic.sequence);
+        let last = String::from_utf8_lossy(&a[a.len() - 1]).into_owned();
+        assert!(
+            last.ends_with(
+                r#""type":"response.function_call_arguments.delta","sequence_number":3}
+
+"#
+            ),
+            "{last}"
+        );
     }
 }

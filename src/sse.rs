@@ -185,11 +185,6 @@ pub fn data_event(payload: &[u8]) -> Bytes {
     out.freeze()
 }
 
-/// `event: {name}\ndata: {payload}\n\n` (payload must hold no newline, e.g. compact JSON).
-pub fn named_event(name: &str, payload: &str) -> Bytes {
-    Bytes::from(format!("event: {name}\ndata: {payload}\n\n"))
-}
-
 /// `[event: {name}\n]data: {value as compact JSON}\n\n`, serialised straight into the event's
 /// buffer: a renderer's events went through `Display` into a `String`, then through `format!`,
 /// both by `fmt::Write` piece by piece.

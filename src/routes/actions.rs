@@ -37,7 +37,7 @@ use crate::routes::answer::{Bounds, bounded};
 use crate::routes::checks::Checks;
 use crate::routes::correct::{HeldCall, MAX_CORRECTIONS, Resend, answered_calls, send};
 use crate::routes::render::KEEPALIVE_EVERY;
-use crate::sse::data_event;
+use crate::sse::json_event;
 use crate::upstream::is_event_stream;
 use crate::upstream::{BodyStream, Upstream, UpstreamError, UpstreamResponse};
 
@@ -194,7 +194,7 @@ fn events(completion: &Value) -> Bytes {
             "model": meta("model"), "choices": choices})
     };
     let mut out = Vec::new();
-    let mut push = |value: &Value| out.extend_from_slice(&data_event(value.to_string().as_bytes()));
+    let mut push = |value: &Value| out.extend_from_slice(&json_event(None, value));
     let message = completion
         .pointer("/choices/0/message")
         .cloned()
@@ -312,7 +312,7 @@ async fn decide(first: BodyStream, sse: bool, acting: Acting) -> Result<Bytes, U
         let completion = whole(body, sse, bounds).await?;
         if completion.get("error").is_some_and(|e| !e.is_null()) {
             // The upstream's own error object: the client gets it as the answer's one error.
-            let mut out = data_event(completion.to_string().as_bytes()).to_vec();
+            let mut out = json_event(None, &completion).to_vec();
             out.extend_from_slice(b"data: [DONE]\n\n");
             return Ok(Bytes::from(out));
         }

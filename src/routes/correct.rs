@@ -23,7 +23,7 @@ use crate::conversation::mapping::CallMapper;
 use crate::protocols::chat::chunk::{AnswerChunkView, CallsChunkView};
 use crate::protocols::chat::end::{done_event, is_done};
 use crate::routes::checks::{Calls, Checks};
-use crate::sse::{Decoder, data_event};
+use crate::sse::{Decoder, json_event};
 use crate::upstream::{BodyStream, Outbound, Upstream, UpstreamError, UpstreamResponse};
 
 /// Corrections per client turn before the model's text is the answer.
@@ -431,8 +431,7 @@ impl State {
         self.held.clear();
         let stop = json!({"id": "chatcmpl-proxy", "object": "chat.completion.chunk", "created": 0,
             "model": "", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]});
-        self.out
-            .push_back(Ok(data_event(stop.to_string().as_bytes())));
+        self.out.push_back(Ok(json_event(None, &stop)));
         self.out.push_back(Ok(done_event()));
         self.ended = true;
     }

@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use crate::error::{InternalError, ProxyError};
 use crate::memory::identity::Caller;
 use crate::routes::extract::PathParam;
-use crate::sse::named_event;
+use crate::sse::json_event;
 use crate::state::AppState;
 use crate::titles::follow::{self, Event};
 use crate::titles::live::{Outcome, Snapshot};
@@ -209,8 +209,8 @@ fn sse_response(body: Body) -> Response {
 
 fn final_event(outcome: &Outcome) -> Bytes {
     match outcome {
-        Outcome::Done(title) => named_event("done", &json!({"title": title}).to_string()),
-        Outcome::Failed(error) => named_event("error", &json!({"error": error}).to_string()),
+        Outcome::Done(title) => json_event(Some("done"), &json!({"title": title})),
+        Outcome::Failed(error) => json_event(Some("error"), &json!({"error": error})),
     }
 }
 
@@ -261,7 +261,7 @@ pub async fn stream(
 }
 
 fn delta_event(text: &str) -> Bytes {
-    named_event("delta", &json!({"text": text}).to_string())
+    json_event(Some("delta"), &json!({"text": text}))
 }
 
 /// Everything streamed so far, then each new delta, then the outcome. `seat` is held until the

@@ -63,14 +63,14 @@ pub fn completion_to_sse(body: &[u8], include_usage: bool) -> Bytes {
             "delta": delta,
             "finish_reason": choice.get("finish_reason").cloned().unwrap_or(Value::Null),
         }]));
-        out.extend_from_slice(&data_event(chunk.to_string().as_bytes()));
+        out.extend_from_slice(&crate::sse::json_event(None, &chunk));
     }
     if include_usage && let Some(usage) = completion.get("usage").filter(|u| !u.is_null()) {
         let mut chunk = head(json!([]));
         if let Some(obj) = chunk.as_object_mut() {
             obj.insert("usage".into(), usage.clone());
         }
-        out.extend_from_slice(&data_event(chunk.to_string().as_bytes()));
+        out.extend_from_slice(&crate::sse::json_event(None, &chunk));
     }
     out.extend_from_slice(&done_event());
     Bytes::from(out)

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::text::Text;
+
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 pub struct Chunk {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -110,8 +112,8 @@ impl Completion {
             .iter()
             .map(|c| {
                 let m = &c.message;
-                m.content.as_ref().map_or(0, String::len)
-                    + m.reasoning_content.as_ref().map_or(0, String::len)
+                m.content.as_ref().map_or(0, Text::len)
+                    + m.reasoning_content.as_ref().map_or(0, Text::len)
                     + m.tool_calls.as_ref().map_or(0, |calls| {
                         calls.iter().map(|t| t.function.arguments.len()).sum()
                     })
@@ -130,9 +132,11 @@ pub struct CompletionChoice {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CompletionMessage {
     pub role: String,
-    pub content: Option<String>,
+    /// Held in pieces as it was folded (`text::Text`): a whole answer's text is never copied to
+    /// grow.
+    pub content: Option<Text>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub reasoning_content: Option<String>,
+    pub reasoning_content: Option<Text>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_calls: Option<Vec<CompletedToolCall>>,
 }

@@ -6,14 +6,19 @@
 //!
 //! A text is taken out by leaving a slot in its place, a string no answer holds (a private-use
 //! character, a random id, its index); the skeleton is serialized as usual and cut at its slots.
+//! A text comes as an `api::text::Text`, the pieces it was folded in: they are written in turn,
+//! never joined.
 //!
 //! Owns: the slots, the cut, the escaping of each piece. Must not: know a protocol's shape.
 
+use std::cell::OnceCell;
 use std::collections::VecDeque;
 
 use bytes::Bytes;
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::api::text::Text;
 
 /// Texts at least this long are written piece by piece; shorter ones stay in the skeleton.
 pub const LONG_TEXT: usize = 256 * 1024;
@@ -29,7 +34,7 @@ pub struct JsonAnswer {
 #[derive(Debug)]
 enum Part {
     Raw(Bytes),
-    /// A text still to write (without its quotes), from byte `at` on.
+    /// A text (or one piece of it) still to write, without its quotes, from byte `at` on.
     Text {
         text: String,
         at: usize,
@@ -46,26 +51,39 @@ impl JsonAnswer {
 
     /// `value` as JSON; when its texts weigh `LONG_TEXT` or more (`text_bytes`), its long
     /// strings are taken out and written piece by piece.
-    pub fn of_value(mut value: Value, text_bytes: usize) -> Result<Self, serde_json::Error> {
-        if text_bytes < LONG_TEXT {
-            return written(&value, text_bytes).map(Self::whole);
-        }
-        let slots = Slots::new();
-        let mut texts = Vec::new();
-        take_long_strings(&mut value, &slots, &mut texts);
-        Self::with_texts(&value, &slots, texts)
+    pub fn of_value(value: Value, text_bytes: usize) -> Result<Self, serde_json::Error> {
+        Self::of_placed(value, &Slots::new(), Vec::new(), text_bytes)
     }
 
-    /// `skeleton` as JSON, each of `slots`' slots in it replaced by its text from `texts`.
+    /// `of_value` for a `value` some of whose texts were already placed with `slots`
+    /// (`Slots::place`, into `texts`): its other long strings are taken out too.
+    pub fn of_placed(
+        mut value: Value,
+        slots: &Slots,
+        mut texts: Vec<Text>,
+        text_bytes: usize,
+    ) -> Result<Self, serde_json::Error> {
+        if text_bytes >= LONG_TEXT {
+            take_long_strings(&mut value, slots, &mut texts);
+        }
+        Self::with_texts(&value, slots, texts, text_bytes)
+    }
+
+    /// `skeleton` as JSON, each of `slots`' slots in it replaced by its text from `texts`;
+    /// `text_bytes` (the answer's text) sizes the buffer of an answer with no text taken out.
     pub fn with_texts(
         skeleton: &impl Serialize,
         slots: &Slots,
-        texts: Vec<String>,
+        texts: Vec<Text>,
+        text_bytes: usize,
     ) -> Result<Self, serde_json::Error> {
+        if texts.is_empty() {
+            return written(skeleton, text_bytes).map(Self::whole);
+        }
         let json = serde_json::to_vec(skeleton)?;
-        let mut texts: Vec<Option<String>> = texts.into_iter().map(Some).collect();
+        let mut texts: Vec<Option<Text>> = texts.into_iter().map(Some).collect();
         let mut parts = VecDeque::new();
-        let marker = format!("\"{}", slots.base);
+        let marker = format!("\"{}", slots.base());
         let finder = memchr::memmem::Finder::new(marker.as_bytes());
         let json = Bytes::from(json);
         let mut from = 0;
@@ -85,7 +103,7 @@ impl JsonAnswer {
                 // `"…slotN"`: the quotes stay, the slot's text goes between them.
                 Some(text) if json.get(end) == Some(&b'"') => {
                     parts.push_back(Part::Raw(json.slice(from..=start)));
-                    parts.push_back(Part::Text { text, at: 0 });
+                    parts.extend(text.into_pieces().map(|text| Part::Text { text, at: 0 }));
                     from = end;
                 }
                 _ => {
@@ -162,7 +180,8 @@ fn escaped(piece: &str) -> Bytes {
 /// Where one answer's long texts go while its skeleton is written.
 #[derive(Debug)]
 pub struct Slots {
-    base: String,
+    /// Made when the first text is taken out: a short answer draws no random id.
+    base: OnceCell<String>,
 }
 
 impl Default for Slots {
@@ -174,23 +193,47 @@ impl Default for Slots {
 impl Slots {
     pub fn new() -> Self {
         Self {
-            base: format!("\u{e000}hp-text-{}-", uuid::Uuid::new_v4().simple()),
+            base: OnceCell::new(),
         }
     }
 
+    fn base(&self) -> &str {
+        self.base
+            .get_or_init(|| format!("\u{e000}hp-text-{}-", uuid::Uuid::new_v4().simple()))
+    }
+
+    /// `text` as the string its JSON holds: itself when short; when long, its slot, the text
+    /// going to `texts`.
+    pub fn place(&self, text: Text, texts: &mut Vec<Text>) -> String {
+        if text.len() < LONG_TEXT {
+            return text.into_string();
+        }
+        let slot = format!("{}{}", self.base(), texts.len());
+        texts.push(text);
+        slot
+    }
+
     /// Takes `text` out into `texts` when it is long, leaving its slot.
-    pub fn take(&self, text: &mut String, texts: &mut Vec<String>) {
+    pub fn take(&self, text: &mut Text, texts: &mut Vec<Text>) {
         if text.len() >= LONG_TEXT {
-            let slot = format!("{}{}", self.base, texts.len());
-            texts.push(std::mem::replace(text, slot));
+            let long = std::mem::take(text);
+            *text = Text::from(self.place(long, texts));
+        }
+    }
+
+    /// `take`, for a text that is a `String`.
+    pub fn take_string(&self, text: &mut String, texts: &mut Vec<Text>) {
+        if text.len() >= LONG_TEXT {
+            let long = Text::from(std::mem::take(text));
+            *text = self.place(long, texts);
         }
     }
 }
 
 /// Every long string of `value` (object values and array items) taken out into `texts`.
-pub fn take_long_strings(value: &mut Value, slots: &Slots, texts: &mut Vec<String>) {
+pub fn take_long_strings(value: &mut Value, slots: &Slots, texts: &mut Vec<Text>) {
     match value {
-        Value::String(text) => slots.take(text, texts),
+        Value::String(text) => slots.take_string(text, texts),
         Value::Array(items) => {
             for item in items {
                 take_long_strings(item, slots, texts);
@@ -255,6 +298,29 @@ mod tests {
         let joined: Vec<u8> = chunks.iter().flat_map(|c| c.to_vec()).collect();
         let back: Value = serde_json::from_slice(&joined).expect("valid JSON");
         assert_eq!(back, value);
+    }
+
+    #[test]
+    fn a_text_held_in_pieces_is_written_piece_by_piece_never_joined() {
+        let mut text = Text::new();
+        let mut whole = String::new();
+        let delta = "ünïcode \"and\" escapes\n ".repeat(500);
+        while whole.len() < 3 * LONG_TEXT * 8 {
+            text.push_str(&delta);
+            whole.push_str(&delta);
+        }
+        let pieces = text.pieces().count();
+        assert!(pieces > 2, "{pieces} pieces");
+        let (slots, mut texts) = (Slots::new(), Vec::new());
+        let short = slots.place(Text::from("short"), &mut texts);
+        assert_eq!(short, "short", "a short text stays in the JSON");
+        let value = json!({"text": slots.place(text, &mut texts), "short": short, "n": 1});
+        let answer = JsonAnswer::of_placed(value, &slots, texts, whole.len()).expect("writes");
+        let chunks: Vec<Bytes> = answer.collect();
+        assert!(chunks.iter().all(|c| c.len() <= PIECE + PIECE / 2 + 64));
+        let joined: Vec<u8> = chunks.iter().flat_map(|c| c.to_vec()).collect();
+        let back: Value = serde_json::from_slice(&joined).expect("valid JSON");
+        assert_eq!(back, json!({"text": whole, "short": "short", "n": 1}));
     }
 
     proptest! {

@@ -11,6 +11,7 @@ use super::chunk::{CallView, ChunkView, content_text};
 use crate::api::stream::{
     CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
 };
+use crate::api::text::Text;
 use crate::conversation::answer::AnswerWatcher;
 use crate::protocols::json_body::{JsonAnswer, LONG_TEXT, Slots, written};
 use crate::sse::{Decoder, EventTooLarge};
@@ -51,8 +52,8 @@ pub struct Folder {
 #[derive(Default)]
 struct ChoiceAcc {
     role: Option<String>,
-    content: Option<String>,
-    reasoning: Option<String>,
+    content: Option<Text>,
+    reasoning: Option<Text>,
     calls: Vec<CallAcc>,
     finish_reason: Option<String>,
 }
@@ -129,7 +130,7 @@ impl Folder {
                 index: 0,
                 message: CompletionMessage {
                     role: "assistant".into(),
-                    content: Some(String::new()),
+                    content: Some(Text::new()),
                     reasoning_content: None,
                     tool_calls: None,
                 },
@@ -200,14 +201,14 @@ impl Folder {
                 if let Some(watcher) = watcher.as_mut() {
                     watcher.text(&text);
                 }
-                acc.content.get_or_insert_with(String::new).push_str(&text);
+                acc.content.get_or_insert_with(Text::new).push_str(&text);
             }
             if let Some(reasoning) = delta.reasoning_text() {
                 if let Some(watcher) = watcher.as_mut() {
                     watcher.reasoning(&reasoning);
                 }
                 acc.reasoning
-                    .get_or_insert_with(String::new)
+                    .get_or_insert_with(Text::new)
                     .push_str(&reasoning);
             }
             // Not the client's (a Chat client has no place for them), but the memo's: the
@@ -261,10 +262,10 @@ pub fn answer(mut folded: Completion) -> Result<JsonAnswer, serde_json::Error> {
             slots.take(text, &mut texts);
         }
         for call in message.tool_calls.iter_mut().flatten() {
-            slots.take(&mut call.function.arguments, &mut texts);
+            slots.take_string(&mut call.function.arguments, &mut texts);
         }
     }
-    JsonAnswer::with_texts(&folded, &slots, texts)
+    JsonAnswer::with_texts(&folded, &slots, texts, text_bytes)
 }
 
 fn to_value(raw: &RawValue) -> Result<Value, FoldError> {

@@ -17,8 +17,9 @@ use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
 use super::error::stream_error;
+use crate::api::text::Text;
 use crate::conversation::answer::deliverable;
-use crate::protocols::json_body::string_bytes;
+use crate::protocols::json_body::{Slots, string_bytes};
 use crate::protocols::{
     AnswerEvent, AnswerFailed, FinishReason, JsonAnswer, NoJson, Renderer, Usage,
 };
@@ -52,6 +53,38 @@ struct TextPart<'a> {
     thought: Option<bool>,
 }
 
+/// One part of the one JSON answer.
+enum Held {
+    /// A text (a thought when `thought` says so), joined with the text of its kind before it.
+    Text { text: Text, thought: Option<bool> },
+    /// A call, whole.
+    Part(Value),
+}
+
+impl Held {
+    /// The part as its JSON, a long text taken out to be written in pieces (`json_body`).
+    fn into_json(self, slots: &Slots, texts: &mut Vec<Text>) -> Value {
+        match self {
+            Self::Text { text, thought } => {
+                let mut part = Map::new();
+                part.insert("text".into(), slots.place(text, texts).into());
+                if let Some(thought) = thought {
+                    part.insert("thought".into(), thought.into());
+                }
+                Value::Object(part)
+            }
+            Self::Part(part) => part,
+        }
+    }
+
+    fn text_bytes(&self) -> usize {
+        match self {
+            Self::Text { text, .. } => text.len(),
+            Self::Part(part) => string_bytes(part),
+        }
+    }
+}
+
 /// A call whose arguments are still arriving.
 struct OpenCall {
     id: String,
@@ -67,7 +100,7 @@ pub struct GeminiRenderer {
     /// Only `into_json` will be read: events fill `parts` and render nothing.
     holding: bool,
     /// The answer's parts, for the one JSON answer.
-    parts: Vec<Value>,
+    parts: Vec<Held>,
     finish: Option<&'static str>,
     usage: Usage,
     failed: Option<AnswerFailed>,
@@ -116,22 +149,34 @@ impl GeminiRenderer {
     /// A text part (a thought when `thought` says so): streamed as the bytes `part` writes for
     /// it, without building the response's maps per delta.
     fn text(&mut self, text: &str, thought: Option<bool>, out: &mut Vec<Bytes>) {
-        if !self.holding {
-            let event = TextEvent {
-                candidates: [TextCandidate {
-                    content: TextContent {
-                        role: "model",
-                        parts: [TextPart { text, thought }],
-                    },
-                    index: 0,
-                }],
-                model_version: &self.model,
-                response_id: &self.response_id,
-            };
-            if let Ok(event) = crate::sse::typed_event_crlf(&event) {
-                out.push(event);
-                return;
+        if self.holding {
+            if let Some(Held::Text {
+                text: whole,
+                thought: kind,
+            }) = self.parts.last_mut()
+                && *kind == thought
+            {
+                whole.push_str(text);
+            } else {
+                let text = Text::from(text);
+                self.parts.push(Held::Text { text, thought });
             }
+            return;
+        }
+        let event = TextEvent {
+            candidates: [TextCandidate {
+                content: TextContent {
+                    role: "model",
+                    parts: [TextPart { text, thought }],
+                },
+                index: 0,
+            }],
+            model_version: &self.model,
+            response_id: &self.response_id,
+        };
+        if let Ok(event) = crate::sse::typed_event_crlf(&event) {
+            out.push(event);
+            return;
         }
         let part = match thought {
             Some(thought) => json!({"text": text, "thought": thought}),
@@ -140,22 +185,13 @@ impl GeminiRenderer {
         self.part(part, out);
     }
 
-    /// A part: streamed at once, or kept for the JSON answer (text joined to the text before).
+    /// A part: streamed at once, or kept for the JSON answer.
     fn part(&mut self, part: Value, out: &mut Vec<Bytes>) {
-        if !self.holding {
+        if self.holding {
+            self.parts.push(Held::Part(part));
+        } else {
             out.push(sse(&self.response(vec![part], None)));
-            return;
         }
-        let joinable = |p: &Value| p.get("text").is_some() && p.get("functionCall").is_none();
-        if let (Some(last), Some(text)) = (self.parts.last_mut(), part["text"].as_str())
-            && joinable(last)
-            && last.get("thought") == part.get("thought")
-            && let Some(Value::String(whole)) = last.get_mut("text")
-        {
-            whole.push_str(text);
-            return;
-        }
-        self.parts.push(part);
     }
 
     fn end_call(&mut self, index: u32, out: &mut Vec<Bytes>) {
@@ -256,11 +292,15 @@ impl Renderer for GeminiRenderer {
         if let Some(failed) = this.failed.take() {
             return Err(failed.into());
         }
-        let parts = std::mem::take(&mut this.parts);
+        let text_bytes = this.parts.iter().map(Held::text_bytes).sum();
+        let (slots, mut texts) = (Slots::new(), Vec::new());
+        let parts = std::mem::take(&mut this.parts)
+            .into_iter()
+            .map(|part| part.into_json(&slots, &mut texts))
+            .collect();
         let finish = this.finish.unwrap_or("STOP");
         let response = this.response(parts, Some(finish));
-        let text_bytes = string_bytes(&response);
-        Ok(JsonAnswer::of_value(response, text_bytes)?)
+        Ok(JsonAnswer::of_placed(response, &slots, texts, text_bytes)?)
     }
 }
 

@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 
 use super::error::stream_error;
 use super::request::BlockKind;
+use crate::api::text::Text;
 use crate::conversation::seal::ReasoningSeal;
+use crate::protocols::json_body::Slots;
 use crate::protocols::{
     AnswerEvent, AnswerFailed, FinishReason, JsonAnswer, NoJson, Renderer, Usage,
 };
@@ -32,9 +34,9 @@ enum Open {
 
 /// One finished (or growing) content block, for the JSON answer.
 enum Whole {
-    Text(String),
+    Text(Text),
     /// Its text, and what a Messages upstream gave beside it.
-    Thinking(String, Server),
+    Thinking(Text, Server),
     Tool {
         id: String,
         name: String,
@@ -107,7 +109,7 @@ impl MessagesRenderer {
             self.open(
                 Open::Thinking,
                 &json!({"type": BlockKind::Thinking.as_str(), "thinking": "", "signature": ""}),
-                Whole::Thinking(String::new(), Server::default()),
+                Whole::Thinking(Text::new(), Server::default()),
                 out,
             );
         }
@@ -123,9 +125,9 @@ impl MessagesRenderer {
                 let none = Server::default();
                 let (thinking, server) = match self.whole.last() {
                     Some(Whole::Thinking(thinking, server)) => (thinking.as_str(), server),
-                    _ => ("", &none),
+                    _ => (Default::default(), &none),
                 };
-                let signature = Self::signature(self.seal.as_deref(), thinking, server);
+                let signature = Self::signature(self.seal.as_deref(), &thinking, server);
                 out.push(event(
                     "content_block_delta",
                     &json!({"type": "content_block_delta", "index": index,
@@ -247,7 +249,7 @@ impl Renderer for MessagesRenderer {
                     self.open(
                         Open::Text,
                         &json!({"type": BlockKind::Text.as_str(), "text": ""}),
-                        Whole::Text(String::new()),
+                        Whole::Text(Text::new()),
                         out,
                     );
                 }
@@ -361,21 +363,22 @@ impl Renderer for MessagesRenderer {
         let usage = self.usage_json();
         let seal = self.seal;
         let text_bytes: usize = self.whole.iter().map(Whole::text_len).sum();
-        // The blocks are moved into the JSON, not copied: the answer is held once.
+        let (slots, mut texts) = (Slots::new(), Vec::new());
+        // The blocks are moved into the JSON, not copied, a long text taken out to be written
+        // in pieces (`json_body`): the answer is held once.
         let content: Vec<Value> = self
             .whole
             .into_iter()
             .map(|whole| match whole {
-                // The text is moved into the block (`block`), never copied.
                 Whole::Text(text) => block([
                     ("type", BlockKind::Text.as_str().into()),
-                    ("text", Value::String(text)),
+                    ("text", Value::String(slots.place(text, &mut texts))),
                 ]),
                 Whole::Thinking(thinking, server) => {
-                    let signature = Self::signature(seal.as_deref(), &thinking, &server);
+                    let signature = Self::signature(seal.as_deref(), &thinking.as_str(), &server);
                     block([
                         ("type", BlockKind::Thinking.as_str().into()),
-                        ("thinking", Value::String(thinking)),
+                        ("thinking", Value::String(slots.place(thinking, &mut texts))),
                         ("signature", signature.into()),
                     ])
                 }
@@ -400,7 +403,7 @@ impl Renderer for MessagesRenderer {
             ("stop_sequence", Value::Null),
             ("usage", usage),
         ]);
-        Ok(JsonAnswer::of_value(body, text_bytes)?)
+        Ok(JsonAnswer::of_placed(body, &slots, texts, text_bytes)?)
     }
 }
 

@@ -3,6 +3,9 @@
 
 use serde_json::{Value, json};
 
+use crate::api::text::Text;
+use crate::protocols::json_body::Slots;
+
 pub const IN_PROGRESS: &str = "in_progress";
 
 #[derive(Debug)]
@@ -25,7 +28,7 @@ pub struct Item {
     pub id: String,
     pub kind: Kind,
     /// Text, reasoning summary, function arguments, or the custom call's raw `{"input":…}` JSON.
-    pub text: String,
+    pub text: Text,
     pub done: bool,
     /// A reasoning item's `encrypted_content`: its text sealed (`conversation::seal`), when the
     /// client asked for it (`include: ["reasoning.encrypted_content"]`).
@@ -39,17 +42,19 @@ pub struct Item {
 impl Item {
     /// The custom call's input: the `input` string of its arguments, else the arguments as sent.
     pub fn custom_input(&self) -> String {
-        match serde_json::from_str::<Value>(&self.text) {
+        let text = self.text.as_str();
+        match serde_json::from_str::<Value>(&text) {
             Ok(Value::Object(mut args)) => match args.remove("input") {
                 Some(Value::String(input)) => input,
-                _ => self.text.clone(),
+                _ => text.into_owned(),
             },
-            _ => self.text.clone(),
+            _ => text.into_owned(),
         }
     }
 
-    /// `to_json`, its text moved into the JSON rather than copied.
-    pub fn into_json(mut self, status: &str) -> Value {
+    /// `to_json`, its text moved into the JSON rather than copied, or, when long, taken out into
+    /// `texts` with its slot left in the JSON (`json_body`).
+    pub fn into_json(mut self, status: &str, slots: &Slots, texts: &mut Vec<Text>) -> Value {
         let text = std::mem::take(&mut self.text);
         let mut value = self.to_json(status);
         let slot = match &self.kind {
@@ -59,7 +64,7 @@ impl Item {
             _ => None,
         };
         match slot {
-            Some(slot) => *slot = Value::String(text),
+            Some(slot) => *slot = Value::String(slots.place(text, texts)),
             None => {
                 // No slot for the text here: the item as `to_json` writes it, with its text.
                 self.text = text;

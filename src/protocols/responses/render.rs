@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 
 use super::Stamp;
 use super::item::{IN_PROGRESS, Item, Kind};
+use crate::api::text::Text;
 use crate::conversation::seal::ReasoningSeal;
+use crate::protocols::json_body::Slots;
 use crate::protocols::{
     AnswerEvent, AnswerFailed, FinishReason, JsonAnswer, NoJson, Renderer, Usage,
 };
@@ -182,12 +184,17 @@ impl ResponseRenderer {
 
     /// `response` for the one JSON answer: the items' text moved into it, not copied (a folded
     /// answer can be `limits.max_answer_bytes` of it).
-    fn into_response(mut self: Box<Self>, status: &str) -> Value {
+    fn into_response(
+        mut self: Box<Self>,
+        status: &str,
+        slots: &Slots,
+        texts: &mut Vec<Text>,
+    ) -> Value {
         let output: Vec<Value> = std::mem::take(&mut self.items)
             .into_iter()
             .map(|i| {
                 let status = if i.done { "completed" } else { "incomplete" };
-                i.into_json(status)
+                i.into_json(status, slots, texts)
             })
             .collect();
         self.response_with(status, output)
@@ -222,7 +229,7 @@ impl ResponseRenderer {
         let item = Item {
             id: self.item_id(prefix),
             kind,
-            text: String::new(),
+            text: Text::new(),
             done: false,
             sealed: None,
             server_signature: None,
@@ -343,7 +350,8 @@ impl ResponseRenderer {
         {
             let item = &self.items[index];
             let signature = item.server_signature.as_deref();
-            let sealed = seal.seal_with_server(&item.text, signature, &item.server_redacted);
+            let sealed =
+                seal.seal_with_server(&item.text.as_str(), signature, &item.server_redacted);
             self.items[index].sealed = Some(sealed);
         }
         if self.quiet {
@@ -558,8 +566,9 @@ impl Renderer for ResponseRenderer {
             Some(End::Finished { .. }) => "completed",
         };
         let text_bytes = self.items.iter().map(|i| i.text.len()).sum();
-        let response = self.into_response(status);
-        Ok(JsonAnswer::of_value(response, text_bytes)?)
+        let (slots, mut texts) = (Slots::new(), Vec::new());
+        let response = self.into_response(status, &slots, &mut texts);
+        Ok(JsonAnswer::of_placed(response, &slots, texts, text_bytes)?)
     }
 }
 

@@ -106,6 +106,37 @@ pub struct Completion {
 }
 
 impl Completion {
+    /// As a JSON value, each text joined once and moved in: `serde_json::to_value` would copy a
+    /// text, and build the copy of one held in pieces by doubling.
+    pub fn into_value(mut self) -> serde_json::Result<Value> {
+        let texts: Vec<_> = (self.choices.iter_mut())
+            .map(|c| {
+                let message = &mut c.message;
+                // Left empty, not taken: the keys keep their places in the JSON.
+                let content = message.content.as_mut().map(std::mem::take);
+                let reasoning = message.reasoning_content.as_mut().map(std::mem::take);
+                (
+                    content.map(Text::into_string),
+                    reasoning.map(Text::into_string),
+                )
+            })
+            .collect();
+        let mut value = serde_json::to_value(self)?;
+        let choices = value.get_mut("choices").and_then(Value::as_array_mut);
+        for (choice, (content, reasoning)) in choices.into_iter().flatten().zip(texts) {
+            let Some(message) = choice.get_mut("message").and_then(Value::as_object_mut) else {
+                continue;
+            };
+            if let Some(content) = content {
+                message.insert("content".into(), Value::String(content));
+            }
+            if let Some(reasoning) = reasoning {
+                message.insert("reasoning_content".into(), Value::String(reasoning));
+            }
+        }
+        Ok(value)
+    }
+
     /// The bytes of its text, reasoning and call arguments: what its JSON is mostly made of.
     pub fn text_bytes(&self) -> usize {
         self.choices
@@ -153,4 +184,58 @@ pub struct CompletedToolCall {
 pub struct CompletedFunction {
     pub name: String,
     pub arguments: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn into_value_is_to_value_with_the_texts_moved_in() {
+        let mut long = Text::new();
+        for _ in 0..300 {
+            long.push_str(&"long \"text\" ".repeat(1000));
+        }
+        assert!(long.pieces().count() > 1);
+        let message = |content, reasoning| CompletionMessage {
+            role: "assistant".into(),
+            content,
+            reasoning_content: reasoning,
+            tool_calls: Some(vec![CompletedToolCall {
+                id: "c1".into(),
+                kind: "function".into(),
+                function: CompletedFunction {
+                    name: "bash".into(),
+                    arguments: "{\"command\":\"ls\"}".into(),
+                },
+            }]),
+        };
+        let completion = Completion {
+            id: "x".into(),
+            object: "chat.completion".into(),
+            created: 7,
+            model: "m".into(),
+            choices: vec![
+                CompletionChoice {
+                    index: 0,
+                    message: message(Some(long), Some(Text::from("why"))),
+                    finish_reason: Some("tool_calls".into()),
+                },
+                CompletionChoice {
+                    index: 1,
+                    message: message(None, None),
+                    finish_reason: None,
+                },
+            ],
+            usage: Some(json!({"total_tokens": 3})),
+            extra: Map::new(),
+        };
+        let expected = serde_json::to_value(&completion).expect("value");
+        let value = completion.into_value().expect("value");
+        assert_eq!(value, expected);
+        // Key order too (`preserve_order`): the texts took their keys' places.
+        assert_eq!(value.to_string(), expected.to_string());
+    }
 }

@@ -256,7 +256,7 @@ async fn whole(body: BodyStream, sse: bool, bounds: Bounds) -> Result<Value, Ups
     match folder {
         Some(folder) => {
             let completion = folder.finish("").map_err(folding)?;
-            serde_json::to_value(completion).map_err(|e| UpstreamError::InvalidEvent(e.to_string()))
+            (completion.into_value()).map_err(|e| UpstreamError::InvalidEvent(e.to_string()))
         }
         None => serde_json::from_slice(&bytes).map_err(|e| {
             UpstreamError::InvalidEvent(format!("the answer is not a JSON completion: {e}"))

@@ -49,14 +49,9 @@ impl JsonAnswer {
         }
     }
 
-    /// `value` as JSON; when its texts weigh `LONG_TEXT` or more (`text_bytes`), its long
-    /// strings are taken out and written piece by piece.
-    pub fn of_value(value: Value, text_bytes: usize) -> Result<Self, serde_json::Error> {
-        Self::of_placed(value, &Slots::new(), Vec::new(), text_bytes)
-    }
-
-    /// `of_value` for a `value` some of whose texts were already placed with `slots`
-    /// (`Slots::place`, into `texts`): its other long strings are taken out too.
+    /// `value` as JSON, some of its texts already placed with `slots` (`Slots::place`, into
+    /// `texts`); when its texts weigh `LONG_TEXT` or more (`text_bytes`), its other long strings
+    /// are taken out too, and each is written piece by piece.
     pub fn of_placed(
         mut value: Value,
         slots: &Slots,
@@ -248,7 +243,7 @@ pub fn take_long_strings(value: &mut Value, slots: &Slots, texts: &mut Vec<Text>
     }
 }
 
-/// The bytes of every string in `value` (a whole answer's text, for `JsonAnswer::of_value`).
+/// The bytes of every string in `value` (a whole answer's text, for `JsonAnswer::of_placed`).
 pub fn string_bytes(value: &Value) -> usize {
     match value {
         Value::String(text) => text.len(),
@@ -273,6 +268,11 @@ mod tests {
 
     use super::*;
 
+    /// `value` as JSON with none of its texts placed beforehand: its long strings are taken out.
+    fn of_value(value: Value, text_bytes: usize) -> JsonAnswer {
+        JsonAnswer::of_placed(value, &Slots::new(), Vec::new(), text_bytes).expect("writes")
+    }
+
     fn long(seed: &str) -> String {
         seed.repeat(LONG_TEXT / seed.len() + 3)
     }
@@ -280,7 +280,7 @@ mod tests {
     #[test]
     fn a_small_answer_is_one_buffer() {
         let value = json!({"a": "short", "b": [1, 2]});
-        let answer = JsonAnswer::of_value(value.clone(), 5).expect("writes");
+        let answer = of_value(value.clone(), 5);
         let bytes = answer.into_whole().expect("one buffer");
         assert_eq!(bytes, serde_json::to_vec(&value).expect("writes"));
     }
@@ -291,7 +291,7 @@ mod tests {
         let other = long("second ");
         let value = json!({"id": "x", "content": [{"text": text}, {"thinking": other}], "n": 3});
         let bytes = text.len() + other.len();
-        let answer = JsonAnswer::of_value(value.clone(), bytes).expect("writes");
+        let answer = of_value(value.clone(), bytes);
         let chunks: Vec<Bytes> = answer.collect();
         assert!(chunks.len() > 4, "written in pieces: {}", chunks.len());
         assert!(chunks.iter().all(|c| c.len() <= PIECE + PIECE / 2 + 64));
@@ -330,7 +330,7 @@ mod tests {
             let seed = format!("{text}{extra}");
             let text = seed.repeat(LONG_TEXT / (seed.len() + 1) + 1);
             let value = json!({"t": text, "s": "\u{e000}hp-text-not-a-slot-0"});
-            let answer = JsonAnswer::of_value(value.clone(), LONG_TEXT).expect("writes");
+            let answer = of_value(value.clone(), LONG_TEXT);
             let back: Value = serde_json::from_slice(&answer.into_bytes()).expect("valid JSON");
             prop_assert_eq!(back, value);
         }

@@ -4,6 +4,8 @@
 //!   [--model-format 'prefix{}'] [--fixtures DIR] [--kind direct|floor|proxy|peer] [--quick] [--sustained N] --out FILE`: measures one target and
 //!   appends its figures to FILE (one JSON object per line); `--sustained N` runs only the
 //!   paced-streams phase with N streams (for finding what a burst costs; not a bench row);
+//!   `--only turn|ttft` only the small chat and then the 32 KB turn, or the first-event phase,
+//!   sequential (for finding what one costs; not a bench row);
 //! - `note --name N --note TEXT --out FILE`: records a target that could not be measured;
 //! - `table FILE`: the markdown table of every target, with ratios to `direct` and to the peers;
 //! - `medians FILE…`: several runs' results as one table of medians (every run's figure shown)
@@ -42,6 +44,7 @@ struct Args {
     fixtures: String,
     quick: bool,
     sustained: Option<usize>,
+    only: Option<String>,
     out: Option<String>,
     note: String,
     kind: String,
@@ -70,6 +73,7 @@ fn parse_args() -> Result<Args, String> {
         fixtures: "bench/fixtures".into(),
         quick: false,
         sustained: None,
+        only: None,
         out: None,
         note: String::new(),
         kind: "proxy".into(),
@@ -99,6 +103,7 @@ fn parse_args() -> Result<Args, String> {
             "--model-format" => args.model_format = value()?,
             "--fixtures" => args.fixtures = value()?,
             "--quick" => args.quick = true,
+            "--only" => args.only = Some(value()?),
             "--sustained" => {
                 args.sustained = Some(value()?.parse().map_err(|e| format!("--sustained: {e}"))?);
             }
@@ -204,6 +209,7 @@ async fn run(args: &Args) -> Result<(), String> {
         pid: args.pid,
         quick: args.quick,
         only_sustained: args.sustained,
+        only: args.only.clone(),
         protocol: args.protocol,
         model_format: args.model_format.clone(),
         small_chat: load("small-chat.json")?,

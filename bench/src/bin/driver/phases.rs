@@ -33,6 +33,8 @@ pub struct Plan {
     pub quick: bool,
     /// Only the paced-streams phase, with this many streams.
     pub only_sustained: Option<usize>,
+    /// Only the small chat and then `turn` (the 32 KB turn) or `ttft` (the first-event phase).
+    pub only: Option<String>,
     pub protocol: Protocol,
     /// `{}` is replaced by the scenario's model name (peers route by their own model names).
     pub model_format: String,
@@ -134,7 +136,8 @@ impl Plan {
         out.insert("small".into(), small_phase.latency());
         out.insert("small_cpu_ns".into(), json!(small_phase.cpu_per_request()));
 
-        if self.protocol == Protocol::Chat {
+        let ttft_only = self.only.as_deref() == Some("ttft");
+        if self.protocol == Protocol::Chat && !ttft_only {
             let turn = self.body(TURN, false);
             // A Codex CLI turn: its User-Agent selects the proxy's Codex tool profile.
             let codex = [(
@@ -148,6 +151,9 @@ impl Plan {
                 .await;
             out.insert("turn".into(), turn_phase.latency());
             out.insert("turn_body_bytes".into(), json!(turn.body.len()));
+            if self.only.as_deref() == Some("turn") {
+                return Value::Object(out);
+            }
             // The same turn streamed: a `bash` call of 64 vs 256 argument deltas, which a Codex
             // client gets back translated into its own `shell` call.
             let short = self
@@ -178,17 +184,9 @@ impl Plan {
             );
         }
         out.insert("small_body_bytes".into(), json!(small.body.len()));
-
-        let (rps, cpu_per_req, errors) = self.concurrent(&small, 32).await;
-        out.insert("rps_c32".into(), json!(rps));
-        out.insert("rps_cpu_ns".into(), json!(cpu_per_req));
-        out.insert("rps_errors".into(), json!(errors));
-        // The same 64-event answer streamed to 32 clients, each reading it to its end: how every
-        // agent talks (the JSON phase above folds it for the client).
-        let (rps, cpu_per_req, errors) = self.concurrent(&self.body(SMALL, true), 32).await;
-        out.insert("stream_rps_c32".into(), json!(rps));
-        out.insert("stream_rps_cpu_ns".into(), json!(cpu_per_req));
-        out.insert("stream_rps_errors".into(), json!(errors));
+        if !ttft_only {
+            self.throughput(&small, &mut out).await;
+        }
 
         let ttft = self
             .sequential(
@@ -200,6 +198,9 @@ impl Plan {
             )
             .await;
         out.insert("ttft".into(), ttft.first_event());
+        if ttft_only {
+            return Value::Object(out);
+        }
         // The small chat's 64 deltas streamed unpaced: the whole stream's time, first byte to
         // `[DONE]` (issue 36: the 64-event total).
         let stream64 = self
@@ -290,6 +291,20 @@ impl Plan {
     }
 
     /// `count` requests one after another on one kept-alive connection (c=1).
+    /// Requests/s at c=32, JSON then streamed.
+    async fn throughput(&self, small: &Request, out: &mut serde_json::Map<String, Value>) {
+        let (rps, cpu_per_req, errors) = self.concurrent(small, 32).await;
+        out.insert("rps_c32".into(), json!(rps));
+        out.insert("rps_cpu_ns".into(), json!(cpu_per_req));
+        out.insert("rps_errors".into(), json!(errors));
+        // The same 64-event answer streamed to 32 clients, each reading it to its end: how every
+        // agent talks (the JSON phase above folds it for the client).
+        let (rps, cpu_per_req, errors) = self.concurrent(&self.body(SMALL, true), 32).await;
+        out.insert("stream_rps_c32".into(), json!(rps));
+        out.insert("stream_rps_cpu_ns".into(), json!(cpu_per_req));
+        out.insert("stream_rps_errors".into(), json!(errors));
+    }
+
     async fn sequential(
         &self,
         conn: &mut Conn,

@@ -1,7 +1,8 @@
 //! An answer's bytes read for its witness (`answer_witness`) where nothing else parses them: a
 //! streaming Chat client's answer (its text deltas go on as they came), passthrough's, an answer
 //! sent as one JSON. Every item goes on unchanged. With only the memo to feed, an event is parsed
-//! only if it mentions reasoning or tool calls.
+//! only if it mentions reasoning or tool calls. A text chunk laid out as the last one parsed is
+//! read by its text alone (`chat::layout`).
 //!
 //! Owns: the decoding and parse of those bytes. Must not: change an item, or keep more than
 //! `MAX_JSON` of a JSON answer.
@@ -16,6 +17,7 @@ use super::answer_witness::AnswerWitness;
 use crate::conversation::answer::AnswerWatcher;
 use crate::protocols::chat::chunk::AnswerChunkView;
 use crate::protocols::chat::is_done;
+use crate::protocols::chat::layout::LearntText;
 use crate::sse::Decoder;
 
 /// Non-streamed answers are read up to this size.
@@ -29,6 +31,7 @@ impl AnswerWitness {
             witness: self,
             sse,
             decoder: Decoder::new(),
+            learnt: None,
             json: Vec::new(),
         }
     }
@@ -47,6 +50,8 @@ pub struct AnswerTap<S> {
     witness: AnswerWitness,
     sse: bool,
     decoder: Decoder,
+    /// The last plain text chunk parsed: the next laid out alike is read by its text alone.
+    learnt: Option<LearntText>,
     json: Vec<u8>,
 }
 
@@ -94,10 +99,20 @@ impl<S> AnswerTap<S> {
         {
             return;
         }
+        if let Some(learnt) = &self.learnt
+            && let Some(text) = learnt.text_in(data)
+        {
+            self.witness.text(&text);
+            if learnt.finish_reason.is_some() {
+                self.witness.finished();
+            }
+            return;
+        }
         let Ok(chunk) = crate::protocols::chat::chunk::parse_event::<AnswerChunkView<'_>>(data)
         else {
             return;
         };
+        LearntText::learn_answer(&mut self.learnt, data, &chunk);
         if chunk.error.is_some() {
             self.witness.failed();
             return;

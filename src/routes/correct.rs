@@ -20,8 +20,9 @@ use futures_util::StreamExt;
 use serde_json::{Value, json};
 
 use crate::conversation::mapping::CallMapper;
-use crate::protocols::chat::chunk::{AnswerChunkView, CallsChunkView};
+use crate::protocols::chat::chunk::AnswerChunkView;
 use crate::protocols::chat::end::{done_event, is_done};
+use crate::protocols::chat::layout::CallPieces;
 use crate::routes::checks::{Calls, Checks};
 use crate::sse::{Decoder, json_event};
 use crate::upstream::{BodyStream, Outbound, Upstream, UpstreamError, UpstreamResponse};
@@ -191,6 +192,8 @@ struct State {
     passed: Vec<Bytes>,
     remembered: usize,
     calls: BTreeMap<u32, Call>,
+    /// The answer's call pieces, read (a chunk laid out as the last one by its arguments alone).
+    call_pieces: CallPieces,
     corrections: usize,
     ended: bool,
 }
@@ -207,6 +210,7 @@ pub(crate) fn correcting(body: BodyStream, corrector: Corrector) -> BodyStream {
         passed: Vec::new(),
         remembered: 0,
         calls: BTreeMap::new(),
+        call_pieces: CallPieces::default(),
         corrections: 0,
         ended: false,
     };
@@ -314,31 +318,19 @@ impl State {
         if !may_hold(data) {
             return false;
         }
-        let Ok(chunk) = crate::protocols::chat::chunk::parse_event::<CallsChunkView<'_>>(data)
-        else {
-            return false;
-        };
-        let mut holds = false;
-        for choice in chunk.choices.iter().filter(|c| c.index == 0) {
-            holds |= choice.finish_reason.is_some();
-            for call in choice.delta.tool_calls.iter().flatten() {
-                holds = true;
-                let index = call.index.unwrap_or(0);
-                let entry = self.calls.entry(index).or_default();
-                if let Some(id) = &call.id {
-                    entry.id = id.to_string();
-                }
-                if let Some(function) = &call.function {
-                    if let Some(name) = &function.name {
-                        entry.name.push_str(name);
-                    }
-                    if let Some(arguments) = &function.arguments {
-                        entry.arguments.push_str(arguments);
-                    }
-                }
+        let calls = &mut self.calls;
+        self.call_pieces.read(data, |piece| {
+            let entry = calls.entry(piece.index.unwrap_or(0)).or_default();
+            if let Some(id) = &piece.id {
+                entry.id = id.to_string();
             }
-        }
-        holds
+            if let Some(name) = &piece.name {
+                entry.name.push_str(name);
+            }
+            if let Some(arguments) = &piece.arguments {
+                entry.arguments.push_str(arguments);
+            }
+        })
     }
 
     fn pass(&mut self, raw: Bytes, data: Option<Bytes>) {

@@ -9,8 +9,11 @@
 //! JSON object's text (`conversation::answer::deliverable`): a renderer never streams a client
 //! JSON that does not parse.
 
+use std::borrow::Cow;
+
 use super::chunk::AnswerChunkView;
 use super::end::is_done_event;
+use super::layout::LearntText;
 use crate::conversation::answer::{AnswerEvent, Deliverable, FinishReason, Usage, deliverable};
 use crate::sse::Decoder;
 
@@ -25,6 +28,12 @@ pub struct ChatAnswerReader {
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     ended: bool,
+    /// The last plain text chunk read in full: the next laid out alike is read by its text
+    /// alone (`chat::layout`), not parsed again.
+    learnt: Option<LearntText>,
+    /// Tests read with every event parsed, to hold the learnt layouts to it.
+    #[cfg(test)]
+    parses_every_event: bool,
 }
 
 impl ChatAnswerReader {
@@ -87,6 +96,16 @@ impl ChatAnswerReader {
     }
 
     fn chunk(&mut self, data: &[u8], out: &mut Vec<AnswerEvent>) {
+        if let Some(learnt) = &self.learnt
+            && let Some(text) = learnt.text_in(data)
+        {
+            let finish = learnt.finish_reason.as_deref().map(FinishReason::parse);
+            self.text(text, out);
+            if finish.is_some() {
+                self.finish = finish;
+            }
+            return;
+        }
         let chunk: AnswerChunkView<'_> = match crate::protocols::chat::chunk::parse_event(data) {
             Ok(chunk) => chunk,
             Err(e) => {
@@ -110,6 +129,13 @@ impl ChatAnswerReader {
         {
             self.usage = Some(Usage::from_value(&usage));
         }
+        #[cfg(test)]
+        let learns = !self.parses_every_event;
+        #[cfg(not(test))]
+        let learns = true;
+        if learns {
+            LearntText::learn_answer(&mut self.learnt, data, &chunk);
+        }
         // One answer: only the first choice is rendered (clients of these protocols ask for one).
         let Some(choice) = chunk.answer else {
             return;
@@ -129,11 +155,8 @@ impl ChatAnswerReader {
             self.close_calls(out);
             out.push(AnswerEvent::RedactedReasoning(data.into_owned()));
         }
-        if let Some(text) = delta.text()
-            && !text.is_empty()
-        {
-            self.close_calls(out);
-            out.push(AnswerEvent::Text(text.into_owned()));
+        if let Some(text) = delta.text() {
+            self.text(text, out);
         }
         for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
             let index = call
@@ -165,6 +188,14 @@ impl ChatAnswerReader {
         }
         if let Some(reason) = choice.finish_reason {
             self.finish = Some(FinishReason::parse(&reason));
+        }
+    }
+
+    /// Words: after a call, they end it first.
+    fn text(&mut self, text: Cow<'_, str>, out: &mut Vec<AnswerEvent>) {
+        if !text.is_empty() {
+            self.close_calls(out);
+            out.push(AnswerEvent::Text(text.into_owned()));
         }
     }
 
@@ -372,6 +403,75 @@ mod tests {
             let bytes = TOOL_STREAM.as_bytes();
             let pieces = crate::protocols::split_at(bytes, cuts);
             prop_assert_eq!(read(&pieces), read(&[bytes]));
+        }
+    }
+
+    /// Text chunks laid out alike and others among them (a finish, reasoning, calls, usage, an
+    /// error, a key more, escapes, a broken one), in any order: read with layouts learnt, the
+    /// events are those of reading every event in full.
+    mod learnt_layouts {
+        use super::*;
+
+        fn event() -> impl Strategy<Value = String> {
+            let text = || {
+                any::<String>()
+                    .prop_map(|t| serde_json::to_string(&t).expect("a string serializes"))
+            };
+            prop_oneof![
+                4 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
+                2 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","content":{t}}}}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":"length"}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"id":"c","x":[1],"choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"reasoning_content":{t}}}}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":1,"delta":{{"content":{t}}}}},{{"index":0,"delta":{{"content":"z"}}}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}],"usage":{{"prompt_tokens":1}}}}"#)),
+                1 => Just(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"k","function":{"name":"n","arguments":"{}"}}]}}]}"#.to_owned()),
+                1 => Just(r#"{"error":{"message":"overloaded","code":"busy"}}"#.to_owned()),
+                1 => Just(r#"{"choices":[{"index":0,"delta":{"content":"a" "b"}}]}"#.to_owned()),
+            ]
+        }
+
+        fn read_all(stream: &str, every: bool) -> Vec<AnswerEvent> {
+            let mut reader = ChatAnswerReader::new();
+            reader.parses_every_event = every;
+            let mut out = Vec::new();
+            reader.push(stream.as_bytes(), &mut out);
+            reader.finish(&mut out);
+            out
+        }
+
+        #[test]
+        fn text_chunks_laid_out_alike_are_read_by_their_text() {
+            let chunk = |text: &str| {
+                format!(
+                    "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+                )
+            };
+            let stream = [chunk("a"), chunk("b"), chunk("c")].concat()
+                + "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n";
+            let mut reader = ChatAnswerReader::new();
+            let mut out = Vec::new();
+            reader.push(chunk("a").as_bytes(), &mut out);
+            assert!(reader.learnt.is_some());
+            reader.learnt.as_mut().expect("learnt").finish_reason = Some("length".into());
+            // A chunk laid out alike is read by the layout (whose finish was changed above).
+            reader.push(chunk("b").as_bytes(), &mut out);
+            assert_eq!(reader.finish, Some(FinishReason::parse("length")));
+            assert_eq!(read_all(&stream, false), read_all(&stream, true));
+        }
+
+        proptest! {
+            #[test]
+            fn reading_by_learnt_layouts_is_reading_every_event(
+                events in proptest::collection::vec(event(), 1..12),
+            ) {
+                let stream: String = events
+                    .iter()
+                    .map(|e| format!("data: {e}\n\n"))
+                    .chain(["data: [DONE]\n\n".to_owned()])
+                    .collect();
+                prop_assert_eq!(read_all(&stream, false), read_all(&stream, true));
+            }
         }
     }
 }

@@ -1,5 +1,7 @@
 //! Folds a Chat Completions stream into one `chat.completion` for a client that did not stream:
-//! content, reasoning, tool calls (assembled by index), finish reason and usage.
+//! content, reasoning, tool calls (assembled by index), finish reason and usage. Most of an
+//! answer is text chunks laid out alike but for their text: after one is parsed in full, the
+//! next is folded by its text alone (`chat::layout`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -8,6 +10,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::chunk::{CallView, ChunkView, content_text};
+use super::layout::LearntText;
 use crate::api::stream::{
     CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
 };
@@ -47,6 +50,15 @@ pub struct Folder {
     /// Told what the answer (choice 0) holds as it is folded: the proxy's memory of it, which
     /// then needs no parse of its own.
     watcher: Option<Box<dyn AnswerWatcher>>,
+    /// The last plain text chunk folded in full: the next laid out alike is folded by its text
+    /// alone (`chat::layout`), not parsed again.
+    learnt: Option<LearntText>,
+    /// Tests fold with every event parsed, to hold the learnt layouts to it.
+    #[cfg(test)]
+    parses_every_event: bool,
+    /// Events folded by a learnt layout (tests).
+    #[cfg(test)]
+    folded_by_layout: usize,
 }
 
 #[derive(Default)]
@@ -168,8 +180,26 @@ impl Folder {
         if data.trim_ascii().is_empty() {
             return Ok(());
         }
+        if let Some(learnt) = &self.learnt
+            && let Some(text) = learnt.text_in(data)
+        {
+            let (role, finish) = (learnt.role.clone(), learnt.finish_reason.clone());
+            self.fold_text(&text, role, finish);
+            #[cfg(test)]
+            {
+                self.folded_by_layout += 1;
+            }
+            return Ok(());
+        }
         let chunk: ChunkView<'_> = crate::protocols::chat::chunk::parse_event(data)
             .map_err(|e| FoldError::BadChunk(e.to_string()))?;
+        #[cfg(test)]
+        let learns = !self.parses_every_event;
+        #[cfg(not(test))]
+        let learns = true;
+        if learns {
+            LearntText::learn_chunk(&mut self.learnt, data, &chunk);
+        }
         if let Some(error) = chunk.error {
             return Err(FoldError::Upstream(to_value(error)?));
         }
@@ -241,6 +271,29 @@ impl Folder {
             }
         }
         Ok(())
+    }
+
+    /// What folding a plain text chunk does (`event`, for one laid out as the learnt one): its
+    /// text, then its role and finish, as the learnt chunk named them.
+    fn fold_text(&mut self, text: &str, role: Option<String>, finish: Option<String>) {
+        let acc = self.choices.entry(0).or_default();
+        let mut watcher = self.watcher.as_deref_mut();
+        if let Some(watcher) = watcher.as_mut() {
+            watcher.text(text);
+        }
+        acc.content.get_or_insert_with(Text::new).push_str(text);
+        if let Some(role) = role
+            && acc.role.as_deref() != Some(&*role)
+        {
+            acc.role = Some(role);
+        }
+        if let Some(reason) = finish {
+            self.ended = true;
+            acc.finish_reason = Some(reason);
+            if let Some(watcher) = watcher.as_mut() {
+                watcher.finished();
+            }
+        }
     }
 }
 
@@ -530,5 +583,92 @@ mod tests {
             fold("data: {not json\n\n"),
             Err(FoldError::BadChunk(_))
         ));
+    }
+
+    /// Text chunks laid out alike and others among them (a role, a finish, reasoning, calls,
+    /// usage, a key more, escapes, a broken one), in any order: folded with layouts learnt, the
+    /// answer and what the watcher hears are those of folding with every event parsed.
+    mod learnt_layouts {
+        use super::*;
+        use proptest::prelude::*;
+
+        fn event() -> impl Strategy<Value = String> {
+            let text = || {
+                any::<String>()
+                    .prop_map(|t| serde_json::to_string(&t).expect("a string serializes"))
+            };
+            prop_oneof![
+                4 => text().prop_map(|t| format!(r#"{{"id":"c","created":1,"model":"m","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
+                2 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"role":"assistant","content":{t}}},"finish_reason":null}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"role":"tool","content":{t}}}}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":"stop"}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"id":"c","x":1,"choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"reasoning_content":{t},"content":"x"}}}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":1,"delta":{{"content":{t}}}}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}],"usage":{{"prompt_tokens":1}}}}"#)),
+                1 => Just(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"k","function":{"name":"n","arguments":"{}"}}]}}]}"#.to_owned()),
+                1 => Just(r#"{"choices":[{"index":0,"delta":{"content":["a"]}}]}"#.to_owned()),
+                1 => Just(r#"{"choices":[{"index":0,"delta":{"content":"a" "b"}}]}"#.to_owned()),
+            ]
+        }
+
+        fn fold_all(stream: &str, every: bool) -> (Result<Value, String>, Vec<String>) {
+            let told = Told::default();
+            let mut folder = Folder::new().watched(Box::new(told.clone()));
+            folder.parses_every_event = every;
+            let folded = folder
+                .push(stream.as_bytes())
+                .map_err(|e| e.to_string())
+                .and_then(|()| folder.finish("m").map_err(|e| e.to_string()))
+                .map(|c| serde_json::to_value(c).expect("serializable"));
+            (folded, told.all())
+        }
+
+        /// An upstream's text chunks alike but for their text: the first is parsed, the rest are
+        /// folded by its layout; a chunk laid out otherwise is parsed and learnt in turn.
+        #[test]
+        fn text_chunks_laid_out_alike_are_folded_by_their_text() {
+            let chunk = |text: &str, extra: &str| {
+                format!(
+                    "data: {{\"id\":\"c\",{extra}\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}},\"finish_reason\":null}}]}}\n\n"
+                )
+            };
+            let stream = [
+                chunk("a", ""),
+                chunk("b", ""),
+                chunk("c\\n", ""),
+                chunk("d", "\"x\":1,"),
+                chunk("e", "\"x\":1,"),
+                "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n"
+                    .to_owned(),
+            ]
+            .concat();
+            let mut folder = Folder::new();
+            folder.push(stream.as_bytes()).expect("folds");
+            assert_eq!(folder.folded_by_layout, 3);
+            let folded = serde_json::to_value(folder.finish("m").expect("whole")).expect("json");
+            assert_eq!(folded["choices"][0]["message"]["content"], "abc\nde");
+            assert_eq!(folded["choices"][0]["finish_reason"], "stop");
+        }
+
+        proptest! {
+            #[test]
+            fn folding_by_learnt_layouts_is_folding_every_event(
+                events in proptest::collection::vec(event(), 1..12),
+            ) {
+                let stream: String = events
+                    .iter()
+                    .map(|e| format!("data: {e}\n\n"))
+                    .chain(["data: [DONE]\n\n".to_owned()])
+                    .collect();
+                let (learnt, told_learnt) = fold_all(&stream, false);
+                let (every, told_every) = fold_all(&stream, true);
+                // `created` falls back to the clock when no event names one.
+                let strip = |v: Result<Value, String>| v.map(|mut v| { v["created"] = Value::Null; v });
+                prop_assert_eq!(strip(learnt), strip(every));
+                prop_assert_eq!(told_learnt, told_every);
+            }
+        }
     }
 }

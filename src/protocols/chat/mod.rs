@@ -9,7 +9,8 @@
 //!
 //! Also the one reader of a Chat Completions answer's wire, which every reader of the upstream's
 //! stream shares (the title readers and passthrough's watch too): `chunk` (a borrowed view of one
-//! streamed chunk: delta content, reasoning, tool calls, finish reason, usage, error), `end` (the
+//! streamed chunk: delta content, reasoning, tool calls, finish reason, usage, error; `layout`, a
+//! chunk laid out as the last one parsed but for its text or arguments, read by them), `end` (the
 //! `DONE` sentinel and where an answer ends; `EndWatch`, passthrough's observer), and below, the
 //! checks every forwarded event gets. The rest: `request` (a Chat client's body → the
 //! conversation), `peek` (message views of a body passthrough forwards), `synthetic` (a JSON
@@ -23,6 +24,7 @@ pub mod calls;
 pub mod chunk;
 pub mod end;
 pub mod fold;
+pub mod layout;
 pub mod peek;
 pub mod request;
 pub mod shaper;

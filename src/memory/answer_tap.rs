@@ -1,8 +1,8 @@
 //! An answer's bytes read for its witness (`answer_witness`) where nothing else parses them: a
 //! streaming Chat client's answer (its text deltas go on as they came), passthrough's, an answer
 //! sent as one JSON. Every item goes on unchanged. With only the memo to feed, an event is parsed
-//! only if it mentions reasoning or tool calls. A text chunk laid out as the last one parsed is
-//! read by its text alone (`chat::layout`).
+//! only if it mentions reasoning or tool calls. A chunk laid out as the last plain one parsed is
+//! read by its text or call arguments alone (`chat::layout`).
 //!
 //! Owns: the decoding and parse of those bytes. Must not: change an item, or keep more than
 //! `MAX_JSON` of a JSON answer.
@@ -17,7 +17,7 @@ use super::answer_witness::AnswerWitness;
 use crate::conversation::answer::AnswerWatcher;
 use crate::protocols::chat::chunk::AnswerChunkView;
 use crate::protocols::chat::is_done;
-use crate::protocols::chat::layout::LearntText;
+use crate::protocols::chat::layout::LearntChunk;
 use crate::sse::Decoder;
 
 /// Non-streamed answers are read up to this size.
@@ -50,8 +50,8 @@ pub struct AnswerTap<S> {
     witness: AnswerWitness,
     sse: bool,
     decoder: Decoder,
-    /// The last plain text chunk parsed: the next laid out alike is read by its text alone.
-    learnt: Option<LearntText>,
+    /// The last plain chunk parsed: the next laid out alike is read by its one string alone.
+    learnt: Option<LearntChunk>,
     json: Vec<u8>,
 }
 
@@ -99,12 +99,18 @@ impl<S> AnswerTap<S> {
         {
             return;
         }
+        // Laid out as the last plain chunk: what it told the witness, with this string.
         if let Some(learnt) = &self.learnt
-            && let Some(text) = learnt.text_in(data)
+            && let Some(string) = learnt.string_in(data)
         {
-            self.witness.text(&text);
+            if learnt.call.is_none() {
+                self.witness.text(&string);
+            }
             if learnt.finish_reason.is_some() {
                 self.witness.finished();
+            }
+            if let Some(id) = learnt.call.as_ref().and_then(|piece| piece.id()) {
+                self.witness.call(id);
             }
             return;
         }
@@ -112,7 +118,7 @@ impl<S> AnswerTap<S> {
         else {
             return;
         };
-        LearntText::learn_answer(&mut self.learnt, data, &chunk);
+        LearntChunk::learn_answer(&mut self.learnt, data, &chunk);
         if chunk.error.is_some() {
             self.witness.failed();
             return;
@@ -203,5 +209,68 @@ where
             Poll::Pending => {}
         }
         polled
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use futures_util::StreamExt;
+
+    use super::*;
+    use crate::memory::anchors::Anchors;
+    use crate::memory::answer_witness::{Anchor, Taps};
+    use crate::memory::facts::exchange_digest;
+
+    /// An id-less turn's answer, its text chunks and its call's pieces each laid out alike (read
+    /// by their layout after the first), anchors the conversation under the exchange of its whole
+    /// text and its call, as the next turn's history carries it.
+    #[tokio::test]
+    async fn an_answer_read_by_its_layouts_anchors_its_whole_exchange() {
+        let text = |t: &str| {
+            format!(
+                "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{t}\"}},\"finish_reason\":null}}]}}\n\n"
+            )
+        };
+        let piece = |a: &str| {
+            format!(
+                "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{a}\"}}}}]}},\"finish_reason\":null}}]}}\n\n"
+            )
+        };
+        let stream = [
+            text("Listing"),
+            text(" the"),
+            text(" files\\n"),
+            text("now."),
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n".to_owned(),
+            piece("{}"),
+            piece(""),
+            "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\n".to_owned(),
+            "data: [DONE]\n\n".to_owned(),
+        ]
+        .concat();
+        let anchors = Arc::new(Anchors::new(16));
+        let anchor = Anchor {
+            anchors: anchors.clone(),
+            owner: "owner".into(),
+            conversation: "conv_1".into(),
+            user_text: "list the files".into(),
+        };
+        let taps = Taps {
+            anchor: Some(anchor),
+            memo: None,
+            answer: None,
+        };
+        let pieces: Vec<Result<Bytes, ()>> = stream
+            .as_bytes()
+            .chunks(5)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect();
+        let tap = AnswerWitness::new(taps, true).tap(futures_util::stream::iter(pieces), true);
+        tap.for_each(|_| async {}).await;
+        let whole = exchange_digest("list the files", "Listing the files\nnow.", &["call_1"])
+            .expect("a digest");
+        assert_eq!(anchors.find("owner", &[whole]).as_deref(), Some("conv_1"));
     }
 }

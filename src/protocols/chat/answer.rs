@@ -12,8 +12,9 @@
 use std::borrow::Cow;
 
 use super::chunk::AnswerChunkView;
+use super::chunk::CallView;
 use super::end::is_done_event;
-use super::layout::LearntText;
+use super::layout::LearntChunk;
 use crate::conversation::answer::{AnswerEvent, Deliverable, FinishReason, Usage, deliverable};
 use crate::sse::Decoder;
 
@@ -28,12 +29,15 @@ pub struct ChatAnswerReader {
     finish: Option<FinishReason>,
     usage: Option<Usage>,
     ended: bool,
-    /// The last plain text chunk read in full: the next laid out alike is read by its text
-    /// alone (`chat::layout`), not parsed again.
-    learnt: Option<LearntText>,
+    /// The last plain chunk read in full: the next laid out alike is read by its text or call
+    /// arguments alone (`chat::layout`), not parsed again.
+    learnt: Option<LearntChunk>,
     /// Tests read with every event parsed, to hold the learnt layouts to it.
     #[cfg(test)]
     parses_every_event: bool,
+    /// Chunks read by a learnt layout (tests).
+    #[cfg(test)]
+    read_by_layout: usize,
 }
 
 impl ChatAnswerReader {
@@ -97,12 +101,22 @@ impl ChatAnswerReader {
 
     fn chunk(&mut self, data: &[u8], out: &mut Vec<AnswerEvent>) {
         if let Some(learnt) = &self.learnt
-            && let Some(text) = learnt.text_in(data)
+            && let Some(string) = learnt.string_in(data)
         {
             let finish = learnt.finish_reason.as_deref().map(FinishReason::parse);
-            self.text(text, out);
+            match &learnt.call {
+                Some(piece) => {
+                    let call = piece.with_arguments(string);
+                    self.call(0, call, out);
+                }
+                None => self.text(string, out),
+            }
             if finish.is_some() {
                 self.finish = finish;
+            }
+            #[cfg(test)]
+            {
+                self.read_by_layout += 1;
             }
             return;
         }
@@ -134,7 +148,7 @@ impl ChatAnswerReader {
         #[cfg(not(test))]
         let learns = true;
         if learns {
-            LearntText::learn_answer(&mut self.learnt, data, &chunk);
+            LearntChunk::learn_answer(&mut self.learnt, data, &chunk);
         }
         // One answer: only the first choice is rendered (clients of these protocols ask for one).
         let Some(choice) = chunk.answer else {
@@ -159,35 +173,38 @@ impl ChatAnswerReader {
             self.text(text, out);
         }
         for (position, call) in delta.tool_calls.into_iter().flatten().enumerate() {
-            let index = call
-                .index
-                .unwrap_or_else(|| u32::try_from(position).unwrap_or(u32::MAX));
-            let function = call.function.unwrap_or_default();
-            if !self.seen_calls.contains(&index) {
-                // A new call closes the ones before it: upstreams send calls one after another.
-                self.close_calls(out);
-                self.seen_calls.push(index);
-                self.open_calls.push((index, String::new()));
-                out.push(AnswerEvent::ToolCallStart {
-                    index,
-                    id: call
-                        .id
-                        .filter(|id| !id.is_empty())
-                        .map_or_else(|| format!("call_{index}"), std::borrow::Cow::into_owned),
-                    name: function
-                        .name
-                        .map(std::borrow::Cow::into_owned)
-                        .unwrap_or_default(),
-                });
-            }
-            if let Some(arguments) = function.arguments.filter(|a| !a.is_empty())
-                && let Some((_, held)) = self.open_calls.iter_mut().find(|(i, _)| *i == index)
-            {
-                held.push_str(&arguments);
-            }
+            self.call(position, call, out);
         }
         if let Some(reason) = choice.finish_reason {
             self.finish = Some(FinishReason::parse(&reason));
+        }
+    }
+
+    /// One call piece (the `position`th of its chunk): a new call is started, closing the ones
+    /// before it; its arguments are held until it ends.
+    fn call(&mut self, position: usize, call: CallView<'_>, out: &mut Vec<AnswerEvent>) {
+        let index = call
+            .index
+            .unwrap_or_else(|| u32::try_from(position).unwrap_or(u32::MAX));
+        let function = call.function.unwrap_or_default();
+        if !self.seen_calls.contains(&index) {
+            // A new call closes the ones before it: upstreams send calls one after another.
+            self.close_calls(out);
+            self.seen_calls.push(index);
+            self.open_calls.push((index, String::new()));
+            out.push(AnswerEvent::ToolCallStart {
+                index,
+                id: call
+                    .id
+                    .filter(|id| !id.is_empty())
+                    .map_or_else(|| format!("call_{index}"), Cow::into_owned),
+                name: function.name.map(Cow::into_owned).unwrap_or_default(),
+            });
+        }
+        if let Some(arguments) = function.arguments.filter(|a| !a.is_empty())
+            && let Some((_, held)) = self.open_calls.iter_mut().find(|(i, _)| *i == index)
+        {
+            held.push_str(&arguments);
         }
     }
 
@@ -418,6 +435,10 @@ mod tests {
                     .prop_map(|t| serde_json::to_string(&t).expect("a string serializes"))
             };
             prop_oneof![
+                3 => "[a-z {}:]{0,8}".prop_map(|a| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":"{a}"}}}}]}},"finish_reason":null}}]}}"#)),
+                1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","tool_calls":[{{"index":1,"id":"k2","type":"function","function":{{"name":"w","arguments":"{a}"}}}}]}}}}]}}"#)),
+                1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"function":{{"arguments":"{a}"}}}}]}},"finish_reason":"tool_calls"}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":{t}}}}}]}},"finish_reason":null}}]}}"#)),
                 4 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
                 2 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","content":{t}}}}}]}}"#)),
                 1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":"length"}}]}}"#)),
@@ -457,6 +478,35 @@ mod tests {
             // A chunk laid out alike is read by the layout (whose finish was changed above).
             reader.push(chunk("b").as_bytes(), &mut out);
             assert_eq!(reader.finish, Some(FinishReason::parse("length")));
+            assert_eq!(read_all(&stream, false), read_all(&stream, true));
+        }
+
+        /// A call's pieces alike but for their arguments: read by the learnt piece's layout.
+        #[test]
+        fn call_pieces_laid_out_alike_are_read_by_their_arguments() {
+            let piece = |arguments: &str| {
+                format!(
+                    "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{arguments}\"}}}}]}},\"finish_reason\":null}}]}}\n\n"
+                )
+            };
+            let stream = [
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]}}]}\n\n".to_owned(),
+                piece("{\\\"command\\\":\\\"ls"),
+                piece(" -la"),
+                piece(" src"),
+                piece("\\\"}"),
+                "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n".to_owned(),
+            ]
+            .concat();
+            let mut reader = ChatAnswerReader::new();
+            let mut out = Vec::new();
+            reader.push(stream.as_bytes(), &mut out);
+            reader.finish(&mut out);
+            assert_eq!(reader.read_by_layout, 2);
+            assert!(out.contains(&AnswerEvent::ToolCallArguments {
+                index: 0,
+                delta: "{\"command\":\"ls -la src\"}".into()
+            }));
             assert_eq!(read_all(&stream, false), read_all(&stream, true));
         }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 
 use super::chunk::{CallView, ChunkView, content_text};
-use super::layout::LearntText;
+use super::layout::LearntChunk;
 use crate::api::stream::{
     CompletedFunction, CompletedToolCall, Completion, CompletionChoice, CompletionMessage,
 };
@@ -50,9 +50,9 @@ pub struct Folder {
     /// Told what the answer (choice 0) holds as it is folded: the proxy's memory of it, which
     /// then needs no parse of its own.
     watcher: Option<Box<dyn AnswerWatcher>>,
-    /// The last plain text chunk folded in full: the next laid out alike is folded by its text
-    /// alone (`chat::layout`), not parsed again.
-    learnt: Option<LearntText>,
+    /// The last plain chunk folded in full: the next laid out alike is folded by its text or call
+    /// arguments alone (`chat::layout`), not parsed again.
+    learnt: Option<LearntChunk>,
     /// Tests fold with every event parsed, to hold the learnt layouts to it.
     #[cfg(test)]
     parses_every_event: bool,
@@ -181,10 +181,14 @@ impl Folder {
             return Ok(());
         }
         if let Some(learnt) = &self.learnt
-            && let Some(text) = learnt.text_in(data)
+            && let Some(string) = learnt.string_in(data)
         {
             let (role, finish) = (learnt.role.clone(), learnt.finish_reason.clone());
-            self.fold_text(&text, role, finish);
+            let (text, call) = match &learnt.call {
+                None => (Some(string), None),
+                Some(piece) => (None, Some(piece.with_arguments(string))),
+            };
+            self.fold_plain(text.as_deref(), call, role, finish);
             #[cfg(test)]
             {
                 self.folded_by_layout += 1;
@@ -198,7 +202,7 @@ impl Folder {
         #[cfg(not(test))]
         let learns = true;
         if learns {
-            LearntText::learn_chunk(&mut self.learnt, data, &chunk);
+            LearntChunk::learn_chunk(&mut self.learnt, data, &chunk);
         }
         if let Some(error) = chunk.error {
             return Err(FoldError::Upstream(to_value(error)?));
@@ -273,19 +277,33 @@ impl Folder {
         Ok(())
     }
 
-    /// What folding a plain text chunk does (`event`, for one laid out as the learnt one): its
-    /// text, then its role and finish, as the learnt chunk named them.
-    fn fold_text(&mut self, text: &str, role: Option<String>, finish: Option<String>) {
+    /// What folding a plain chunk does (`event`, for one laid out as the learnt one): its text or
+    /// its one call piece, then its role and finish, in the order `event` folds them.
+    fn fold_plain(
+        &mut self,
+        text: Option<&str>,
+        call: Option<CallView<'_>>,
+        role: Option<String>,
+        finish: Option<String>,
+    ) {
         let acc = self.choices.entry(0).or_default();
         let mut watcher = self.watcher.as_deref_mut();
-        if let Some(watcher) = watcher.as_mut() {
-            watcher.text(text);
+        if let Some(text) = text {
+            if let Some(watcher) = watcher.as_mut() {
+                watcher.text(text);
+            }
+            acc.content.get_or_insert_with(Text::new).push_str(text);
         }
-        acc.content.get_or_insert_with(Text::new).push_str(text);
         if let Some(role) = role
             && acc.role.as_deref() != Some(&*role)
         {
             acc.role = Some(role);
+        }
+        if let Some(call) = call {
+            if let (Some(watcher), Some(id)) = (watcher.as_mut(), &call.id) {
+                watcher.call(id);
+            }
+            acc.add_call(call);
         }
         if let Some(reason) = finish {
             self.ended = true;
@@ -598,6 +616,10 @@ mod tests {
                     .prop_map(|t| serde_json::to_string(&t).expect("a string serializes"))
             };
             prop_oneof![
+                3 => "[a-z {}:]{0,8}".prop_map(|a| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":"{a}"}}}}]}},"finish_reason":null}}]}}"#)),
+                1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","tool_calls":[{{"index":1,"id":"k2","type":"function","function":{{"name":"w","arguments":"{a}"}}}}]}}}}]}}"#)),
+                1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"function":{{"arguments":"{a}"}}}}]}},"finish_reason":"tool_calls"}}]}}"#)),
+                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":{t}}}}}]}},"finish_reason":null}}]}}"#)),
                 4 => text().prop_map(|t| format!(r#"{{"id":"c","created":1,"model":"m","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
                 2 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}]}}"#)),
                 1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"role":"assistant","content":{t}}},"finish_reason":null}}]}}"#)),
@@ -650,6 +672,38 @@ mod tests {
             let folded = serde_json::to_value(folder.finish("m").expect("whole")).expect("json");
             assert_eq!(folded["choices"][0]["message"]["content"], "abc\nde");
             assert_eq!(folded["choices"][0]["finish_reason"], "stop");
+        }
+
+        /// A call's pieces alike but for their arguments: folded by the learnt piece's layout.
+        #[test]
+        fn call_pieces_laid_out_alike_are_folded_by_their_arguments() {
+            let piece = |arguments: &str| {
+                format!(
+                    "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{arguments}\"}}}}]}},\"finish_reason\":null}}]}}\n\n"
+                )
+            };
+            let stream = [
+                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n".to_owned(),
+                piece("{\\\"command\\\":\\\"ls"),
+                piece(" -la"),
+                piece(" src"),
+                piece("\\\"}"),
+                "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n".to_owned(),
+            ]
+            .concat();
+            let mut folder = Folder::new();
+            folder.push(stream.as_bytes()).expect("folds");
+            // ` -la` has no escape: learnt; ` src` and the last piece are folded by its layout.
+            assert_eq!(folder.folded_by_layout, 2);
+            let folded = serde_json::to_value(folder.finish("m").expect("whole")).expect("json");
+            let call = &folded["choices"][0]["message"]["tool_calls"][0];
+            assert_eq!(call["id"], "call_1");
+            assert_eq!(call["function"]["name"], "bash");
+            assert_eq!(
+                call["function"]["arguments"],
+                "{\"command\":\"ls -la src\"}"
+            );
+            assert_eq!(fold_all(&stream, false), fold_all(&stream, true));
         }
 
         proptest! {

@@ -7,8 +7,9 @@
 //! string in a value's place as the same tree), so it is read by comparing bytes and reading the
 //! string alone. Anything else is parsed in full, and may be learnt in turn.
 //!
-//! Readers: the folder and the answer-event reader learn a text chunk (`LearntText`), the answer
-//! tap too; `routes::correct` reads call pieces through `CallPieces`.
+//! Readers: the folder and the answer-event reader learn a text chunk or a call piece
+//! (`LearntChunk`), the answer tap a text chunk; `routes::correct` reads call pieces through
+//! `CallPieces`.
 //!
 //! Owns: the layout, what a learnt chunk said besides its string, when a chunk is plain enough to
 //! learn. Must not: read a chunk differently from the full parse (its tests hold every reader
@@ -16,7 +17,9 @@
 
 use std::borrow::Cow;
 
-use super::chunk::{AnswerChunkView, CallsChunkView, ChunkView, DeltaView, parse_event};
+use super::chunk::{
+    AnswerChunkView, CallView, CallsChunkView, ChunkView, DeltaView, FunctionView, parse_event,
+};
 
 /// Where a string is in an event: from its opening quote to just past its closing one.
 pub type Span = (usize, usize);
@@ -64,23 +67,54 @@ fn span_of(data: &[u8], text: &str) -> Option<Span> {
     (quoted && data.get(start..end) == Some(text.as_bytes())).then_some((start, end))
 }
 
-/// A plain text chunk a reader parsed in full, and what it said besides its text: its role and
-/// finish (what a reader of text chunks does with them is its own).
-pub struct LearntText {
+/// A plain chunk a reader parsed in full, and what it said besides its one string (its text, or
+/// its one call piece's arguments): its role, its finish and that call piece. What a reader does
+/// with them is its own: it replays them for a chunk laid out alike.
+pub struct LearntChunk {
     layout: Layout,
     pub role: Option<String>,
     pub finish_reason: Option<String>,
+    /// The chunk was one call piece (its arguments the string): the rest of it.
+    pub call: Option<LearntPiece>,
 }
 
-impl LearntText {
-    /// The text of a chunk laid out as the learnt one.
-    pub fn text_in<'a>(&self, data: &'a [u8]) -> Option<Cow<'a, str>> {
+/// A learnt call piece but for its arguments.
+pub struct LearntPiece {
+    index: Option<u32>,
+    id: Option<String>,
+    kind: Option<String>,
+    name: Option<String>,
+}
+
+impl LearntPiece {
+    /// The call's id, if the piece named it.
+    pub fn id(&self) -> Option<&str> {
+        self.id.as_deref()
+    }
+
+    /// The piece as a chunk laid out alike names it, with these arguments.
+    pub fn with_arguments<'a>(&self, arguments: Cow<'a, str>) -> CallView<'a> {
+        let owned = |text: &Option<String>| text.clone().map(Cow::Owned);
+        CallView {
+            index: self.index,
+            id: owned(&self.id),
+            kind: owned(&self.kind),
+            function: Some(FunctionView {
+                name: owned(&self.name),
+                arguments: Some(arguments),
+            }),
+        }
+    }
+}
+
+impl LearntChunk {
+    /// The string of a chunk laid out as the learnt one (its text, or its piece's arguments).
+    pub fn string_in<'a>(&self, data: &'a [u8]) -> Option<Cow<'a, str>> {
         self.layout.string_in(data)
     }
 
     /// Learns `chunk` (`data` parsed as a `ChunkView`, the folder's) into `slot` if it is plain:
-    /// no error and no usage, one choice, index 0, whose delta holds a content string and
-    /// nothing the fold reads but a role.
+    /// no error and no usage, one choice, index 0 (see `learn`).
     pub fn learn_chunk(slot: &mut Option<Self>, data: &[u8], chunk: &ChunkView<'_>) {
         let ([choice], None, None) = (chunk.choices.as_slice(), chunk.error, chunk.usage) else {
             return;
@@ -92,8 +126,7 @@ impl LearntText {
     }
 
     /// Learns `chunk` (`data` parsed as an `AnswerChunkView`: the answer-event reader's, the
-    /// tap's) into `slot` if it is plain: no error and no usage, and the answer's delta holds a
-    /// content string and nothing those readers read but a role.
+    /// tap's) into `slot` if it is plain: no error and no usage (see `learn`).
     pub fn learn_answer(slot: &mut Option<Self>, data: &[u8], chunk: &AnswerChunkView<'_>) {
         if let (Some(choice), None, None) = (&chunk.answer, chunk.error, chunk.usage) {
             let finish = choice.finish_reason.as_deref();
@@ -101,18 +134,40 @@ impl LearntText {
         }
     }
 
+    /// A delta with no reasoning of any kind and either a content string and no calls, or no
+    /// content and one call piece whose arguments the parse borrowed (a string without escapes:
+    /// its place is known).
     fn learn(slot: &mut Option<Self>, data: &[u8], delta: &DeltaView<'_>, finish: Option<&str>) {
         let plain = delta.reasoning_content.is_none()
             && delta.reasoning.is_none()
             && delta.reasoning_details.is_none()
             && delta.reasoning_signature.is_none()
-            && delta.reasoning_redacted.is_none()
-            && delta.tool_calls.is_none();
-        let Some(span) = delta
-            .content
-            .filter(|_| plain)
-            .and_then(|content| span_of(data, content.get()))
-        else {
+            && delta.reasoning_redacted.is_none();
+        if !plain {
+            return;
+        }
+        let (span, call) = match (delta.content, delta.tool_calls.as_deref()) {
+            (Some(content), None) => (span_of(data, content.get()), None),
+            (None, Some([call])) => {
+                let function = call.function.as_ref();
+                let (span, name) = match function {
+                    Some(FunctionView {
+                        name,
+                        arguments: Some(Cow::Borrowed(arguments)),
+                    }) => (quoted_span(data, arguments), name),
+                    _ => return,
+                };
+                let piece = LearntPiece {
+                    index: call.index,
+                    id: call.id.as_deref().map(str::to_owned),
+                    kind: call.kind.as_deref().map(str::to_owned),
+                    name: name.as_deref().map(str::to_owned),
+                };
+                (span, Some(piece))
+            }
+            _ => return,
+        };
+        let Some(span) = span else {
             return;
         };
         let mut layout = slot.take().map(|l| l.layout).unwrap_or_default();
@@ -121,6 +176,7 @@ impl LearntText {
             layout,
             role: delta.role.as_deref().map(|role| role.to_string()),
             finish_reason: finish.map(str::to_owned),
+            call,
         });
     }
 }

@@ -49,11 +49,11 @@ fn a_chunk_laid_out_alike_is_read_by_its_string() {
 }
 
 #[test]
-fn a_text_chunk_is_learnt_only_when_plain() {
+fn a_chunk_is_learnt_only_when_plain() {
     let learn = |data: &str| {
         let chunk: ChunkView<'_> = parse_event(data.as_bytes()).expect("parses");
         let mut slot = None;
-        LearntText::learn_chunk(&mut slot, data.as_bytes(), &chunk);
+        LearntChunk::learn_chunk(&mut slot, data.as_bytes(), &chunk);
         slot.map(|l| (l.role, l.finish_reason))
     };
     assert_eq!(
@@ -66,9 +66,19 @@ fn a_text_chunk_is_learnt_only_when_plain() {
         learn(r#"{"choices":[{"delta":{"content":"a\n"}}]}"#),
         Some((None, None))
     );
+    assert_eq!(
+        learn(
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"k","function":{"name":"n","arguments":"ls -la"}}]},"finish_reason":null}]}"#
+        ),
+        Some((None, None))
+    );
     for not_plain in [
         r#"{"choices":[{"index":0,"delta":{"content":"a","reasoning_content":"r"}}]}"#,
         r#"{"choices":[{"index":0,"delta":{"content":"a","tool_calls":[]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"\"a\""}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"name":"n"}}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"function":{"arguments":"a"}},{"index":1}]}}]}"#,
+        r#"{"choices":[{"index":0,"delta":{"content":"x","tool_calls":[{"function":{"arguments":"a"}}]}}]}"#,
         r#"{"choices":[{"index":0,"delta":{"content":["a"]}}]}"#,
         r#"{"choices":[{"index":0,"delta":{"content":null}}]}"#,
         r#"{"choices":[{"index":1,"delta":{"content":"a"}}]}"#,

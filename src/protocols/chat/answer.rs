@@ -429,29 +429,6 @@ mod tests {
     mod learnt_layouts {
         use super::*;
 
-        fn event() -> impl Strategy<Value = String> {
-            let text = || {
-                any::<String>()
-                    .prop_map(|t| serde_json::to_string(&t).expect("a string serializes"))
-            };
-            prop_oneof![
-                3 => "[a-z {}:]{0,8}".prop_map(|a| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":"{a}"}}}}]}},"finish_reason":null}}]}}"#)),
-                1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","tool_calls":[{{"index":1,"id":"k2","type":"function","function":{{"name":"w","arguments":"{a}"}}}}]}}}}]}}"#)),
-                1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"function":{{"arguments":"{a}"}}}}]}},"finish_reason":"tool_calls"}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":{t}}}}}]}},"finish_reason":null}}]}}"#)),
-                4 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
-                2 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","content":{t}}}}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":"length"}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"id":"c","x":[1],"choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"reasoning_content":{t}}}}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":1,"delta":{{"content":{t}}}}},{{"index":0,"delta":{{"content":"z"}}}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}],"usage":{{"prompt_tokens":1}}}}"#)),
-                1 => Just(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"k","function":{"name":"n","arguments":"{}"}}]}}]}"#.to_owned()),
-                1 => Just(r#"{"error":{"message":"overloaded","code":"busy"}}"#.to_owned()),
-                1 => Just(r#"{"choices":[{"index":0,"delta":{"content":"a" "b"}}]}"#.to_owned()),
-            ]
-        }
-
         fn read_all(stream: &str, every: bool) -> Vec<AnswerEvent> {
             let mut reader = ChatAnswerReader::new();
             reader.parses_every_event = every;
@@ -484,20 +461,7 @@ mod tests {
         /// A call's pieces alike but for their arguments: read by the learnt piece's layout.
         #[test]
         fn call_pieces_laid_out_alike_are_read_by_their_arguments() {
-            let piece = |arguments: &str| {
-                format!(
-                    "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{arguments}\"}}}}]}},\"finish_reason\":null}}]}}\n\n"
-                )
-            };
-            let stream = [
-                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]}}]}\n\n".to_owned(),
-                piece("{\\\"command\\\":\\\"ls"),
-                piece(" -la"),
-                piece(" src"),
-                piece("\\\"}"),
-                "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n".to_owned(),
-            ]
-            .concat();
+            let stream = crate::protocols::chat::layout::a_call_in_pieces();
             let mut reader = ChatAnswerReader::new();
             let mut out = Vec::new();
             reader.push(stream.as_bytes(), &mut out);
@@ -513,13 +477,8 @@ mod tests {
         proptest! {
             #[test]
             fn reading_by_learnt_layouts_is_reading_every_event(
-                events in proptest::collection::vec(event(), 1..12),
+                stream in crate::protocols::chat::layout::a_stream(),
             ) {
-                let stream: String = events
-                    .iter()
-                    .map(|e| format!("data: {e}\n\n"))
-                    .chain(["data: [DONE]\n\n".to_owned()])
-                    .collect();
                 prop_assert_eq!(read_all(&stream, false), read_all(&stream, true));
             }
         }

@@ -610,31 +610,6 @@ mod tests {
         use super::*;
         use proptest::prelude::*;
 
-        fn event() -> impl Strategy<Value = String> {
-            let text = || {
-                any::<String>()
-                    .prop_map(|t| serde_json::to_string(&t).expect("a string serializes"))
-            };
-            prop_oneof![
-                3 => "[a-z {}:]{0,8}".prop_map(|a| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":"{a}"}}}}]}},"finish_reason":null}}]}}"#)),
-                1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","tool_calls":[{{"index":1,"id":"k2","type":"function","function":{{"name":"w","arguments":"{a}"}}}}]}}}}]}}"#)),
-                1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"function":{{"arguments":"{a}"}}}}]}},"finish_reason":"tool_calls"}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":{t}}}}}]}},"finish_reason":null}}]}}"#)),
-                4 => text().prop_map(|t| format!(r#"{{"id":"c","created":1,"model":"m","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
-                2 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"role":"assistant","content":{t}}},"finish_reason":null}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"role":"tool","content":{t}}}}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":"stop"}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"id":"c","x":1,"choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"reasoning_content":{t},"content":"x"}}}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":1,"delta":{{"content":{t}}}}}]}}"#)),
-                1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}],"usage":{{"prompt_tokens":1}}}}"#)),
-                1 => Just(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"k","function":{"name":"n","arguments":"{}"}}]}}]}"#.to_owned()),
-                1 => Just(r#"{"choices":[{"index":0,"delta":{"content":["a"]}}]}"#.to_owned()),
-                1 => Just(r#"{"choices":[{"index":0,"delta":{"content":"a" "b"}}]}"#.to_owned()),
-            ]
-        }
-
         fn fold_all(stream: &str, every: bool) -> (Result<Value, String>, Vec<String>) {
             let told = Told::default();
             let mut folder = Folder::new().watched(Box::new(told.clone()));
@@ -677,20 +652,7 @@ mod tests {
         /// A call's pieces alike but for their arguments: folded by the learnt piece's layout.
         #[test]
         fn call_pieces_laid_out_alike_are_folded_by_their_arguments() {
-            let piece = |arguments: &str| {
-                format!(
-                    "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{arguments}\"}}}}]}},\"finish_reason\":null}}]}}\n\n"
-                )
-            };
-            let stream = [
-                "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n".to_owned(),
-                piece("{\\\"command\\\":\\\"ls"),
-                piece(" -la"),
-                piece(" src"),
-                piece("\\\"}"),
-                "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n".to_owned(),
-            ]
-            .concat();
+            let stream = crate::protocols::chat::layout::a_call_in_pieces();
             let mut folder = Folder::new();
             folder.push(stream.as_bytes()).expect("folds");
             // ` -la` has no escape: learnt; ` src` and the last piece are folded by its layout.
@@ -709,13 +671,8 @@ mod tests {
         proptest! {
             #[test]
             fn folding_by_learnt_layouts_is_folding_every_event(
-                events in proptest::collection::vec(event(), 1..12),
+                stream in crate::protocols::chat::layout::a_stream(),
             ) {
-                let stream: String = events
-                    .iter()
-                    .map(|e| format!("data: {e}\n\n"))
-                    .chain(["data: [DONE]\n\n".to_owned()])
-                    .collect();
                 let (learnt, told_learnt) = fold_all(&stream, false);
                 let (every, told_every) = fold_all(&stream, true);
                 // `created` falls back to the clock when no event names one.

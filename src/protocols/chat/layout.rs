@@ -293,6 +293,70 @@ fn quoted_span(data: &[u8], text: &str) -> Option<Span> {
     (quoted && data.get(start..end) == Some(text.as_bytes())).then_some((start - 1, end + 1))
 }
 
+/// A `bash` call streamed as the readers' tests need it: its first piece with its id and name,
+/// then pieces alike but for their arguments (` -la` the first without escapes, so it is learnt
+/// and the two after it are read by its layout), then the finish.
+#[cfg(test)]
+pub(crate) fn a_call_in_pieces() -> String {
+    let piece = |arguments: &str| {
+        format!(
+            "data: {{\"id\":\"c\",\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":0,\"function\":{{\"arguments\":\"{arguments}\"}}}}]}},\"finish_reason\":null}}]}}\n\n"
+        )
+    };
+    [
+        "data: {\"id\":\"c\",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"tool_calls\":[{\"index\":0,\"id\":\"call_1\",\"type\":\"function\",\"function\":{\"name\":\"bash\",\"arguments\":\"\"}}]},\"finish_reason\":null}]}\n\n".to_owned(),
+        piece("{\\\"command\\\":\\\"ls"),
+        piece(" -la"),
+        piece(" src"),
+        piece("\\\"}"),
+        "data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n".to_owned(),
+    ]
+    .concat()
+}
+
+/// A stream of `a_chunk`s as the readers' property tests read them, `DONE` at its end.
+#[cfg(test)]
+pub(crate) fn a_stream() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::strategy::Strategy;
+    proptest::collection::vec(a_chunk(), 1..12).prop_map(|chunks| {
+        chunks
+            .iter()
+            .map(|chunk| format!("data: {chunk}\n\n"))
+            .chain(["data: [DONE]\n\n".to_owned()])
+            .collect()
+    })
+}
+
+/// A chunk as the readers' property tests stream them: mostly text chunks and call pieces laid
+/// out alike (with and without escapes, an index, a role, a finish), and the others a reader
+/// must parse: another layout, reasoning, another choice, usage, a whole call, an error, a
+/// content array, a chunk that does not parse.
+#[cfg(test)]
+fn a_chunk() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let text =
+        || any::<String>().prop_map(|t| serde_json::to_string(&t).expect("a string serializes"));
+    prop_oneof![
+        4 => text().prop_map(|t| format!(r#"{{"id":"c","created":1,"model":"m","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
+        2 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}]}}"#)),
+        1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"role":"assistant","content":{t}}},"finish_reason":null}}]}}"#)),
+        1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"role":"tool","content":{t}}}}}]}}"#)),
+        1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":"stop"}}]}}"#)),
+        1 => text().prop_map(|t| format!(r#"{{"id":"c","x":[1],"choices":[{{"index":0,"delta":{{"content":{t}}},"finish_reason":null}}]}}"#)),
+        3 => "[a-z {}:]{0,8}".prop_map(|a| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":"{a}"}}}}]}},"finish_reason":null}}]}}"#)),
+        1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"role":"assistant","tool_calls":[{{"index":1,"id":"k2","type":"function","function":{{"name":"w","arguments":"{a}"}}}}]}}}}]}}"#)),
+        1 => "[a-z ]{0,8}".prop_map(|a| format!(r#"{{"choices":[{{"index":0,"delta":{{"tool_calls":[{{"function":{{"arguments":"{a}"}}}}]}},"finish_reason":"tool_calls"}}]}}"#)),
+        1 => text().prop_map(|t| format!(r#"{{"id":"c","choices":[{{"index":0,"delta":{{"tool_calls":[{{"index":0,"function":{{"arguments":{t}}}}}]}},"finish_reason":null}}]}}"#)),
+        1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"reasoning_content":{t},"content":"x"}}}}]}}"#)),
+        1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":1,"delta":{{"content":{t}}}}},{{"index":0,"delta":{{"content":"z"}}}}]}}"#)),
+        1 => text().prop_map(|t| format!(r#"{{"choices":[{{"index":0,"delta":{{"content":{t}}}}}],"usage":{{"prompt_tokens":1}}}}"#)),
+        1 => Just(r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"k","function":{"name":"n","arguments":"{}"}}]}}]}"#.to_owned()),
+        1 => Just(r#"{"error":{"message":"overloaded","code":"busy"}}"#.to_owned()),
+        1 => Just(r#"{"choices":[{"index":0,"delta":{"content":["a"]}}]}"#.to_owned()),
+        1 => Just(r#"{"choices":[{"index":0,"delta":{"content":"a" "b"}}]}"#.to_owned()),
+    ]
+}
+
 #[cfg(test)]
 #[path = "layout_tests.rs"]
 mod tests;

@@ -7,9 +7,8 @@
 //! string in a value's place as the same tree), so it is read by comparing bytes and reading the
 //! string alone. Anything else is parsed in full, and may be learnt in turn.
 //!
-//! Readers: the folder and the answer-event reader learn a text chunk or a call piece
-//! (`LearntChunk`), the answer tap a text chunk; `routes::correct` reads call pieces through
-//! `CallPieces`.
+//! Readers: the folder, the answer-event reader and the answer tap learn a text chunk or a call
+//! piece (`LearntChunk`); `routes::correct` reads call pieces through `CallPieces`.
 //!
 //! Owns: the layout, what a learnt chunk said besides its string, when a chunk is plain enough to
 //! learn. Must not: read a chunk differently from the full parse (its tests hold every reader

@@ -27,11 +27,12 @@ JSON
 export HARNESS_PROXY__OPENCODE__TOOLS=reference HARNESS_PROXY__OPENCODE__TODAY="Sat Nov 29 2025" \
   HARNESS_PROXY__OPENCODE__PLATFORM=linux HARNESS_PROXY__OPENCODE__IDENTITY=reference \
   HARNESS_PROXY__OPENCODE__INSTRUCTIONS=drop
-# The reference texts use single-brace placeholders; the project's one template syntax is {{ }}.
+# The reference texts may use single-brace placeholders; the project's one template syntax is {{ }}.
+# Only a lone {name} is doubled: a text already in {{name}} is left as it is.
 prompts=$(mktemp -d)
 trap 'rm -rf "$request" "$prompts"' EXIT
 cp -r "$ref/prompts/." "$prompts/"
-sed -i 's/{\(os\|shell\|temp_dir\|timeout_description\|cwd\)}/{{\1}}/g' \
+sed -i -E 's/(^|[^{])\{(os|shell|temp_dir|timeout_description|cwd)\}($|[^}])/\1{{\2}}\3/g' \
   "$prompts/opencode/tools.json" "$prompts/opencode/skills.md"
 args=(rewrite --harness opencode --header "x-harness-cwd: /home/user/project" --prompts-dir "$prompts")
 status=0

@@ -54,16 +54,19 @@ pub async fn stream_text(mut body: BodyStream, live: &LiveTitle) -> Result<Strin
         }
         Ok(())
     };
-    'read: while let Some(chunk) = body.next().await {
+    while let Some(chunk) = body.next().await {
         let chunk = chunk?;
         decoder.push(&chunk);
         while let Some(event) = decoder.next_event()? {
             handle(event.data.as_deref(), &mut raw)?;
             if raw.len() >= MAX_TITLE_TEXT {
-                break 'read;
+                // Full: the rest of the chunk (often half an event) is not read, not even to flush
+                // it, or a title made of what was read would fail on a cut event.
+                return Ok(raw);
             }
         }
     }
+    // The stream ended: an event it did not close with a blank line is still an event.
     if let Some(event) = decoder.finish() {
         handle(event.data.as_deref(), &mut raw)?;
     }
@@ -101,4 +104,81 @@ pub fn error_message(text: &str) -> String {
         message = message.chars().take(300).collect::<String>() + "…";
     }
     message
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+    use futures_util::stream;
+
+    use super::{MAX_TITLE_TEXT, stream_text};
+    use crate::titles::live::LiveHub;
+    use crate::titles::store::contract::record;
+    use crate::upstream::{BodyStream, UpstreamError};
+
+    fn text_event(text: &str) -> String {
+        format!(
+            "data: {}\n\n",
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}}]})
+        )
+    }
+
+    fn body(chunks: Vec<String>) -> BodyStream {
+        Box::pin(stream::iter(
+            chunks
+                .into_iter()
+                .map(|c| Ok::<_, UpstreamError>(Bytes::from(c))),
+        ))
+    }
+
+    #[tokio::test]
+    async fn a_title_answered_at_length_is_made_of_what_was_read_though_the_chunk_ends_mid_event() {
+        let hub = LiveHub::default();
+        let live = hub.register(record("o", "t", 0)).expect("registered");
+        let piece = "y".repeat(1024);
+        // One chunk: enough text to fill the title, then the first half of one more event.
+        let mut chunk: String = (0..MAX_TITLE_TEXT / 1024 + 1)
+            .map(|_| text_event(&piece))
+            .collect();
+        let next = text_event(&piece);
+        chunk.push_str(&next[..next.len() / 2]);
+
+        let text = stream_text(body(vec![chunk]), &live)
+            .await
+            .expect("a full title is not failed by the event after it");
+
+        assert_eq!(text.len(), MAX_TITLE_TEXT);
+        assert!(text.bytes().all(|b| b == b'y'));
+        assert_eq!(live.pending_record().text, text, "what was published live");
+    }
+
+    #[tokio::test]
+    async fn a_last_event_the_stream_did_not_close_is_read() {
+        let hub = LiveHub::default();
+        let live = hub.register(record("o", "t", 0)).expect("registered");
+        let last = text_event(" title");
+        let unclosed = last.trim_end().to_owned();
+
+        let text = stream_text(body(vec![text_event("A"), unclosed]), &live)
+            .await
+            .expect("read");
+
+        assert_eq!(text, "A title");
+    }
+
+    #[tokio::test]
+    async fn a_cut_event_at_the_end_of_a_short_answer_still_fails_the_title() {
+        let hub = LiveHub::default();
+        let live = hub.register(record("o", "t", 0)).expect("registered");
+        let event = text_event("A title");
+
+        let failed = stream_text(body(vec![event[..event.len() / 2].to_owned()]), &live).await;
+
+        assert!(
+            failed
+                .expect_err("half an event is not a title")
+                .to_string()
+                .starts_with("failed to parse title chunk"),
+        );
+    }
 }

@@ -74,18 +74,60 @@ impl LiveTitle {
 
 type Key = (String, String);
 
+/// Titles in progress at most, from the claim until the store has the outcome. Each holds about
+/// 4 KB (its record, its live entry, its task) and the writes it waits for. On a core that is
+/// never idle the store's writer (`SCHED_IDLE`, `store::background`) barely runs, and without a
+/// bound the titles waiting for it grew without end: the bench's c=32 phases of id-less first
+/// turns held some 45,000 and took the proxy from 28 to 174 MiB. Past the bound a new
+/// conversation goes untitled, as when the store does not answer (`breaker`); a burst of first
+/// turns waiting for a title slot (`titles.max_in_flight`) is far below it.
+pub const MAX_LIVE: usize = 4096;
+
+/// Why a title was not registered.
+#[derive(Debug, PartialEq, Eq)]
+pub enum NotRegistered {
+    /// One is in progress for the conversation already.
+    Running,
+    /// `MAX_LIVE` titles are in progress; `first` for the first refusal since the hub was last
+    /// under half full (so that a caller says so once, not once per turn or per retired batch).
+    Full { first: bool },
+}
+
 #[derive(Default)]
 pub struct LiveHub {
     titles: Mutex<HashMap<Key, Arc<LiveTitle>>>,
+    /// Whether the hub refused a title since it was last under half full.
+    full: std::sync::atomic::AtomicBool,
 }
 
 impl LiveHub {
-    /// Registers a title for (owner, id); `None` when one is already in progress.
-    pub fn register(&self, record: TitleRecord) -> Option<Arc<LiveTitle>> {
-        let mut titles = self.titles.lock().ok()?;
+    /// Registers a title for (owner, id), unless one is in progress for it already or `MAX_LIVE`
+    /// are in progress.
+    pub fn register(&self, record: TitleRecord) -> Result<Arc<LiveTitle>, NotRegistered> {
+        self.register_within(record, MAX_LIVE)
+    }
+
+    fn register_within(
+        &self,
+        record: TitleRecord,
+        max: usize,
+    ) -> Result<Arc<LiveTitle>, NotRegistered> {
+        use std::sync::atomic::Ordering::Relaxed;
+        // A poisoned lock (a panic while it was held) leaves no title to register, as a full hub.
+        let Ok(mut titles) = self.titles.lock() else {
+            return Err(NotRegistered::Full { first: false });
+        };
         let key = (record.owner.clone(), record.id.clone());
         if titles.contains_key(&key) {
-            return None;
+            return Err(NotRegistered::Running);
+        }
+        if titles.len() >= max {
+            return Err(NotRegistered::Full {
+                first: !self.full.swap(true, Relaxed),
+            });
+        }
+        if titles.len() < max / 2 {
+            self.full.store(false, Relaxed);
         }
         let live = Arc::new(LiveTitle {
             record,
@@ -93,7 +135,7 @@ impl LiveHub {
             settled: std::sync::OnceLock::new(),
         });
         titles.insert(key, live.clone());
-        Some(live)
+        Ok(live)
     }
 
     pub fn remove(&self, owner: &str, id: &str) {
@@ -113,5 +155,58 @@ impl LiveHub {
                 .map(|(_, t)| t.clone())
                 .max_by_key(|t| t.record.created_at),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{LiveHub, NotRegistered};
+    use crate::titles::store::contract::record;
+
+    #[test]
+    fn past_its_bound_the_hub_registers_nothing_and_says_so_once_until_under_half_full() {
+        let hub = LiveHub::default();
+        let register = |id: &str| hub.register_within(record("o", id, 0), 4);
+        for id in ["a", "b", "c", "d"] {
+            register(id).expect("room");
+        }
+
+        assert_eq!(
+            register("a").err(),
+            Some(NotRegistered::Running),
+            "a conversation in progress is running, full or not"
+        );
+        assert_eq!(
+            register("e").err(),
+            Some(NotRegistered::Full { first: true })
+        );
+        assert_eq!(
+            register("f").err(),
+            Some(NotRegistered::Full { first: false })
+        );
+        assert!(
+            hub.find(Some("o"), "e").is_none(),
+            "nothing registered past the bound"
+        );
+
+        // Room for one: taken, and full again without saying it again.
+        hub.remove("o", "a");
+        register("e").expect("room again once a title is retired");
+        assert_eq!(
+            register("g").err(),
+            Some(NotRegistered::Full { first: false })
+        );
+
+        // Under half full: said again the next time it fills.
+        for id in ["b", "c", "d"] {
+            hub.remove("o", id);
+        }
+        for id in ["h", "i", "j"] {
+            register(id).expect("room");
+        }
+        assert_eq!(
+            register("k").err(),
+            Some(NotRegistered::Full { first: true })
+        );
     }
 }

@@ -10,7 +10,7 @@ use chrono::Utc;
 use tokio::sync::oneshot;
 
 use super::{CLAIM_TIMEOUT, TitleService, store_error};
-use crate::titles::live::LiveTitle;
+use crate::titles::live::{LiveTitle, MAX_LIVE, NotRegistered};
 use crate::titles::store::{Status, StoreError, TitleRecord};
 
 impl TitleService {
@@ -31,7 +31,7 @@ impl TitleService {
         }
         let record = self.pending_record(owner, id, model, harness, protocol);
         // Running here already: no store round trip needed.
-        let live = self.live.register(record)?;
+        let live = self.registered(record)?;
         // A store that did not answer the last claim is not waited on again for a while: the
         // turn goes untitled at once (`breaker`).
         if !self.breaker.admit() {
@@ -84,12 +84,30 @@ impl TitleService {
         harness: &str,
         protocol: &str,
     ) -> Option<Arc<LiveTitle>> {
-        let live = self
-            .live
-            .register(self.pending_record(owner, id, model, harness, protocol))?;
+        let live = self.registered(self.pending_record(owner, id, model, harness, protocol))?;
         self.memory.known.insert(owner, id);
         self.mirror(&live);
         Some(live)
+    }
+
+    /// `record` registered live, or `None`: a title in progress for it already, or the most
+    /// titles in progress (`live::MAX_LIVE`), which leaves this conversation untitled (counted,
+    /// and said once until a title finds room again).
+    fn registered(&self, record: TitleRecord) -> Option<Arc<LiveTitle>> {
+        match self.live.register(record) {
+            Ok(live) => Some(live),
+            Err(NotRegistered::Running) => None,
+            Err(NotRegistered::Full { first }) => {
+                store_error("behind");
+                if first {
+                    tracing::warn!(
+                        max = MAX_LIVE,
+                        "{MAX_LIVE} titles are waiting to be recorded; new conversations go untitled until the store catches up"
+                    );
+                }
+                None
+            }
+        }
     }
 
     fn pending_record(

@@ -22,7 +22,7 @@ pub mod report;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::Router;
 use axum::body::Bytes;
@@ -176,8 +176,9 @@ pub async fn capture_until(
     let captures = shared
         .captures
         .lock()
-        .map(|held| held.captures.clone())
-        .unwrap_or_default();
+        .unwrap_or_else(PoisonError::into_inner)
+        .captures
+        .clone();
     Ok(captures)
 }
 
@@ -223,7 +224,11 @@ async fn answer(
     };
     let model = body["model"].as_str().unwrap_or("calibrate").to_owned();
     let stream = body["stream"].as_bool().unwrap_or(false);
-    if let Ok(mut held) = shared.captures.lock() {
+    {
+        let mut held = shared
+            .captures
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         if held.captures.len() >= MAX_CAPTURES || held.bytes + size > MAX_CAPTURE_BYTES {
             return error(
                 StatusCode::SERVICE_UNAVAILABLE,

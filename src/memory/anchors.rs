@@ -11,7 +11,7 @@
 //! ongoing conversation is not found and starts a new one on its next turn.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use sha2::{Digest, Sha256};
 
@@ -50,7 +50,7 @@ impl Anchors {
 
     /// The conversation of the first of `exchanges` (oldest first) that is an anchor of `owner`.
     pub fn find(&self, owner: &str, exchanges: &[ExchangeDigest]) -> Option<String> {
-        let inner = self.inner.lock().ok()?;
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         exchanges
             .iter()
             .find_map(|exchange| inner.ids.get(&key(owner, exchange)).cloned())
@@ -58,9 +58,7 @@ impl Anchors {
 
     /// Remembers `exchange` as the anchor of `conversation`.
     pub fn remember(&self, owner: &str, exchange: &ExchangeDigest, conversation: &str) {
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let key = key(owner, exchange);
         if inner.ids.insert(key, conversation.to_owned()).is_none() {
             inner.order.push_back(key);

@@ -16,7 +16,7 @@
 //!
 //! Owns: what is kept of one answer and when it is handed over. Must not: parse an event itself.
 
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::anchors::Anchors;
 use crate::conversation::answer::AnswerWatcher;
@@ -228,9 +228,7 @@ impl AnswerText {
     /// The answer's text so far: written when the answer says it is finished, again when it
     /// ends, so a title started at either point reads it whole.
     pub fn set(&self, text: &str) {
-        if let Ok(mut slot) = self.0.lock() {
-            *slot = Some(text.to_owned());
-        }
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(text.to_owned());
     }
 
     /// The text written, or empty when the answer had none (only tool calls, or it failed
@@ -238,8 +236,8 @@ impl AnswerText {
     pub fn get(&self) -> String {
         self.0
             .lock()
-            .ok()
-            .and_then(|slot| slot.clone())
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
             .unwrap_or_default()
     }
 }

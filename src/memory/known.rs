@@ -7,7 +7,7 @@
 
 use std::collections::{HashSet, VecDeque};
 use std::hash::{BuildHasher, Hash, Hasher};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 /// How many conversations are remembered: 16 bytes each, so about 1.5 MiB at most.
 pub const CAPACITY: usize = 65_536;
@@ -53,14 +53,14 @@ impl Known {
         let key = self.fingerprint(owner, id);
         self.inner
             .lock()
-            .is_ok_and(|inner| inner.set.contains(&key))
+            .unwrap_or_else(PoisonError::into_inner)
+            .set
+            .contains(&key)
     }
 
     pub fn insert(&self, owner: &str, id: &str) {
         let key = self.fingerprint(owner, id);
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if !inner.set.insert(key) {
             return;
         }

@@ -11,7 +11,7 @@
 
 use std::collections::{HashMap, VecDeque};
 use std::hash::BuildHasher;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 /// Titles remembered: about 100 bytes each (a fingerprint and at most `titles.max_chars`).
 pub const CAPACITY: usize = 16_384;
@@ -62,14 +62,17 @@ impl RecentTitles {
 
     pub fn get(&self, source: Source<'_>) -> Option<String> {
         let key = self.fingerprint(source);
-        self.inner.lock().ok()?.titles.get(&key).cloned()
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .titles
+            .get(&key)
+            .cloned()
     }
 
     pub fn remember(&self, source: Source<'_>, title: &str) {
         let key = self.fingerprint(source);
-        let Ok(mut inner) = self.inner.lock() else {
-            return;
-        };
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if inner.titles.insert(key, title.to_owned()).is_none() {
             inner.order.push_back(key);
         }

@@ -3,7 +3,7 @@
 //! `titles::store::background`).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use rusqlite::Connection;
 
@@ -40,9 +40,7 @@ impl SqliteFile {
     ) -> Result<T, StoreError> {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
-            let mut conn = conn
-                .lock()
-                .map_err(|_| backend("sqlite connection lock poisoned"))?;
+            let mut conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
             work(&mut conn).map_err(backend)
         })
         .await
@@ -54,10 +52,7 @@ impl SqliteFile {
         &self,
         work: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
     ) -> Result<T, StoreError> {
-        let mut conn = self
-            .conn
-            .lock()
-            .map_err(|_| backend("sqlite connection lock poisoned"))?;
+        let mut conn = self.conn.lock().unwrap_or_else(PoisonError::into_inner);
         work(&mut conn).map_err(backend)
     }
 }

@@ -2,7 +2,7 @@
 //! subscriber arriving late gets everything already streamed, then the rest.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use tokio::sync::watch;
 
@@ -113,10 +113,7 @@ impl LiveHub {
         max: usize,
     ) -> Result<Arc<LiveTitle>, NotRegistered> {
         use std::sync::atomic::Ordering::Relaxed;
-        // A poisoned lock (a panic while it was held) leaves no title to register, as a full hub.
-        let Ok(mut titles) = self.titles.lock() else {
-            return Err(NotRegistered::Full { first: false });
-        };
+        let mut titles = self.titles.lock().unwrap_or_else(PoisonError::into_inner);
         let key = (record.owner.clone(), record.id.clone());
         if titles.contains_key(&key) {
             return Err(NotRegistered::Running);
@@ -139,14 +136,15 @@ impl LiveHub {
     }
 
     pub fn remove(&self, owner: &str, id: &str) {
-        if let Ok(mut titles) = self.titles.lock() {
-            titles.remove(&(owner.to_owned(), id.to_owned()));
-        }
+        self.titles
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .remove(&(owner.to_owned(), id.to_owned()));
     }
 
     /// The title in progress for `id`, scoped to `owner` (`None`: any owner, for admins).
     pub fn find(&self, owner: Option<&str>, id: &str) -> Option<Arc<LiveTitle>> {
-        let titles = self.titles.lock().ok()?;
+        let titles = self.titles.lock().unwrap_or_else(PoisonError::into_inner);
         match owner {
             Some(owner) => titles.get(&(owner.to_owned(), id.to_owned())).cloned(),
             None => titles
@@ -208,5 +206,21 @@ mod tests {
             register("k").err(),
             Some(NotRegistered::Full { first: true })
         );
+    }
+
+    #[test]
+    fn a_panic_while_the_hub_was_held_does_not_end_titles() {
+        let hub = LiveHub::default();
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _held = hub.titles.lock().expect("not poisoned yet");
+            panic!("a panic while the hub is held");
+        }));
+        assert!(panicked.is_err() && hub.titles.is_poisoned());
+
+        hub.register(record("o", "a", 0))
+            .expect("a title registered after the panic");
+        assert!(hub.find(Some("o"), "a").is_some(), "and found");
+        hub.remove("o", "a");
+        assert!(hub.find(Some("o"), "a").is_none(), "and retired");
     }
 }

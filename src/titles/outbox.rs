@@ -3,7 +3,7 @@
 //! oldest outcome is dropped and counted: chat never waits and memory stays bounded.
 
 use std::collections::VecDeque;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use super::store::{TitleRecord, TitleStore};
 
@@ -33,9 +33,7 @@ impl Outbox {
     }
 
     pub fn push(&self, record: TitleRecord) {
-        let Ok(mut queue) = self.queue.lock() else {
-            return;
-        };
+        let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
         if queue.len() >= self.capacity {
             queue.pop_front();
             metrics::counter!("harness_proxy_title_outbox_dropped_total").increment(1);
@@ -46,7 +44,10 @@ impl Outbox {
     }
 
     pub fn len(&self) -> usize {
-        self.queue.lock().map(|q| q.len()).unwrap_or_default()
+        self.queue
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -59,13 +60,19 @@ impl Outbox {
         let _one = self.flushing.lock().await;
         let mut written = Vec::new();
         loop {
-            let next = self.queue.lock().ok().and_then(|q| q.front().cloned());
+            let next = self
+                .queue
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .front()
+                .cloned();
             let Some(record) = next else { break };
             if let Err(err) = store.finish(&record).await {
                 tracing::debug!(error = %err, queued = self.len(), "title store still unreachable");
                 break;
             }
-            if let Ok(mut queue) = self.queue.lock() {
+            {
+                let mut queue = self.queue.lock().unwrap_or_else(PoisonError::into_inner);
                 // A full queue may have dropped it meanwhile; never pop an unwritten one.
                 if queue.front() == Some(&record) {
                     queue.pop_front();

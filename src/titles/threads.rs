@@ -13,7 +13,7 @@
 //! Must not: block a request (nothing here waits), hold more than `CAPACITY` claims.
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use http::HeaderMap;
@@ -65,7 +65,7 @@ pub struct TitleThreads {
 impl TitleThreads {
     /// Parks a claim; returns the oldest one if that made too many (its fallback runs now).
     pub fn park(&self, waiting: Waiting) -> Option<Waiting> {
-        let mut queue = self.waiting.lock().ok()?;
+        let mut queue = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         queue.push_back(waiting);
         (queue.len() > CAPACITY)
             .then(|| queue.pop_front())
@@ -79,7 +79,7 @@ impl TitleThreads {
             .rsplit_once(PROMPT_MARK)
             .map(|(_, quoted)| quoted.trim())
             .filter(|quoted| !quoted.is_empty())?;
-        let mut queue = self.waiting.lock().ok()?;
+        let mut queue = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         let at = queue
             .iter()
             .position(|w| w.owner == owner && w.words.trim_start().starts_with(quoted))?;
@@ -90,7 +90,7 @@ impl TitleThreads {
 
     /// The claim of (owner, conversation) if it is still waiting (its fallback's turn).
     pub fn take(&self, owner: &str, conversation: &str) -> Option<Waiting> {
-        let mut queue = self.waiting.lock().ok()?;
+        let mut queue = self.waiting.lock().unwrap_or_else(PoisonError::into_inner);
         let at = queue
             .iter()
             .position(|w| w.owner == owner && w.conversation == conversation)?;

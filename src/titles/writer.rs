@@ -13,7 +13,7 @@
 //! an outcome the store refused (it goes to the outbox, as a single write's would), or keep a task
 //! alive when nothing is queued (shutdown waits for the service's tasks).
 
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use super::store::TitleRecord;
@@ -49,9 +49,7 @@ pub enum Pushed {
 
 impl OutcomeQueue {
     pub fn push(&self, record: TitleRecord) -> Pushed {
-        let Ok(mut inner) = self.inner.lock() else {
-            return Pushed::WriteNow(Box::new(record));
-        };
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if inner.queued.len() >= CAPACITY {
             return Pushed::WriteNow(Box::new(record));
         }
@@ -66,9 +64,7 @@ impl OutcomeQueue {
     /// Takes everything queued. For the drain task (`ends_drain`): an empty queue ends it, so the
     /// next push starts another.
     pub fn take(&self, ends_drain: bool) -> Vec<TitleRecord> {
-        let Ok(mut inner) = self.inner.lock() else {
-            return Vec::new();
-        };
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         if ends_drain && inner.queued.is_empty() {
             inner.draining = false;
         }
@@ -78,7 +74,9 @@ impl OutcomeQueue {
     pub fn is_empty(&self) -> bool {
         self.inner
             .lock()
-            .map_or(true, |inner| inner.queued.is_empty())
+            .unwrap_or_else(PoisonError::into_inner)
+            .queued
+            .is_empty()
     }
 }
 

@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::hash::BuildHasher;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use super::{Bounds, Evicted, Thought, Usage};
 
@@ -91,9 +91,7 @@ impl Local {
         if calls.is_empty() || !usage.within(self.bounds.caller) {
             return evicted;
         }
-        let Ok(mut inner) = self.inner.lock() else {
-            return evicted;
-        };
+        let mut inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let owner = self.hasher.hash_one(owner);
         let seq = inner.next;
         inner.next += 1;
@@ -140,7 +138,7 @@ impl Local {
 
     pub(super) fn get(&self, owner: &str, call_id: &str) -> Option<Known> {
         let key = self.fingerprint(owner, call_id);
-        let inner = self.inner.lock().ok()?;
+        let inner = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
         let seq = inner.calls.get(&key)?;
         inner.entries.get(seq).map(|stored| stored.known.clone())
     }
@@ -149,7 +147,8 @@ impl Local {
     pub(super) fn usage(&self) -> Usage {
         self.inner
             .lock()
-            .map_or(Usage::default(), |inner| inner.total)
+            .unwrap_or_else(PoisonError::into_inner)
+            .total
     }
 }
 

@@ -2,7 +2,7 @@
 //! only, so its claim needs nothing more than the map's lock.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -32,10 +32,11 @@ impl MemoryStore {
         }
     }
 
-    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Inner>, StoreError> {
-        self.inner
-            .lock()
-            .map_err(|_| StoreError::Backend("memory store lock poisoned".into()))
+    /// The records, even after a panic while they were held: every change made under the lock
+    /// leaves the maps whole (a record at worst half updated), so a panic elsewhere must not
+    /// fail every later call of the process, as a poisoned lock did.
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -64,7 +65,7 @@ fn evict_oldest(map: &mut Records, keep: usize) -> u64 {
 #[async_trait]
 impl TitleStore for MemoryStore {
     async fn claim(&self, record: &TitleRecord) -> Result<bool, StoreError> {
-        let mut inner = self.lock()?;
+        let mut inner = self.lock();
         let key = (record.owner.clone(), record.id.clone());
         if inner.records.contains_key(&key) {
             return Ok(false);
@@ -75,7 +76,7 @@ impl TitleStore for MemoryStore {
     }
 
     async fn set_text(&self, owner: &str, id: &str, text: &str) -> Result<(), StoreError> {
-        let mut inner = self.lock()?;
+        let mut inner = self.lock();
         if let Some(r) = inner.records.get_mut(&(owner.to_owned(), id.to_owned()))
             && r.status == Status::Pending
         {
@@ -85,7 +86,7 @@ impl TitleStore for MemoryStore {
     }
 
     async fn finish(&self, record: &TitleRecord) -> Result<(), StoreError> {
-        let mut inner = self.lock()?;
+        let mut inner = self.lock();
         let key = (record.owner.clone(), record.id.clone());
         match inner.records.get_mut(&key) {
             Some(existing) => {
@@ -104,7 +105,7 @@ impl TitleStore for MemoryStore {
     }
 
     async fn get(&self, owner: Option<&str>, id: &str) -> Result<Option<TitleRecord>, StoreError> {
-        let inner = self.lock()?;
+        let inner = self.lock();
         let map = &inner.records;
         Ok(match owner {
             Some(owner) => map.get(&(owner.to_owned(), id.to_owned())).cloned(),
@@ -122,7 +123,7 @@ impl TitleStore for MemoryStore {
         before: Option<&Cursor>,
         limit: usize,
     ) -> Result<Vec<TitleRecord>, StoreError> {
-        let inner = self.lock()?;
+        let inner = self.lock();
         let mut records: Vec<TitleRecord> = inner
             .records
             .values()
@@ -136,7 +137,7 @@ impl TitleStore for MemoryStore {
     }
 
     async fn prune(&self, older_than: DateTime<Utc>, keep: usize) -> Result<u64, StoreError> {
-        let mut inner = self.lock()?;
+        let mut inner = self.lock();
         let map = &mut inner.records;
         let before = map.len();
         map.retain(|_, r| r.created_at >= older_than);
@@ -145,7 +146,7 @@ impl TitleStore for MemoryStore {
     }
 
     async fn renew_lease(&self, instance: &str, until: DateTime<Utc>) -> Result<(), StoreError> {
-        self.lock()?.leases.insert(instance.to_owned(), until);
+        self.lock().leases.insert(instance.to_owned(), until);
         Ok(())
     }
 
@@ -155,7 +156,7 @@ impl TitleStore for MemoryStore {
         reason: &str,
         now: DateTime<Utc>,
     ) -> Result<u64, StoreError> {
-        let mut inner = self.lock()?;
+        let mut inner = self.lock();
         let Inner { records, leases } = &mut *inner;
         let mut count = 0;
         for record in records.values_mut().filter(|r| r.status == Status::Pending) {
@@ -173,7 +174,7 @@ impl TitleStore for MemoryStore {
     }
 
     async fn withdraw(&self, record: &TitleRecord, reason: &str) -> Result<bool, StoreError> {
-        let mut inner = self.lock()?;
+        let mut inner = self.lock();
         let key = (record.owner.clone(), record.id.clone());
         let Some(stored) = inner.records.get_mut(&key) else {
             return Ok(false);
@@ -188,7 +189,8 @@ impl TitleStore for MemoryStore {
     }
 
     async fn ping(&self) -> Result<(), StoreError> {
-        self.lock().map(|_| ())
+        drop(self.lock());
+        Ok(())
     }
 
     fn shared(&self) -> bool {
@@ -203,6 +205,25 @@ mod tests {
     #[tokio::test]
     async fn satisfies_the_store_contract() {
         super::super::contract::run(std::sync::Arc::new(MemoryStore::new(100))).await;
+    }
+
+    #[tokio::test]
+    async fn a_panic_while_the_records_were_held_does_not_end_the_store() {
+        let store = MemoryStore::new(10);
+        let panicked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _held = store.inner.lock().expect("not poisoned yet");
+            panic!("a panic while the records are held");
+        }));
+        assert!(panicked.is_err() && store.inner.is_poisoned());
+
+        let record = super::super::contract::record("o", "a", 0);
+        assert_eq!(store.claim(&record).await.ok(), Some(true), "claimed");
+        assert_eq!(
+            store.get(Some("o"), "a").await.ok().flatten().map(|r| r.id),
+            Some("a".to_owned()),
+            "and read back"
+        );
+        store.ping().await.expect("the store answers");
     }
 
     #[tokio::test]

@@ -7,7 +7,7 @@
 //! leaves writes landing in an unlinked file, which would lose every title silently).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
 use chrono::{DateTime, TimeZone, Utc};
@@ -114,9 +114,7 @@ impl SqliteStore {
     ) -> Result<T, StoreError> {
         let conn = self.conn.clone();
         tokio::task::spawn_blocking(move || {
-            let conn = conn
-                .lock()
-                .map_err(|_| backend("sqlite connection lock poisoned"))?;
+            let conn = conn.lock().unwrap_or_else(PoisonError::into_inner);
             work(&conn).map_err(backend)
         })
         .await

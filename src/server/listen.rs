@@ -1,5 +1,6 @@
-//! The accept loop: one task per connection (hyper-util's auto builder, HTTP/1 and HTTP/2), a cap
-//! on open connections, the idle timer of every connection, graceful drain and the final cut.
+//! The accept loop: one task per connection (hyper's HTTP/1 when its first bytes are not HTTP/2's
+//! preface, `opening`; else hyper-util's auto builder, HTTP/1 and HTTP/2), a cap on open
+//! connections, the idle timer of every connection, graceful drain and the final cut.
 //!
 //! `axum::serve` has no connection cap and no head timeout, so a few hundred idle sockets could
 //! exhaust file descriptors and starve `/healthz`; this loop owns those bounds instead. hyper's
@@ -9,6 +10,8 @@
 //! request_read_timeout)` before its first request and `keep_alive_timeout` after one, whatever
 //! its protocol. HTTP/2 peers are also pinged, and closed when a ping goes unanswered.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::activity::{self, Timers};
+use super::opening::Opening;
 use crate::config::LimitsConfig;
 use crate::routes::ConnectionScope;
 
@@ -117,45 +121,82 @@ async fn connection(
     if let Err(e) = tcp.set_nodelay(true) {
         tracing::debug!(error = %e, "cannot set TCP_NODELAY");
     }
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    builder
-        .http1()
-        .timer(TokioTimer::new())
-        .header_read_timeout(timers.head)
-        .keep_alive(true);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(H2_PING_INTERVAL)
-        .keep_alive_timeout(H2_PING_TIMEOUT);
     let (busy, requests) = watch::channel(0usize);
     let service = TowerToHyperService::new(activity::Counted::new(app, busy, scope));
-    // With upgrades: a WebSocket (`routes::responses_ws`) takes the connection over.
-    let conn = builder.serve_connection_with_upgrades(TokioIo::new(tcp), service);
-    tokio::pin!(conn);
     // What ends the connection from outside, polled only when one of its own wakers fires. In the
     // one `select!` it was, all four futures were polled on every wake of the connection, that is
     // on every event of a streamed answer: about 650 instructions an event, a fifth of what
     // passthrough adds to an event over a bare relay (BENCHMARKS.md).
     let mut ending = FuturesUnordered::new();
     ending.push(ending_signal(requests, timers, &stop));
+    // Nothing is served before the first byte: whatever ends the connection meanwhile closes it.
+    let opening = tokio::select! {
+        biased;
+        opening = Opening::peek(&tcp) => opening,
+        _ = ending.next() => return,
+    };
+    let io = TokioIo::new(tcp);
+    match opening {
+        Opening::Http1 => {
+            let mut http1 = hyper::server::conn::http1::Builder::new();
+            http1
+                .timer(TokioTimer::new())
+                .header_read_timeout(timers.head)
+                .keep_alive(true);
+            // With upgrades: a WebSocket (`routes::responses_ws`) takes the connection over.
+            let conn = http1.serve_connection(io, service).with_upgrades();
+            until_ended(conn, |c| c.graceful_shutdown(), &mut ending, timers, &stop).await;
+        }
+        Opening::Undecided => {
+            let mut builder = auto::Builder::new(TokioExecutor::new());
+            builder
+                .http1()
+                .timer(TokioTimer::new())
+                .header_read_timeout(timers.head)
+                .keep_alive(true);
+            builder
+                .http2()
+                .timer(TokioTimer::new())
+                .keep_alive_interval(H2_PING_INTERVAL)
+                .keep_alive_timeout(H2_PING_TIMEOUT);
+            let conn = builder.serve_connection_with_upgrades(io, service);
+            until_ended(conn, |c| c.graceful_shutdown(), &mut ending, timers, &stop).await;
+        }
+        Opening::Closed => {}
+    }
+}
+
+/// Serves `conn` until it ends, or until `ending` says it must: an idle connection is told
+/// goodbye (`goodbye`, its graceful shutdown) and given one more head timeout, a stopping one
+/// finishes what it serves, a cut one is dropped.
+async fn until_ended<C, E>(
+    conn: C,
+    goodbye: impl Fn(Pin<&mut C>),
+    ending: &mut FuturesUnordered<impl Future<Output = Ending>>,
+    timers: Timers,
+    stop: &Stop,
+) where
+    C: Future<Output = Result<(), E>>,
+    E: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    tokio::pin!(conn);
     tokio::select! {
         biased;
-        result = conn.as_mut() => return log_end(result),
+        result = conn.as_mut() => return log_end(result.map_err(Into::into)),
         Some(signal) = ending.next() => match signal {
             Ending::Idle => {
                 tracing::debug!("closing an idle connection");
-                conn.as_mut().graceful_shutdown();
+                goodbye(conn.as_mut());
                 // A peer that ignores the goodbye (an HTTP/2 GOAWAY) gets one more head timeout.
                 let _ = tokio::time::timeout(timers.head, conn.as_mut()).await;
                 return;
             }
-            Ending::Stopping => conn.as_mut().graceful_shutdown(),
+            Ending::Stopping => goodbye(conn.as_mut()),
             Ending::Cut => return,
         },
     }
     tokio::select! {
-        result = conn.as_mut() => log_end(result),
+        result = conn.as_mut() => log_end(result.map_err(Into::into)),
         () = stop.cut.cancelled() => {}
     }
 }

@@ -17,6 +17,7 @@ pub mod inbound_auth;
 pub mod json_errors;
 mod listen;
 pub mod open_files;
+mod opening;
 
 use std::future::Future;
 use std::time::Duration;

@@ -295,6 +295,36 @@ async fn silent_connections_are_closed_and_free_their_slots_for_healthz() {
     assert_eq!(response.status(), 200);
 }
 
+/// However a connection's first bytes arrive, what follows is served: the request line's first
+/// byte alone (HTTP/2's preface starts with it too), the request whole, or nothing at all before
+/// the client closes.
+#[tokio::test]
+async fn a_request_is_served_however_its_first_bytes_arrive() {
+    let upstream = quick_upstream().await;
+    let app = TestApp::start(test_config(&upstream.base_url())).await;
+    let body = br#"{"model":"m","messages":[{"role":"user","content":"hi"}]}"#;
+    let request = [head(body.len(), "connection: close\r\n").as_bytes(), body].concat();
+
+    let mut split = TcpStream::connect(app.addr).await.unwrap();
+    split.write_all(&request[..1]).await.unwrap();
+    split.flush().await.unwrap();
+    tokio::task::yield_now().await;
+    split.write_all(&request[1..]).await.unwrap();
+    let answer = read_to_close(&mut split).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("hi"), "the upstream's answer: {answer}");
+
+    let mut whole = TcpStream::connect(app.addr).await.unwrap();
+    whole.write_all(&request).await.unwrap();
+    let answer = read_to_close(&mut whole).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(answer.contains("hi"), "the upstream's answer: {answer}");
+
+    drop(TcpStream::connect(app.addr).await.unwrap());
+    let response = reqwest::get(app.url("/healthz")).await.unwrap();
+    assert_eq!(response.status(), 200);
+}
+
 #[tokio::test]
 async fn an_idle_http2_connection_is_closed_after_its_request() {
     let upstream = quick_upstream().await;

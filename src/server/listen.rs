@@ -135,35 +135,47 @@ async fn connection(
         opening = Opening::peek(&tcp) => opening,
         _ = ending.next() => return,
     };
+    // With upgrades: a WebSocket (`routes::responses_ws`) takes the connection over.
     let io = TokioIo::new(tcp);
     match opening {
         Opening::Http1 => {
-            let mut http1 = hyper::server::conn::http1::Builder::new();
-            http1
-                .timer(TokioTimer::new())
-                .header_read_timeout(timers.head)
-                .keep_alive(true);
-            // With upgrades: a WebSocket (`routes::responses_ws`) takes the connection over.
-            let conn = http1.serve_connection(io, service).with_upgrades();
+            let conn = http1(timers).serve_connection(io, service).with_upgrades();
             until_ended(conn, |c| c.graceful_shutdown(), &mut ending, timers, &stop).await;
         }
         Opening::Undecided => {
-            let mut builder = auto::Builder::new(TokioExecutor::new());
-            builder
-                .http1()
-                .timer(TokioTimer::new())
-                .header_read_timeout(timers.head)
-                .keep_alive(true);
-            builder
-                .http2()
-                .timer(TokioTimer::new())
-                .keep_alive_interval(H2_PING_INTERVAL)
-                .keep_alive_timeout(H2_PING_TIMEOUT);
+            let builder = http1_or_http2(timers);
             let conn = builder.serve_connection_with_upgrades(io, service);
             until_ended(conn, |c| c.graceful_shutdown(), &mut ending, timers, &stop).await;
         }
         Opening::Closed => {}
     }
+}
+
+/// hyper's HTTP/1 server, its head read bounded by `timers.head`.
+fn http1(timers: Timers) -> hyper::server::conn::http1::Builder {
+    let mut http1 = hyper::server::conn::http1::Builder::new();
+    http1
+        .timer(TokioTimer::new())
+        .header_read_timeout(timers.head)
+        .keep_alive(true);
+    http1
+}
+
+/// hyper-util's auto builder, which reads the opening and serves HTTP/1 as `http1` does, or
+/// HTTP/2 with its peer pinged.
+fn http1_or_http2(timers: Timers) -> auto::Builder<TokioExecutor> {
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(timers.head)
+        .keep_alive(true);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_PING_INTERVAL)
+        .keep_alive_timeout(H2_PING_TIMEOUT);
+    builder
 }
 
 /// Serves `conn` until it ends, or until `ending` says it must: an idle connection is told

@@ -7,6 +7,8 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config::{Config, LogFormat};
 
+mod plain;
+
 /// Why the logger could not be installed.
 #[derive(Debug, thiserror::Error)]
 pub enum LoggingError {
@@ -30,9 +32,15 @@ pub fn init_logging(config: &Config) -> Result<(), LoggingError> {
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_ansi(ansi)
+        .with_timer(plain::UtcMicros)
         .with_writer(std::io::stderr);
     let result = match config.log_format {
-        LogFormat::Human => builder.with_target(false).try_init(),
+        LogFormat::Human if ansi => builder.with_target(false).try_init(),
+        // The same text for less work per line (the access log writes one per request).
+        LogFormat::Human => builder
+            .with_target(false)
+            .fmt_fields(plain::PlainFields)
+            .try_init(),
         LogFormat::Json => builder
             .json()
             .flatten_event(true)

@@ -2,7 +2,9 @@
 //! bytes are counted), and the in-flight gauges (requests, streams). No header value that may carry
 //! a key is logged.
 
+use std::collections::HashMap;
 use std::pin::Pin;
+use std::sync::{LazyLock, Mutex, PoisonError};
 use std::task::{Context, Poll};
 use std::time::Instant;
 
@@ -46,11 +48,33 @@ impl AccessLog {
             outcome,
             "request"
         );
-        let status = StatusCode::from_u16(self.status).map_or("other", super::status_label);
-        metrics::counter!("harness_proxy_requests_total", "harness" => self.facts.harness.unwrap_or("-"), "protocol" => self.facts.protocol.unwrap_or("-"), "status" => status, "code" => self.status.to_string()).increment(1);
-        metrics::histogram!("harness_proxy_request_duration_seconds", "harness" => self.facts.harness.unwrap_or("-"), "protocol" => self.facts.protocol.unwrap_or("-")).record(duration_ms / 1000.0);
+        let harness = self.facts.harness.unwrap_or("-");
+        let protocol = self.facts.protocol.unwrap_or("-");
+        let mut series = SERIES.lock().unwrap_or_else(PoisonError::into_inner);
+        let (count, duration) = series
+            .entry((harness, protocol, self.status))
+            .or_insert_with(|| {
+                let class = StatusCode::from_u16(self.status).map_or("other", super::status_label);
+                (
+                    metrics::counter!("harness_proxy_requests_total", "harness" => harness, "protocol" => protocol, "status" => class, "code" => self.status.to_string()),
+                    metrics::histogram!("harness_proxy_request_duration_seconds", "harness" => harness, "protocol" => protocol),
+                )
+            });
+        count.increment(1);
+        duration.record(duration_ms / 1000.0);
     }
 }
+
+/// The request counter and duration histogram of each harness, protocol and status seen. The
+/// `metrics` macros build their key and look it up in the recorder on every call, about 2.6k
+/// instructions a request for these two; a kept handle is a pointer (BENCHMARKS.md, "The
+/// access-log line written for less"). Bounded as the series are: harnesses and protocols are
+/// the registry's names, a status is three digits. Only filled while serving, so after the
+/// app's state installed the recorder (`telemetry::metrics_handle`): no handle kept here is the
+/// no-op one of a process without a recorder yet. A test thread's local recorder is not
+/// consulted for these two.
+type Series = HashMap<(&'static str, &'static str, u16), (metrics::Counter, metrics::Histogram)>;
+static SERIES: LazyLock<Mutex<Series>> = LazyLock::new(Mutex::default);
 
 fn sane_request_id(value: &HeaderValue) -> Option<String> {
     let text = value.to_str().ok()?;

@@ -1,17 +1,17 @@
 //! A client protocol's front as the server and the pipeline see it: `Front` (its routes, its
 //! parse, its passthrough path, its error shapes, its credential), `Mount` (what the server hands
-//! a front's routes), `Call` (what a route hands `pipeline::serve` of the request) and `enter`, the
-//! route layer that gives a protocol its say before anything else reads the request: its own
-//! credential read into the proxy's, its error shape installed for every refusal on its routes.
+//! a front's routes), `Call` (what a route hands `pipeline::serve` of the request), and `enter` and
+//! `leave`, a protocol's say before anything else reads the request (its own credential read
+//! into the proxy's, its error shape installed for every refusal on its routes) and on whatever
+//! answer comes back. The server's proxied-route layer (`server::layers`) runs them.
 //!
 //! Must not know any one protocol: each route file fills its own `Front`, and `routes::FRONTS`
 //! lists them.
 
 use axum::Router;
-use axum::extract::{FromRequestParts, RawPathParams, Request, State};
+use axum::extract::{FromRequestParts, RawPathParams, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, Method, StatusCode};
-use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::error::ProxyError;
@@ -90,16 +90,18 @@ pub fn openai_stream_error(code: &str, message: &str) -> String {
     crate::api::error::sse_error_event(message, code)
 }
 
-/// The route layer of every front (`server::front_routes`):
-/// the protocol reads its credential (`Front::adopt`), and its error shape goes in the request's
-/// extensions (middlewares inside refuse in it) and the response's (`server::json_errors`).
-pub async fn enter(State(front): State<Front>, request: Request, next: Next) -> Response {
-    let (mut parts, body) = request.into_parts();
-    (front.adopt)(&mut parts);
+/// A front's say on its request, first of every proxied route's checks (`server::layers`): the
+/// protocol reads its credential (`Front::adopt`), and its error shape goes in the request's
+/// extensions (every check after it refuses in that shape).
+pub fn enter(front: &Front, parts: &mut Parts) {
+    (front.adopt)(parts);
     parts.extensions.insert(ErrorShape(front.error));
-    let mut response = next.run(Request::from_parts(parts, body)).await;
+}
+
+/// The front's error shape on its answer, whoever made it (the framework's errors are rendered
+/// in it on the way out: `server::json_errors`).
+pub fn leave(front: &Front, response: &mut Response) {
     response.extensions_mut().insert(ErrorShape(front.error));
-    response
 }
 
 /// A wrong method on a front's route, in the route's protocol shape (`ErrorShape`).

@@ -9,9 +9,8 @@ use std::task::{Context, Poll};
 use std::time::Instant;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
 use axum::http::{HeaderValue, StatusCode, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -82,11 +81,17 @@ fn sane_request_id(value: &HeaderValue) -> Option<String> {
         .then(|| text.to_owned())
 }
 
-pub async fn access_log(
-    State(state): State<AppState>,
-    mut request: Request,
-    next: Next,
-) -> Response {
+/// A request the access log has seen: its id given, its line written however it ends (by
+/// `answered`'s body, or on drop if no answer came).
+pub(super) struct Logged {
+    id: String,
+    span: tracing::Span,
+    unanswered: Unanswered,
+}
+
+/// The request's id (the client's `x-request-id` if sane, else a new one) put in its
+/// extensions, its span, and the line it will get.
+pub(super) fn begin(state: &AppState, request: &mut Request) -> Logged {
     let started = Instant::now();
     let id = request
         .headers()
@@ -95,9 +100,10 @@ pub async fn access_log(
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     request.extensions_mut().insert(RequestId(id.clone()));
     let span = tracing::info_span!("request", request_id = %id);
-    // Written if this future is dropped before the response exists: the client went away while
-    // the upstream had not answered (hyper drops the handler), still one line and one count.
-    let mut unanswered = Unanswered {
+    // Written if the request's future is dropped before the response exists: the client went
+    // away while the upstream had not answered (hyper drops the handler), still one line and
+    // one count.
+    let unanswered = Unanswered {
         log: Some(AccessLog {
             request_id: id.clone(),
             method: request.method().to_string(),
@@ -109,46 +115,61 @@ pub async fn access_log(
         }),
         state: state.clone(),
     };
-    let response = tracing::Instrument::instrument(next.run(request), span).await;
-    let (mut parts, body) = response.into_parts();
-    if let Ok(value) = HeaderValue::from_str(&id) {
-        parts.headers.insert("x-request-id", value);
+    Logged {
+        id,
+        span,
+        unanswered,
     }
-    // Answered: the line is the logged body's, written when the body ends.
-    let mut log = unanswered.log.take();
-    if let Some(log) = log.as_mut() {
-        log.status = parts.status.as_u16();
-        log.facts = parts
+}
+
+impl Logged {
+    /// The span the request's handling runs in.
+    pub(super) fn span(&self) -> tracing::Span {
+        self.span.clone()
+    }
+
+    /// The answer with the request id, its body logged: the line is written when it ends.
+    pub(super) fn answered(mut self, response: Response) -> Response {
+        let (mut parts, body) = response.into_parts();
+        if let Ok(value) = HeaderValue::from_str(&self.id) {
+            parts.headers.insert("x-request-id", value);
+        }
+        let mut log = self.unanswered.log.take();
+        if let Some(log) = log.as_mut() {
+            log.status = parts.status.as_u16();
+            log.facts = parts
+                .extensions
+                .get::<ResponseFacts>()
+                .copied()
+                .unwrap_or_default();
+            log.error = parts.extensions.get::<ErrorCode>().map(|c| c.0);
+        }
+        let permit = parts
             .extensions
-            .get::<ResponseFacts>()
-            .copied()
-            .unwrap_or_default();
-        log.error = parts.extensions.get::<ErrorCode>().map(|c| c.0);
+            .remove::<PermitSlot>()
+            .and_then(|slot| slot.0);
+        let finished = parts.extensions.get::<AnswerFinished>().cloned();
+        let length = parts
+            .headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok());
+        let stream = is_event_stream(&parts.headers).then(StreamGauge::new);
+        let state = self.unanswered.state.clone();
+        Response::from_parts(
+            parts,
+            Body::new(LoggedBody {
+                inner: body,
+                bytes: 0,
+                length,
+                log,
+                finished,
+                state,
+                _stream: stream,
+                _permit: permit,
+            }),
+        )
     }
-    let permit = parts
-        .extensions
-        .remove::<PermitSlot>()
-        .and_then(|slot| slot.0);
-    let finished = parts.extensions.get::<AnswerFinished>().cloned();
-    let length = parts
-        .headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.parse().ok());
-    let stream = is_event_stream(&parts.headers).then(StreamGauge::new);
-    Response::from_parts(
-        parts,
-        Body::new(LoggedBody {
-            inner: body,
-            bytes: 0,
-            length,
-            log,
-            finished,
-            state,
-            _stream: stream,
-            _permit: permit,
-        }),
-    )
 }
 
 /// nginx's "client closed request": the status a request's line and count get when its client

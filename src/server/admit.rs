@@ -3,12 +3,13 @@
 //! across requests (`limits.max_inflight_body_bytes`, 503) — and only then does it take one of the
 //! `limits.max_concurrent_requests` slots. A client that trickles its body holds no slot.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{Request, State};
+use axum::extract::Request;
+use axum::http::request::Parts;
 use axum::http::{HeaderMap, header};
-use axum::middleware::Next;
 use axum::response::Response;
 use bytes::{Bytes, BytesMut};
 use http_body_util::BodyExt;
@@ -22,9 +23,18 @@ use crate::state::AppState;
 
 use super::access_log::{InFlight, PermitSlot};
 
-pub async fn admit(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    let shape = ErrorShape::of(request.extensions());
-    let (parts, body) = request.into_parts();
+/// Reads the body of `parts`' request within bounds, takes a slot, and only then runs `route` with
+/// it; a refusal is rendered in `shape`. The slot goes with the answer's body (`PermitSlot`).
+pub(super) async fn admit<F>(
+    state: &AppState,
+    shape: ErrorShape,
+    parts: Parts,
+    body: Body,
+    route: impl FnOnce(Request) -> F,
+) -> Response
+where
+    F: Future<Output = Response>,
+{
     let limits = &state.config.limits;
     let (body, reserved) = match read(&parts.headers, body, limits, &state.body_budget).await {
         Ok(read) => read,
@@ -34,7 +44,7 @@ pub async fn admit(State(state): State<AppState>, request: Request, next: Next) 
         return shape.render(ProxyError::Overloaded);
     };
     let in_flight = InFlight::new(permit);
-    let mut response = next.run(Request::from_parts(parts, Body::from(body))).await;
+    let mut response = route(Request::from_parts(parts, Body::from(body))).await;
     // The body has gone upstream (or was refused) once the answer's head is here; the handler
     // dropped its copies, so its bytes no longer count.
     drop(reserved);

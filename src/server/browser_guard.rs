@@ -17,10 +17,12 @@
 //! Must not read a body or know a route's protocol: a refusal is a `ProxyError`, shaped by the
 //! route's own error layer.
 
+use std::borrow::Cow;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
+use axum::http::uri::Authority;
 use axum::http::{HeaderMap, Method, Uri, header};
 use axum::middleware::Next;
 use axum::response::Response;
@@ -104,19 +106,21 @@ impl BrowserPolicy {
 
     /// The guard's verdict on a request head.
     pub fn check(&self, method: &Method, uri: &Uri, headers: &HeaderMap) -> Result<(), GuardError> {
+        // Every request passes here: nothing is copied unless it is refused.
         if method == Method::POST {
             let got = headers
                 .get(header::CONTENT_TYPE)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+                .map(|v| String::from_utf8_lossy(v.as_bytes()));
             if !got.as_deref().is_some_and(is_json) {
-                return Err(GuardError::NotJson { got });
+                return Err(GuardError::NotJson {
+                    got: got.map(Cow::into_owned),
+                });
             }
         }
         let host = headers
             .get(header::HOST)
             .and_then(|v| v.to_str().ok())
-            .map(str::to_owned)
-            .or_else(|| uri.authority().map(|a| a.as_str().to_owned()));
+            .or_else(|| uri.authority().map(Authority::as_str));
         let origin = headers
             .get(header::ORIGIN)
             .map(|v| v.to_str().unwrap_or(""));
@@ -124,7 +128,7 @@ impl BrowserPolicy {
             .is_some_and(|o| normal_origin(o).is_some_and(|o| self.allowed_origins.contains(&o)));
         if let Some(origin) = origin
             && !listed
-            && !is_own_origin(origin, host.as_deref())
+            && !is_own_origin(origin, host)
         {
             return Err(GuardError::ForeignOrigin {
                 origin: origin.to_owned(),
@@ -142,17 +146,20 @@ impl BrowserPolicy {
         if self.check_hosts
             && let Some(host) = host
         {
-            let name = host_name(&host);
-            if !is_loopback_name(&name) && !self.allowed_hosts.contains(&name) {
-                return Err(GuardError::ForeignHost { host });
+            let name = host_name(host);
+            if !is_loopback_name(&name) && !self.allowed_hosts.iter().any(|h| *h == name) {
+                return Err(GuardError::ForeignHost {
+                    host: host.to_owned(),
+                });
             }
         }
         Ok(())
     }
 }
 
-/// The middleware: `from_fn_with_state(Arc<BrowserPolicy>, guard)`, as a route layer inside the
-/// route's error shaping.
+/// The middleware of the routes that are not proxied (probes, titles, console):
+/// `from_fn_with_state(Arc<BrowserPolicy>, guard)`, as a route layer. The proxied routes run
+/// `BrowserPolicy::check` in `layers::Proxied`.
 pub async fn guard(
     State(policy): State<Arc<BrowserPolicy>>,
     request: Request,
@@ -171,11 +178,14 @@ fn is_json(content_type: &str) -> bool {
         .next()
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || essence
-            .strip_prefix("application/")
-            .is_some_and(|sub| sub.len() > "+json".len() && sub.ends_with("+json"))
+        .as_bytes();
+    let is = |part: &[u8], name: &str| part.eq_ignore_ascii_case(name.as_bytes());
+    let Some((kind, sub)) = essence.split_at_checked("application/".len()) else {
+        return false;
+    };
+    is(kind, "application/")
+        && (is(sub, "json")
+            || sub.len() > "+json".len() && is(&sub[sub.len() - "+json".len()..], "+json"))
 }
 
 /// A top-level `GET`/`HEAD` navigation (a followed link): shown to the user, never to the page.
@@ -218,17 +228,26 @@ fn is_own_origin(origin: &str, host: Option<&str>) -> bool {
 }
 
 /// The name of a `Host` value, lower-case, without its port or a trailing dot; IPv6 in brackets.
-fn host_name(host: &str) -> String {
-    let host = host.trim().to_ascii_lowercase();
+/// Borrowed when the value is lower-case already (as clients send it).
+fn host_name(host: &str) -> Cow<'_, str> {
+    let host = host.trim();
+    if host.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Cow::Owned(name_of(&host.to_ascii_lowercase()).to_owned());
+    }
+    Cow::Borrowed(name_of(host))
+}
+
+/// `host_name` of a lower-case, trimmed value.
+fn name_of(host: &str) -> &str {
     let name = if host.starts_with('[') {
-        host.find(']').map_or(host.as_str(), |end| &host[..=end])
+        host.find(']').map_or(host, |end| &host[..=end])
     } else {
         match host.rsplit_once(':') {
             Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
-            _ => host.as_str(),
+            _ => host,
         }
     };
-    name.trim_end_matches('.').to_owned()
+    name.trim_end_matches('.')
 }
 
 fn is_loopback_name(name: &str) -> bool {
@@ -256,6 +275,7 @@ mod tests {
             "application/json; charset=utf-8",
             "APPLICATION/JSON",
             "application/problem+json",
+            " Application/Problem+JSON ; q=1",
         ] {
             assert!(is_json(ok), "{ok}");
         }
@@ -266,6 +286,8 @@ mod tests {
             "multipart/form-data; boundary=x",
             "application/+json",
             "application/jsonx",
+            "application/json+",
+            "application",
             "",
         ] {
             assert!(!is_json(refused), "{refused}");

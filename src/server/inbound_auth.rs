@@ -4,24 +4,24 @@
 //! API, the inspector and `/metrics`.
 
 use axum::extract::{Request, State};
+use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
 use crate::auth::Credential;
 use crate::error::ProxyError;
-use crate::routes::error_response::ErrorShape;
 use crate::state::AppState;
 
 const NEED_A_KEY: &str = "this proxy needs an API key: send `Authorization: Bearer <key>` or \
                           `x-api-key: <key>` with a key its operator gave you";
 
-/// For the proxied `/v1` routes.
-pub async fn require_key(State(state): State<AppState>, request: Request, next: Next) -> Response {
-    if state.inbound_keys.required() && !state.inbound_keys.admit(Credential::of(request.headers()))
-    {
-        return ErrorShape::of(request.extensions()).render(ProxyError::Unauthorized(NEED_A_KEY));
+/// For the proxied `/v1` routes (`server::layers`, which renders the refusal in the route's
+/// shape).
+pub fn require_key(state: &AppState, headers: &HeaderMap) -> Result<(), ProxyError> {
+    if state.inbound_keys.required() && !state.inbound_keys.admit(Credential::of(headers)) {
+        return Err(ProxyError::Unauthorized(NEED_A_KEY));
     }
-    next.run(request).await
+    Ok(())
 }
 
 /// For the titles API, the inspector and `/metrics`: a key, or the admin token.

@@ -7,9 +7,7 @@
 //! line or header it cannot parse: 400; a head larger than its buffer: 431; a URI over 65,534
 //! bytes: 414). hyper writes those as a bare status line with an empty body and offers no hook.
 
-use axum::extract::Request;
 use axum::http::header;
-use axum::middleware::Next;
 use axum::response::Response;
 
 use crate::error::ProxyError;
@@ -19,8 +17,9 @@ use crate::routes::error_response::{ErrorCode, ErrorShape};
 /// How much of a framework error body is kept as the message.
 const MAX_MESSAGE_BYTES: usize = 4096;
 
-pub async fn json_errors(request: Request, next: Next) -> Response {
-    let response = next.run(request).await;
+/// The answer with a framework error re-rendered; any other answer as it is (run on every
+/// answer by `server::layers`).
+pub async fn reshape(response: Response) -> Response {
     let status = response.status();
     let ours = response.extensions().get::<ErrorCode>().is_some();
     let upstreams = response
@@ -60,7 +59,9 @@ pub async fn json_errors(request: Request, next: Next) -> Response {
 mod tests {
     use super::*;
     use axum::Router;
+    use axum::extract::Request;
     use axum::http::StatusCode;
+    use axum::middleware::Next;
     use axum::routing::get;
     use tower::ServiceExt;
 
@@ -70,7 +71,9 @@ mod tests {
             .body(axum::body::Body::empty())
             .expect("request");
         let response = router
-            .layer(axum::middleware::from_fn(json_errors))
+            .layer(axum::middleware::from_fn(
+                |request: Request, next: Next| async { reshape(next.run(request).await).await },
+            ))
             .oneshot(request)
             .await
             .expect("infallible");

@@ -1,10 +1,11 @@
 //! The HTTP server: `router(state)` and `run(listener, state, shutdown)`. Takes an already-bound
 //! listener so tests can use port 0; shutdown is any future, so tests need no signals.
 //!
-//! The router mounts every front of `routes::FRONTS` (behind `front_routes`), forwards the rest of
+//! The router mounts every front of `routes::FRONTS` (behind `layers::Proxied`), forwards the rest of
 //! `/v1/*`, and serves the probes, the titles API and the console. Its parts: `listen` (the accept
 //! loop, connection cap, drain and cut), `activity` (each connection's idle timer), `open_files`
-//! (`max_connections` fitted to the open-file limit), `admit` (body bounds, then a request slot),
+//! (`max_connections` fitted to the open-file limit), `layers` (the proxied routes' checks and the
+//! access log around every route, as two services), `admit` (body bounds, then a request slot),
 //! `access_log`, `browser_guard`, `inbound_auth` (the `auth.keys` gate) and `json_errors`. It
 //! reads only what `routes` publishes for it (handlers, `FRONTS`, `RequestId`, `ResponseFacts`,
 //! `ConnectionScope`, `AnswerFinished`).
@@ -15,6 +16,7 @@ mod admit;
 pub mod browser_guard;
 pub mod inbound_auth;
 pub mod json_errors;
+mod layers;
 mod listen;
 pub mod open_files;
 mod opening;
@@ -43,13 +45,17 @@ pub fn router(state: AppState) -> Router {
         &state.config.server,
     ));
     let guard = || axum::middleware::from_fn_with_state(policy.clone(), browser_guard::guard);
-    // Every client protocol's routes (`routes::FRONTS`), each behind the proxied routes' layers
-    // with the protocol's own say first (`front_routes`).
+    // The proxied routes' checks (`layers::Proxied`): a front's own say first, then the browser
+    // guard, the key gate and admission.
+    let proxied = |front| layers::Proxied::new(front, policy.clone(), state.clone());
+    // Every client protocol's routes (`routes::FRONTS`).
     let mut fronts = Router::new();
     for &front in routes::FRONTS {
-        let layered = |routes| outer(front_routes(routes, &state, guard(), front), state.clone());
+        let layered = |routes: Router<AppState>| {
+            outer(routes.route_layer(proxied(Some(front))), state.clone())
+        };
         let mount = routes::front::Mount { layered: &layered };
-        fronts = fronts.merge(front_routes((front.routes)(&mount), &state, guard(), front));
+        fronts = fronts.merge((front.routes)(&mount).route_layer(proxied(Some(front))));
     }
     // The rest of `/v1/*` (`/v1/models`, `/v1/embeddings`, …), forwarded unchanged.
     let forwarded = Router::new()
@@ -58,7 +64,7 @@ pub fn router(state: AppState) -> Router {
             "/harness/{name}/v1/{*rest}",
             any(routes::forward::path_route),
         );
-    let forwarded = admitted(forwarded, &state, guard());
+    let forwarded = forwarded.route_layer(proxied(None));
     let probes = Router::new()
         // Base-URL probes (Claude Code: `HEAD /api/hello` without its no-traffic flags).
         .route("/", get(routes::messages::hello))
@@ -99,63 +105,15 @@ pub fn router(state: AppState) -> Router {
     outer(app, state)
 }
 
-/// The layers around every route: framework errors in our shape, the request id and access log,
-/// a panic caught as a 500.
+/// The layers around every route: the request id and access log, framework errors in our shape
+/// (`layers::Outer`), a panic caught as a 500.
 fn outer(routes: Router<AppState>, state: AppState) -> Router {
     routes
-        .layer(axum::middleware::from_fn(json_errors::json_errors))
-        .layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            access_log::access_log,
-        ))
+        .layer(layers::Outer(state.clone()))
         .layer(CatchPanicLayer::custom(|_| {
             ProxyError::Internal(InternalError::Panicked).into_response()
         }))
         .with_state(state)
-}
-
-/// The layers of every proxied route, outermost first: the browser guard, the key gate,
-/// admission.
-fn admitted<G>(routes: Router<AppState>, state: &AppState, guard: G) -> Router<AppState>
-where
-    G: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
-    G::Service:
-        tower::Service<Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
-    <G::Service as tower::Service<Request>>::Response: IntoResponse + 'static,
-    <G::Service as tower::Service<Request>>::Future: Send + 'static,
-{
-    routes
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            admit::admit,
-        ))
-        .route_layer(axum::middleware::from_fn_with_state(
-            state.clone(),
-            inbound_auth::require_key,
-        ))
-        .route_layer(guard)
-}
-
-/// A client protocol's routes behind the layers every proxied route has (`admitted`) with the
-/// protocol's own say first (`routes::front::enter`: its credential read, its error shape for
-/// every refusal; OpenAI's for Chat and Responses).
-fn front_routes<G>(
-    routes: Router<AppState>,
-    state: &AppState,
-    guard: G,
-    front: routes::front::Front,
-) -> Router<AppState>
-where
-    G: tower::Layer<axum::routing::Route> + Clone + Send + Sync + 'static,
-    G::Service:
-        tower::Service<Request, Error = std::convert::Infallible> + Clone + Send + Sync + 'static,
-    <G::Service as tower::Service<Request>>::Response: IntoResponse + 'static,
-    <G::Service as tower::Service<Request>>::Future: Send + 'static,
-{
-    admitted(routes, state, guard).route_layer(axum::middleware::from_fn_with_state(
-        front,
-        routes::front::enter,
-    ))
 }
 
 async fn not_found(method: Method, request: Request) -> ProxyError {

@@ -2,7 +2,7 @@
 //! `UpstreamError::Timeout`. Owns only that timer; the body's bytes pass through untouched.
 
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -16,11 +16,15 @@ use super::UpstreamError;
 /// A chunk only sets a flag: reading the clock and re-arming the timer for every chunk cost
 /// about as much as forwarding it. Instead the timer ticks every `idle / TICKS` and counts
 /// silent ticks, so the timeout fires between `idle` and `idle + idle / TICKS` after the last chunk.
+/// Nor is the timer polled after every chunk: it already holds the waker of the task that reads
+/// the body, and it is polled again only once it has fired or another task reads.
 pub(super) struct IdleTimeout<S> {
     inner: S,
     idle: Duration,
     tick: Duration,
     sleep: Pin<Box<Sleep>>,
+    /// The waker the timer was last polled with (it wakes that task when it fires).
+    armed: Option<Waker>,
     /// A chunk arrived since the last tick.
     active: bool,
     /// Silence so far, in whole ticks.
@@ -39,6 +43,7 @@ impl<S> IdleTimeout<S> {
             idle,
             tick,
             sleep: Box::pin(tokio::time::sleep(tick)),
+            armed: None,
             active: false,
             silent: Duration::ZERO,
             finished: false,
@@ -70,7 +75,15 @@ where
                 this.finished = true;
                 Poll::Ready(None)
             }
+            Poll::Pending
+                if !this.sleep.is_elapsed()
+                    && this.armed.as_ref().is_some_and(|w| w.will_wake(cx.waker())) =>
+            {
+                Poll::Pending
+            }
             Poll::Pending => loop {
+                // Out of budget, the timer answers `Pending` without keeping the waker.
+                let kept = tokio::task::coop::has_budget_remaining();
                 match this.sleep.as_mut().poll(cx) {
                     Poll::Ready(()) => {
                         if std::mem::take(&mut this.active) {
@@ -87,7 +100,10 @@ where
                         let next = this.sleep.deadline() + this.tick;
                         this.sleep.as_mut().reset(next);
                     }
-                    Poll::Pending => return Poll::Pending,
+                    Poll::Pending => {
+                        this.armed = kept.then(|| cx.waker().clone());
+                        return Poll::Pending;
+                    }
                 }
             },
         }
@@ -114,6 +130,23 @@ mod tests {
             "timed out after {waited:?}"
         );
         assert!(stream.next().await.is_none());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_timeout_wakes_whichever_task_reads_the_body() {
+        let idle = Duration::from_secs(8);
+        let chunk_then_silence = futures_util::stream::iter([Ok(Bytes::from_static(b"a"))])
+            .chain(futures_util::stream::pending());
+        let mut stream = IdleTimeout::new(chunk_then_silence, idle);
+        assert!(stream.next().await.is_some_and(|c| c.is_ok()));
+        // Polled once with another waker: the timer holds that one.
+        assert!(futures_util::FutureExt::now_or_never(stream.next()).is_none());
+        let reader = tokio::spawn(async move { stream.next().await });
+        let item = tokio::time::timeout(idle * 2, reader)
+            .await
+            .expect("the reading task was woken by the timeout")
+            .expect("task");
+        assert!(matches!(item, Some(Err(UpstreamError::Timeout(_)))));
     }
 
     #[tokio::test(start_paused = true)]

@@ -390,9 +390,11 @@ pub fn is_event_stream(headers: &HeaderMap) -> bool {
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| {
+            // On every answer's path: compared in place, not lower-cased into a copy.
             v.trim_start()
-                .to_ascii_lowercase()
-                .starts_with("text/event-stream")
+                .as_bytes()
+                .get(.."text/event-stream".len())
+                .is_some_and(|kind| kind.eq_ignore_ascii_case(b"text/event-stream"))
         })
 }
 
@@ -415,6 +417,38 @@ pub fn is_hop_by_hop(name: &HeaderName) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_event_stream_is_told_by_its_type_in_any_case() {
+        let typed = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_str(value).expect("value"),
+            );
+            is_event_stream(&headers)
+        };
+        for stream in [
+            "text/event-stream",
+            "Text/Event-Stream; charset=utf-8",
+            "  TEXT/EVENT-STREAM",
+        ] {
+            assert!(typed(stream), "{stream}");
+        }
+        for other in [
+            "text/event",
+            "application/json",
+            "text/event-streams-not",
+            "",
+        ] {
+            assert_eq!(
+                typed(other),
+                other.starts_with("text/event-stream"),
+                "{other}"
+            );
+        }
+        assert!(!is_event_stream(&HeaderMap::new()));
+    }
 
     #[test]
     fn retry_after_reads_every_form_without_panicking() {

@@ -91,7 +91,7 @@ pub enum ProxyError {
 /// in its own words after what failed.
 #[derive(Debug, thiserror::Error)]
 pub enum InternalError {
-    /// A handler panicked (`server::router`'s catch-panic layer); the panic message was already
+    /// A handler panicked (caught by `server::layers::Outer`); the panic message was already
     /// printed by the panic hook.
     #[error("a handler panicked")]
     Panicked,

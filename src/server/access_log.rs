@@ -16,6 +16,7 @@ use bytes::Bytes;
 use http_body::{Frame, SizeHint};
 use tokio::sync::OwnedSemaphorePermit;
 
+use super::activity::OpenRequest;
 use crate::routes::error_response::ErrorCode;
 use crate::routes::{AnswerFinished, RequestId, ResponseFacts, is_event_stream};
 use crate::state::AppState;
@@ -103,7 +104,9 @@ pub(super) fn begin(state: &AppState, request: &mut Request) -> Logged {
     // Written if the request's future is dropped before the response exists: the client went
     // away while the upstream had not answered (hyper drops the handler), still one line and
     // one count.
+    let open = request.extensions_mut().remove::<OpenRequest>();
     let unanswered = Unanswered {
+        open,
         log: Some(AccessLog {
             request_id: id.clone(),
             method: request.method().to_string(),
@@ -156,6 +159,7 @@ impl Logged {
             .and_then(|v| v.parse().ok());
         let stream = is_event_stream(&parts.headers).then(StreamGauge::new);
         let state = self.unanswered.state.clone();
+        let open = self.unanswered.open.take();
         Response::from_parts(
             parts,
             Body::new(LoggedBody {
@@ -167,6 +171,7 @@ impl Logged {
                 state,
                 _stream: stream,
                 _permit: permit,
+                _open: open,
             }),
         )
     }
@@ -181,6 +186,8 @@ const CLIENT_CLOSED_REQUEST: u16 = 499;
 struct Unanswered {
     log: Option<AccessLog>,
     state: AppState,
+    /// The connection's count of open requests holds this one until its line is written.
+    open: Option<OpenRequest>,
 }
 
 impl Drop for Unanswered {
@@ -248,6 +255,8 @@ struct LoggedBody {
     state: AppState,
     _stream: Option<StreamGauge>,
     _permit: Option<std::sync::Arc<InFlight>>,
+    /// Dropped after the line is written: the connection counts the request open until then.
+    _open: Option<OpenRequest>,
 }
 
 impl http_body::Body for LoggedBody {

@@ -1,19 +1,19 @@
 //! How many requests a connection has open, and the idle timer that reads it.
 //!
 //! Owns: the per-connection count (raised when hyper hands a request to the router, lowered when
-//! the response body is dropped, i.e. sent or abandoned) and `idle`, which resolves once the
+//! the `OpenRequest` it puts in the request's extensions is dropped: the access log keeps it with
+//! the request's line, in the response body, until that is sent or abandoned) and `idle`, which resolves once the
 //! count has stayed at zero for the connection's bound (`Timers`, from `limits`); each request is handed its connection's
 //! `routes::ConnectionScope` (for a socket the connection upgrades to). Must not: look at
 //! requests or bodies.
 
-use std::pin::Pin;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::Body;
 use axum::response::Response;
-use http_body::{Frame, SizeHint};
+use axum::routing::future::RouteFuture;
 use tokio::sync::watch;
 use tower::Service;
 
@@ -41,7 +41,7 @@ where
 {
     type Response = Response;
     type Error = std::convert::Infallible;
-    type Future = Pin<Box<dyn Future<Output = Result<Response, Self::Error>> + Send>>;
+    type Future = RouteFuture<std::convert::Infallible>;
 
     fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         // The router is always ready.
@@ -49,14 +49,22 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        request.extensions_mut().insert(self.scope.clone());
-        let open = Open::new(self.busy.clone());
-        let answer = self.app.call(request);
-        Box::pin(async move {
-            let response = answer.await?;
-            Ok(response.map(|body| Body::new(Held { body, _open: open })))
-        })
+        let extensions = request.extensions_mut();
+        extensions.insert(self.scope.clone());
+        // Counted until the access log drops it with the answer's body (every route is under
+        // `layers::Outer`): no body of its own around the answer's, which cost a boxed layer
+        // on every poll of a stream.
+        extensions.insert(OpenRequest {
+            _open: Arc::new(Open::new(self.busy.clone())),
+        });
+        self.app.call(request)
     }
+}
+
+/// One open request of a connection, in its extensions: counted until the last clone drops.
+#[derive(Clone)]
+pub(super) struct OpenRequest {
+    _open: Arc<Open>,
 }
 
 /// One open request: counted while it lives.
@@ -72,32 +80,6 @@ impl Open {
 impl Drop for Open {
     fn drop(&mut self) {
         self.0.send_modify(|n| *n = n.saturating_sub(1));
-    }
-}
-
-/// A response body that keeps its request counted until hyper drops it.
-struct Held {
-    body: Body,
-    _open: Open,
-}
-
-impl http_body::Body for Held {
-    type Data = bytes::Bytes;
-    type Error = axum::Error;
-
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Self::Data>, Self::Error>>> {
-        Pin::new(&mut self.body).poll_frame(cx)
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.body.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.body.size_hint()
     }
 }
 

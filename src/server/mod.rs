@@ -27,13 +27,11 @@ use std::time::Duration;
 use axum::Router;
 use axum::extract::Request;
 use axum::http::{Method, StatusCode};
-use axum::response::IntoResponse;
 use axum::routing::{any, get};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tower_http::catch_panic::CatchPanicLayer;
 
-use crate::error::{InternalError, ProxyError};
+use crate::error::ProxyError;
 use crate::routes;
 use crate::state::AppState;
 
@@ -105,15 +103,10 @@ pub fn router(state: AppState) -> Router {
     outer(app, state)
 }
 
-/// The layers around every route: the request id and access log, framework errors in our shape
-/// (`layers::Outer`), a panic caught as a 500.
+/// The layer around every route: the request id and access log, framework errors in our shape,
+/// a panic caught as a 500 (`layers::Outer`).
 fn outer(routes: Router<AppState>, state: AppState) -> Router {
-    routes
-        .layer(layers::Outer(state.clone()))
-        .layer(CatchPanicLayer::custom(|_| {
-            ProxyError::Internal(InternalError::Panicked).into_response()
-        }))
-        .with_state(state)
+    routes.layer(layers::Outer(state.clone())).with_state(state)
 }
 
 async fn not_found(method: Method, request: Request) -> ProxyError {

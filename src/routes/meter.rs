@@ -4,8 +4,9 @@
 //! someone else (the client's body, the upstream's head and body, the client reading the answer).
 //!
 //! Overhead is measured, not derived: before the response head it is the elapsed time minus the
-//! recorded waits; after it, the time spent inside the response body's polls (where shaping,
-//! translating and rendering happen). Waiting for the client to read is in neither.
+//! recorded waits (tokio's clock); after it, the time spent inside the response body's polls
+//! (where shaping, translating and rendering happen), read off quanta's TSC clock, which is
+//! cheap enough to read twice a poll. Waiting for the client to read is in neither.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -195,9 +196,11 @@ impl http_body::Body for MeteredBody {
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, axum::Error>>> {
-        let started = Instant::now();
+        // The TSC clock: two std clock reads and their subtraction were about 330 instructions
+        // an event of a stream (BENCHMARKS.md, "Panics caught in the log's layer").
+        let started = quanta::Instant::now();
         let polled = Pin::new(&mut self.inner).poll_frame(cx);
-        self.overhead += started.elapsed();
+        self.overhead += quanta::Instant::now().saturating_duration_since(started);
         if matches!(polled, Poll::Ready(None | Some(Err(_)))) {
             self.record();
         }
@@ -250,35 +253,39 @@ mod tests {
             .expect("buckets")
             .build_recorder();
         let handle = recorder.handle();
+        // The body's polls are timed on quanta's clock: held still, they take no time.
+        let (still, _) = quanta::Clock::mock();
         let during = metrics::with_local_recorder(&recorder, || {
-            paused_runtime().block_on(async {
-                let meter = Meter::start("opencode", "responses");
-                // The client takes 3 s to send its body.
-                tokio::time::advance(Duration::from_secs(3)).await;
-                meter.waited(Duration::from_secs(3));
-                // The proxy's own work before sending: 250 ms.
-                tokio::time::advance(Duration::from_millis(250)).await;
-                // The upstream head after 2 s.
-                tokio::time::advance(Duration::from_secs(2)).await;
-                meter.upstream_head(Duration::from_secs(2));
-                // A non-streaming answer is read whole before the head: 10 s of upstream body.
-                let body: BodyStream = Box::pin(futures_util::stream::once(async {
-                    tokio::time::sleep(Duration::from_secs(10)).await;
-                    Ok(Bytes::from_static(b"{}"))
-                }));
-                let mut body = meter.watch_upstream(body);
-                while futures_util::StreamExt::next(&mut body).await.is_some() {}
-                // Folding it: 100 ms.
-                tokio::time::advance(Duration::from_millis(100)).await;
-                let mut response = Response::new(Body::from("{}"));
-                response.headers_mut().insert(
-                    http::header::CONTENT_TYPE,
-                    http::HeaderValue::from_static("text/event-stream"),
-                );
-                meter.attach(&mut response);
-                let during = handle.render();
-                response.into_body().collect().await.expect("body");
-                during
+            quanta::with_clock(&still, || {
+                paused_runtime().block_on(async {
+                    let meter = Meter::start("opencode", "responses");
+                    // The client takes 3 s to send its body.
+                    tokio::time::advance(Duration::from_secs(3)).await;
+                    meter.waited(Duration::from_secs(3));
+                    // The proxy's own work before sending: 250 ms.
+                    tokio::time::advance(Duration::from_millis(250)).await;
+                    // The upstream head after 2 s.
+                    tokio::time::advance(Duration::from_secs(2)).await;
+                    meter.upstream_head(Duration::from_secs(2));
+                    // A non-streaming answer is read whole before the head: 10 s of upstream body.
+                    let body: BodyStream = Box::pin(futures_util::stream::once(async {
+                        tokio::time::sleep(Duration::from_secs(10)).await;
+                        Ok(Bytes::from_static(b"{}"))
+                    }));
+                    let mut body = meter.watch_upstream(body);
+                    while futures_util::StreamExt::next(&mut body).await.is_some() {}
+                    // Folding it: 100 ms.
+                    tokio::time::advance(Duration::from_millis(100)).await;
+                    let mut response = Response::new(Body::from("{}"));
+                    response.headers_mut().insert(
+                        http::header::CONTENT_TYPE,
+                        http::HeaderValue::from_static("text/event-stream"),
+                    );
+                    meter.attach(&mut response);
+                    let during = handle.render();
+                    response.into_body().collect().await.expect("body");
+                    during
+                })
             })
         });
         let labels = r#"{harness="opencode",protocol="responses"}"#;
@@ -303,6 +310,39 @@ mod tests {
         assert_eq!(sample(&after, &format!("{OVERHEAD}_count{labels}")), 1.0);
         let overhead = sample(&after, &format!("{OVERHEAD}_sum{labels}"));
         assert!((overhead - 0.35).abs() < 1e-9, "{overhead}");
+    }
+
+    #[test]
+    fn the_time_inside_the_answer_body_s_polls_is_overhead() {
+        let recorder = PrometheusBuilder::new()
+            .set_buckets_for_metric(Matcher::Suffix("_seconds".into()), &[0.1, 1.0, 10.0])
+            .expect("buckets")
+            .build_recorder();
+        let handle = recorder.handle();
+        let (clock, mock) = quanta::Clock::mock();
+        metrics::with_local_recorder(&recorder, || {
+            quanta::with_clock(&clock, || {
+                paused_runtime().block_on(async {
+                    let meter = Meter::start("passthrough", "chat");
+                    // Each poll of the answer's body works 5 ms: two chunks, then its end.
+                    let mut chunks = 2;
+                    let body = Body::from_stream(futures_util::stream::poll_fn(move |_| {
+                        mock.increment(Duration::from_millis(5));
+                        if chunks == 0 {
+                            return Poll::Ready(None);
+                        }
+                        chunks -= 1;
+                        Poll::Ready(Some(Ok::<_, std::io::Error>(Bytes::from_static(b"x"))))
+                    }));
+                    let mut response = Response::new(body);
+                    meter.attach(&mut response);
+                    response.into_body().collect().await.expect("body");
+                });
+            });
+        });
+        let labels = r#"{harness="passthrough",protocol="chat"}"#;
+        let overhead = sample(&handle.render(), &format!("{OVERHEAD}_sum{labels}"));
+        assert!((overhead - 0.015).abs() < 1e-9, "{overhead}");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! (where shaping, translating and rendering happen), read off quanta's TSC clock, which is
 //! cheap enough to read twice a poll. Waiting for the client to read is in neither.
 
+use std::cell::RefCell;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -19,6 +20,7 @@ use axum::response::Response;
 use bytes::Bytes;
 use futures_util::Stream;
 use http_body::{Frame, SizeHint};
+use metrics::{Gauge, Histogram};
 // tokio's clock, so a test with paused time measures exactly.
 use tokio::time::Instant;
 
@@ -36,30 +38,73 @@ struct Labels {
     protocol: &'static str,
 }
 
-/// Raises a gauge while alive.
-struct Raised {
-    name: &'static str,
-    labels: Labels,
+impl Labels {
+    /// The same static names (harnesses and protocols name themselves with constants).
+    fn is(&self, other: &Labels) -> bool {
+        std::ptr::eq(self.harness, other.harness) && std::ptr::eq(self.protocol, other.protocol)
+    }
 }
 
+/// One label set's handles. Looking a series up by name and labels costs about 300
+/// instructions in the recorder's registry (hashing the key, building and dropping its labels),
+/// and a request did it six times; a handle is the series itself.
+#[derive(Clone)]
+struct Series {
+    requests_in_flight: Gauge,
+    streams_in_flight: Gauge,
+    upstream_first_byte: Histogram,
+    overhead: Histogram,
+}
+
+impl Series {
+    fn register(labels: Labels) -> Self {
+        let Labels { harness, protocol } = labels;
+        Self {
+            requests_in_flight: metrics::gauge!(REQUESTS_IN_FLIGHT, "harness" => harness, "protocol" => protocol),
+            streams_in_flight: metrics::gauge!(STREAMS_IN_FLIGHT, "harness" => harness, "protocol" => protocol),
+            upstream_first_byte: metrics::histogram!(UPSTREAM_FIRST_BYTE, "harness" => harness, "protocol" => protocol),
+            overhead: metrics::histogram!(OVERHEAD, "harness" => harness, "protocol" => protocol),
+        }
+    }
+
+    /// This thread's handles for `labels`, registered on first use. Per thread, not global: the
+    /// handles belong to the recorder that was current when they were registered, which a test
+    /// sets for its own thread only (`metrics::with_local_recorder`). A proxy's threads see one
+    /// recorder, installed before they serve. At most one entry per harness and protocol.
+    fn of(labels: Labels) -> Self {
+        thread_local! {
+            static KNOWN: RefCell<Vec<(Labels, Series)>> = const { RefCell::new(Vec::new()) };
+        }
+        KNOWN.with_borrow_mut(|known| {
+            if let Some((_, series)) = known.iter().find(|(l, _)| l.is(&labels)) {
+                return series.clone();
+            }
+            let series = Series::register(labels);
+            known.push((labels, series.clone()));
+            series
+        })
+    }
+}
+
+/// Raises a gauge while alive.
+struct Raised(Gauge);
+
 impl Raised {
-    fn new(name: &'static str, labels: Labels) -> Self {
-        metrics::gauge!(name, "harness" => labels.harness, "protocol" => labels.protocol)
-            .increment(1.0);
-        Self { name, labels }
+    fn new(gauge: &Gauge) -> Self {
+        gauge.increment(1.0);
+        Self(gauge.clone())
     }
 }
 
 impl Drop for Raised {
     fn drop(&mut self) {
-        let Labels { harness, protocol } = self.labels;
-        metrics::gauge!(self.name, "harness" => harness, "protocol" => protocol).decrement(1.0);
+        self.0.decrement(1.0);
     }
 }
 
 /// One request's meter, from the moment its harness is known until its response body ends.
 pub struct Meter {
-    labels: Labels,
+    series: Series,
     started: Instant,
     waits: Arc<Waits>,
     in_flight: Raised,
@@ -83,12 +128,12 @@ impl Waits {
 
 impl Meter {
     pub fn start(harness: &'static str, protocol: &'static str) -> Self {
-        let labels = Labels { harness, protocol };
+        let series = Series::of(Labels { harness, protocol });
         Self {
-            labels,
+            in_flight: Raised::new(&series.requests_in_flight),
+            series,
             started: Instant::now(),
             waits: Arc::default(),
-            in_flight: Raised::new(REQUESTS_IN_FLIGHT, labels),
         }
     }
 
@@ -99,9 +144,7 @@ impl Meter {
 
     /// The upstream's response head arrived `time` after the request was sent (retries included).
     pub fn upstream_head(&self, time: Duration) {
-        let Labels { harness, protocol } = self.labels;
-        metrics::histogram!(UPSTREAM_FIRST_BYTE, "harness" => harness, "protocol" => protocol)
-            .record(time.as_secs_f64());
+        self.series.upstream_first_byte.record(time.as_secs_f64());
         self.waited(time);
     }
 
@@ -121,12 +164,12 @@ impl Meter {
             self.waits.nanos.load(Ordering::Relaxed),
         ));
         let stream = crate::upstream::is_event_stream(response.headers())
-            .then(|| Raised::new(STREAMS_IN_FLIGHT, self.labels));
+            .then(|| Raised::new(&self.series.streams_in_flight));
         let inner = std::mem::take(response.body_mut());
         *response.body_mut() = Body::new(MeteredBody {
             inner,
             overhead: before_head,
-            labels: self.labels,
+            histogram: self.series.overhead,
             recorded: false,
             _stream: stream,
             _in_flight: self.in_flight,
@@ -171,7 +214,7 @@ struct MeteredBody {
     inner: Body,
     /// Overhead so far: the part before the head, plus each poll.
     overhead: Duration,
-    labels: Labels,
+    histogram: Histogram,
     recorded: bool,
     _stream: Option<Raised>,
     _in_flight: Raised,
@@ -182,9 +225,7 @@ impl MeteredBody {
         if std::mem::replace(&mut self.recorded, true) {
             return;
         }
-        let Labels { harness, protocol } = self.labels;
-        metrics::histogram!(OVERHEAD, "harness" => harness, "protocol" => protocol)
-            .record(self.overhead.as_secs_f64());
+        self.histogram.record(self.overhead.as_secs_f64());
     }
 }
 
@@ -343,6 +384,37 @@ mod tests {
         let labels = r#"{harness="passthrough",protocol="chat"}"#;
         let overhead = sample(&handle.render(), &format!("{OVERHEAD}_sum{labels}"));
         assert!((overhead - 0.015).abs() < 1e-9, "{overhead}");
+    }
+
+    #[test]
+    fn each_harness_and_protocol_keeps_its_own_series_across_requests() {
+        let recorder = PrometheusBuilder::new().build_recorder();
+        let handle = recorder.handle();
+        let during = metrics::with_local_recorder(&recorder, || {
+            let first = Meter::start("passthrough", "chat");
+            let second = Meter::start("passthrough", "chat");
+            let other = Meter::start("opencode", "chat");
+            let during = handle.render();
+            for meter in [first, second, other] {
+                meter.attach(&mut Response::new(Body::empty()));
+            }
+            during
+        });
+        let passthrough = r#"{harness="passthrough",protocol="chat"}"#;
+        let opencode = r#"{harness="opencode",protocol="chat"}"#;
+        let in_flight =
+            |text: &str, labels: &str| sample(text, &format!("{REQUESTS_IN_FLIGHT}{labels}"));
+        assert_eq!(in_flight(&during, passthrough), 2.0);
+        assert_eq!(in_flight(&during, opencode), 1.0);
+        let after = handle.render();
+        // All three answered (their bodies dropped), each counted once in its own series.
+        assert_eq!(in_flight(&after, passthrough), 0.0);
+        assert_eq!(in_flight(&after, opencode), 0.0);
+        assert_eq!(
+            sample(&after, &format!("{OVERHEAD}_count{passthrough}")),
+            2.0
+        );
+        assert_eq!(sample(&after, &format!("{OVERHEAD}_count{opencode}")), 1.0);
     }
 
     #[test]

@@ -2,10 +2,10 @@
 //!
 //! Owns: the per-connection count (raised when hyper hands a request to the router, lowered when
 //! the `OpenRequest` it puts in the request's extensions is dropped: the access log keeps it with
-//! the request's line, in the response body, until that is sent or abandoned) and `idle`, which resolves once the
-//! count has stayed at zero for the connection's bound (`Timers`, from `limits`); each request is handed its connection's
-//! `routes::ConnectionScope` (for a socket the connection upgrades to). Must not: look at
-//! requests or bodies.
+//! the request's line, in the response body, until that is sent or abandoned) and `idle`, which
+//! resolves once the count has stayed at zero for the connection's bound (`Timers`, from
+//! `limits`); each request is handed its connection's `routes::ConnectionScope` (for a socket the
+//! connection upgrades to). Must not: look at requests or bodies.
 
 use std::sync::Arc;
 use std::task::{Context, Poll};

@@ -3,7 +3,7 @@
 //! (`auth.keys`, stored as SHA-256 hashes). Secrets are compared in constant time (`subtle`) and
 //! never kept or logged; only hashes leave this module.
 
-use http::{HeaderMap, header};
+use http::{HeaderMap, HeaderName, header};
 use sha2::{Digest, Sha256};
 use subtle::ConstantTimeEq;
 
@@ -41,12 +41,17 @@ impl<'a> Credential<'a> {
             };
             return (!secret.is_empty()).then_some(Self { scheme, secret });
         }
-        // Google's key header too: a Gemini client reads its titles with the key it sends.
-        ["x-api-key", "x-goog-api-key"]
+        // Google's key header too: a Gemini client reads its titles with the key it sends. Names
+        // made once: a lookup by text parses the name on every request.
+        static KEY_HEADERS: [HeaderName; 2] = [
+            HeaderName::from_static("x-api-key"),
+            HeaderName::from_static("x-goog-api-key"),
+        ];
+        KEY_HEADERS
             .iter()
             .find_map(|name| {
                 headers
-                    .get(*name)
+                    .get(name)
                     .and_then(|v| v.to_str().ok())
                     .map(str::trim)
                     .filter(|v| !v.is_empty())

@@ -14,7 +14,7 @@
 
 use std::borrow::Cow;
 
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use sha2::{Digest, Sha256};
 
 use crate::config::PromptCacheKey;
@@ -22,11 +22,11 @@ use crate::conversation::Conversation;
 
 /// The proxy's own header (never forwarded: `x-harness-*`) carrying `derive`'s key to the
 /// harness; set only by the route, which first removes any a client sent.
-pub const SCOPE_HEADER: &str = "x-harness-prompt-cache-scope";
+pub static SCOPE_HEADER: HeaderName = HeaderName::from_static("x-harness-prompt-cache-scope");
 
 /// The proxy's own header carrying the caller's scope (`caller`) to the harness, for a key the
 /// client named itself; set only by the route, which first removes any a client sent.
-pub const CALLER_HEADER: &str = "x-harness-prompt-cache-caller";
+pub static CALLER_HEADER: HeaderName = HeaderName::from_static("x-harness-prompt-cache-caller");
 
 /// The key of `owner`'s conversation `id`: `hpck_` and 32 hex digits of a SHA-256 over both.
 pub fn derive(owner: &str, id: &str) -> String {
@@ -64,17 +64,17 @@ pub fn for_request<'a>(
     if mode == PromptCacheKey::Off {
         return None;
     }
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    let header = |name: &HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
     let own = conversation
         .options
         .extra
         .get("prompt_cache_key")
         .and_then(serde_json::Value::as_str)
         .filter(|key| !key.trim().is_empty());
-    match (own, header(CALLER_HEADER)) {
+    match (own, header(&CALLER_HEADER)) {
         (Some(own), Some(caller)) => Some(Cow::Owned(derive(caller, own))),
         (Some(own), None) => Some(Cow::Borrowed(own)),
-        (None, _) => header(SCOPE_HEADER).map(Cow::Borrowed),
+        (None, _) => header(&SCOPE_HEADER).map(Cow::Borrowed),
     }
 }
 
@@ -108,7 +108,10 @@ mod tests {
     #[test]
     fn the_client_s_own_key_wins_then_the_scope_and_off_sends_none() {
         let mut headers = HeaderMap::new();
-        headers.insert(SCOPE_HEADER, http::HeaderValue::from_static("hpck_scope"));
+        headers.insert(
+            SCOPE_HEADER.clone(),
+            http::HeaderValue::from_static("hpck_scope"),
+        );
         let mut conversation = Conversation::default();
         let on = PromptCacheKey::Conversation;
         assert_eq!(
@@ -150,7 +153,7 @@ mod tests {
         let as_caller = |owner: &str| {
             let mut headers = HeaderMap::new();
             let scope = http::HeaderValue::from_str(&caller(owner)).expect("header value");
-            headers.insert(CALLER_HEADER, scope);
+            headers.insert(CALLER_HEADER.clone(), scope);
             for_request(on, &conversation, &headers).map(Cow::into_owned)
         };
         let a = as_caller("owner-a").expect("a key");

@@ -21,13 +21,13 @@ pub fn stamped(call: &Call, owner: &str) -> Call {
     let id = client_conversation_id(&call.headers, None).ok().flatten();
     let scopes = Scopes::of(owner, id.as_deref());
     let mut call = call.clone();
-    call.headers.remove(SCOPE_HEADER);
-    call.headers.remove(CALLER_HEADER);
+    call.headers.remove(&SCOPE_HEADER);
+    call.headers.remove(&CALLER_HEADER);
     if let Some(value) = scopes.conversation {
-        call.headers.insert(SCOPE_HEADER, value);
+        call.headers.insert(SCOPE_HEADER.clone(), value);
     }
     if let Some(value) = scopes.caller {
-        call.headers.insert(CALLER_HEADER, value);
+        call.headers.insert(CALLER_HEADER.clone(), value);
     }
     call
 }

@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderName, HeaderValue, StatusCode, header};
 use axum::response::Response;
 use bytes::Bytes;
 use http_body::{Frame, SizeHint};
@@ -90,13 +90,16 @@ pub(super) struct Logged {
     unanswered: Unanswered,
 }
 
+/// Made once: a lookup by text parses the name on every request.
+static X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
 /// The request's id (the client's `x-request-id` if sane, else a new one) put in its
 /// extensions, its span, and the line it will get.
 pub(super) fn begin(state: &AppState, request: &mut Request) -> Logged {
     let started = Instant::now();
     let id = request
         .headers()
-        .get("x-request-id")
+        .get(&X_REQUEST_ID)
         .and_then(sane_request_id)
         .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
     request.extensions_mut().insert(RequestId(id.clone()));

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::uri::Authority;
-use axum::http::{HeaderMap, Method, Uri, header};
+use axum::http::{HeaderMap, HeaderName, Method, Uri, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -134,7 +134,7 @@ impl BrowserPolicy {
                 origin: origin.to_owned(),
             });
         }
-        if let Some(site) = headers.get("sec-fetch-site").and_then(|v| v.to_str().ok())
+        if let Some(site) = headers.get(&SEC_FETCH_SITE).and_then(|v| v.to_str().ok())
             && matches!(site, "cross-site" | "same-site")
             && !listed
             && !is_navigation(method, headers)
@@ -188,11 +188,15 @@ fn is_json(content_type: &str) -> bool {
             || sub.len() > "+json".len() && is(&sub[sub.len() - "+json".len()..], "+json"))
 }
 
+// Names made once: a lookup by text parses the name on every request.
+static SEC_FETCH_SITE: HeaderName = HeaderName::from_static("sec-fetch-site");
+static SEC_FETCH_MODE: HeaderName = HeaderName::from_static("sec-fetch-mode");
+
 /// A top-level `GET`/`HEAD` navigation (a followed link): shown to the user, never to the page.
 fn is_navigation(method: &Method, headers: &HeaderMap) -> bool {
     (method == Method::GET || method == Method::HEAD)
         && headers
-            .get("sec-fetch-mode")
+            .get(&SEC_FETCH_MODE)
             .is_some_and(|m| m.as_bytes() == b"navigate")
 }
 

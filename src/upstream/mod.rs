@@ -86,6 +86,9 @@ pub struct Upstream {
 
 /// Anthropic's API version header, sent when the request carries none.
 const ANTHROPIC_VERSION: &str = "2023-06-01";
+// Names made once: a lookup by text parses the name on every request.
+static ANTHROPIC_VERSION_HEADER: HeaderName = HeaderName::from_static("anthropic-version");
+static X_API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
@@ -160,11 +163,12 @@ impl Upstream {
         let uri = self.target(&outbound.path)?;
         if !self.credentials.forward_client_key {
             // The client's key in Anthropic's header, carried on by passthrough: not sent either.
-            outbound.headers.remove("x-api-key");
+            outbound.headers.remove(&X_API_KEY);
         }
-        if self.wire == Wire::Messages && !outbound.headers.contains_key("anthropic-version") {
+        if self.wire == Wire::Messages && !outbound.headers.contains_key(&ANTHROPIC_VERSION_HEADER)
+        {
             outbound.headers.insert(
-                "anthropic-version",
+                ANTHROPIC_VERSION_HEADER.clone(),
                 HeaderValue::from_static(ANTHROPIC_VERSION),
             );
         }
@@ -188,7 +192,7 @@ impl Upstream {
             .authorization(outbound.client_authorization.as_ref());
         if self.wire == Wire::Messages && authorization.is_some() {
             // The one key that goes is the one chosen above, in Anthropic's header.
-            outbound.headers.remove("x-api-key");
+            outbound.headers.remove(&X_API_KEY);
         }
         let mut attempt = 0u32;
         let mut reloaded = false;

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use http::{HeaderMap, header};
+use http::{HeaderMap, HeaderName, header};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -188,12 +188,15 @@ impl Profiles {
         implied: Option<&str>,
         offered: &[ToolDefinition],
     ) -> Result<Arc<Profile>, UnknownProfile> {
-        let header = |name| headers.get(name).and_then(|v| v.to_str().ok());
-        if let Some(name) = header("x-harness-client").map(str::trim).or(implied) {
+        // Names made once: a lookup by text parses the name on every request.
+        static CLIENT: HeaderName = HeaderName::from_static("x-harness-client");
+        static APP: HeaderName = HeaderName::from_static("x-app");
+        let header = |name: &HeaderName| headers.get(name).and_then(|v| v.to_str().ok());
+        if let Some(name) = header(&CLIENT).map(str::trim).or(implied) {
             return self.named(name);
         }
-        let agent = header(header::USER_AGENT.as_str()).unwrap_or_default();
-        let app = header("x-app").unwrap_or_default();
+        let agent = header(&header::USER_AGENT).unwrap_or_default();
+        let app = header(&APP).unwrap_or_default();
         let fits = |p: &Profile| p.fingerprint.is_empty() || matches(&p.fingerprint, offered);
         // A header names the agent; a fingerprint only tells apart profiles sharing it.
         let by = |pick: &dyn Fn(&Profile) -> bool| {

@@ -221,7 +221,7 @@ impl ClaudeCode {
                     }),
                     scope: request
                         .headers
-                        .get(super::cache_key::SCOPE_HEADER)
+                        .get(&super::cache_key::SCOPE_HEADER)
                         .and_then(|v| v.to_str().ok()),
                     order: self.tools.names().collect(),
                 };

@@ -4,7 +4,7 @@
 //! arguments; nothing here reads the process's time zone or environment.
 
 use chrono::{DateTime, Datelike, FixedOffset, NaiveDate, Utc};
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 
 use crate::config::OpencodeConfig;
 
@@ -40,7 +40,16 @@ impl Partial {
     }
 
     pub fn from_headers(headers: &HeaderMap) -> Self {
-        let get = |name: &str| {
+        // Names made once: a lookup by text parses and lowercases the name on every request.
+        static NAMES: [HeaderName; 5] = [
+            HeaderName::from_static("x-harness-cwd"),
+            HeaderName::from_static("x-harness-workspace-root"),
+            HeaderName::from_static("x-harness-git"),
+            HeaderName::from_static("x-harness-platform"),
+            HeaderName::from_static("x-harness-date"),
+        ];
+        let [cwd, workspace_root, git, platform, today] = &NAMES;
+        let get = |name: &HeaderName| {
             headers
                 .get(name)
                 .and_then(|v| v.to_str().ok())
@@ -49,11 +58,11 @@ impl Partial {
                 .map(str::to_owned)
         };
         Self {
-            cwd: get("x-harness-cwd"),
-            workspace_root: get("x-harness-workspace-root"),
-            git: get("x-harness-git").map(|v| yes_no(&v)),
-            platform: get("x-harness-platform"),
-            today: get("x-harness-date"),
+            cwd: get(cwd),
+            workspace_root: get(workspace_root),
+            git: get(git).map(|v| yes_no(&v)),
+            platform: get(platform),
+            today: get(today),
         }
     }
 

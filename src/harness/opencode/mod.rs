@@ -427,12 +427,21 @@ fn messages(items: &[Item]) -> impl Iterator<Item = &Message> {
     })
 }
 
-/// The body, compact. Sized up front (1/8 for escapes, 64 KiB for the prompt and tools): a doubling
-/// buffer would copy a large body on each growth. The headroom is given back once written
-/// (`harness::sized`).
+/// The body, compact. Sized up front from its messages and tools (an eighth more for escapes, 1 KiB
+/// for the fields around them): a doubling buffer would copy a large body on each growth. The
+/// slack is given back once written (`harness::sized`); a buffer of the body's size class, not a
+/// large one, keeps that step a small copy.
 fn write_body(body: &UpstreamBody<'_>) -> Result<Bytes, HarnessError> {
-    let approx: usize = body.messages.iter().map(OutMessage::approx_len).sum();
-    let mut bytes = Vec::with_capacity(approx + approx / 8 + 64 * 1024);
+    let messages: usize = body.messages.iter().map(OutMessage::approx_len).sum();
+    // The tools are JSON already (the catalog's texts, a client's own definitions).
+    let tools: usize = body
+        .tools
+        .iter()
+        .flatten()
+        .map(|tool| tool.get().len() + 1)
+        .sum();
+    let approx = messages + tools;
+    let mut bytes = Vec::with_capacity(approx + approx / 8 + 1024);
     serde_json::to_writer(&mut bytes, body).map_err(HarnessError::Encode)?;
     Ok(crate::harness::sized(bytes))
 }

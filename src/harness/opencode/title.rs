@@ -2,7 +2,7 @@
 //! prompt, fixed user line, quoted user text, with its thread headers), and how its own title
 //! request — or another agent's, as the fronts translate it — is told from a turn.
 
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
 use crate::clients::quote::quote_prompt;
@@ -81,9 +81,15 @@ pub fn title_body(
 /// The reference client's thread headers (docs/wire.md §1 "Headers"), carrying the conversation id
 /// on its requests, title requests included.
 pub fn add_thread_headers(headers: &mut HeaderMap, conversation: &str) {
+    // Names made once: inserting by text parses each name on every request.
+    static NAMES: [HeaderName; 3] = [
+        HeaderName::from_static("x-client-request-id"),
+        HeaderName::from_static("session-id"),
+        HeaderName::from_static("thread-id"),
+    ];
     if let Ok(value) = HeaderValue::from_str(conversation) {
-        for name in ["x-client-request-id", "session-id", "thread-id"] {
-            headers.insert(name, value.clone());
+        for name in &NAMES {
+            headers.insert(name.clone(), value.clone());
         }
     }
 }

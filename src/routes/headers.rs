@@ -40,7 +40,7 @@ pub fn upstream_headers(
             && (matches!(
                 *name,
                 header::ACCEPT_ENCODING | header::ACCEPT | header::CONTENT_TYPE
-            ) || name.as_str() == API_KEY)
+            ) || *name == API_KEY)
         {
             continue;
         }
@@ -67,8 +67,9 @@ pub fn upstream_headers(
     out
 }
 
-/// Anthropic's key header (Claude Code's `ANTHROPIC_API_KEY`).
-const API_KEY: &str = "x-api-key";
+/// Anthropic's key header (Claude Code's `ANTHROPIC_API_KEY`), made once: a lookup by text
+/// parses the name on every request.
+pub(crate) static API_KEY: HeaderName = HeaderName::from_static("x-api-key");
 
 /// The client's credential for the upstream: its `Authorization`, else — for a request translated
 /// into Chat Completions — its `x-api-key` as a Bearer token (the same secret in Chat's header).
@@ -77,7 +78,7 @@ pub fn client_authorization(client: &HeaderMap, translated: bool) -> Option<Head
         return Some(value.clone());
     }
     let key = client
-        .get(API_KEY)
+        .get(&API_KEY)
         .filter(|_| translated)?
         .to_str()
         .ok()?

@@ -15,7 +15,7 @@ use crate::memory::answer_witness::MemoSink;
 use crate::memory::facts::ConversationFacts;
 use crate::protocols::chat::UPSTREAM_PATH;
 use crate::routes::front::{Call, Front};
-use crate::routes::headers::{client_authorization, upstream_headers};
+use crate::routes::headers::{API_KEY, client_authorization, upstream_headers};
 use crate::routes::meter::Meter;
 use crate::routes::upstream_path::forwardable_query;
 use crate::state::AppState;
@@ -211,7 +211,7 @@ impl Turn<'_> {
 /// `passthrough` of a protocol whose key goes in its own header: the client's key (`x-api-key`
 /// since `Front::adopt`) under that name.
 fn rename_key(headers: &mut HeaderMap, name: &'static str) {
-    if let Some(mut key) = headers.remove("x-api-key") {
+    if let Some(mut key) = headers.remove(&API_KEY) {
         key.set_sensitive(true);
         headers.insert(name, key);
     }

@@ -158,7 +158,7 @@ pub(super) fn anthropic_auth(authorization: &HeaderValue) -> (HeaderName, Header
     match key {
         Some(mut key) => {
             key.set_sensitive(true);
-            (HeaderName::from_static("x-api-key"), key)
+            (super::X_API_KEY.clone(), key)
         }
         None => (header::AUTHORIZATION, authorization.clone()),
     }

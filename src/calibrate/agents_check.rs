@@ -57,7 +57,8 @@ pub fn check(agent: Agent, dir: &Path, captures: &[Capture], host: HostInfo) -> 
     }) else {
         return vec!["the harness refused the captured request".to_owned()];
     };
-    let rewritten: Value = serde_json::from_slice(&prepared.upstream_body).unwrap_or_default();
+    let rewritten: Value =
+        serde_json::from_slice(&prepared.upstream_body.to_bytes()).unwrap_or_default();
     let mut differences = Vec::new();
     let upto = match agent {
         Agent::Pi => 1,

@@ -60,7 +60,7 @@ pub fn rewrite_differences(captured: &Value, prompts: &Prompts, host: HostInfo) 
         Ok(built) => built,
         Err(err) => return vec![format!("the rewrite failed: {err}")],
     };
-    let Ok(rewritten) = serde_json::from_slice::<Value>(&built.body) else {
+    let Ok(rewritten) = serde_json::from_slice::<Value>(&built.body.to_bytes()) else {
         return vec!["the rewrite is not JSON".to_owned()];
     };
     let mut paths = Vec::new();

@@ -36,7 +36,7 @@ pub fn rewrite(dir: &Path, main: &Value, host: HostInfo) -> Result<Value, String
             now: Utc::now(),
         })
         .map_err(|err| format!("the harness refused the captured request: {err}"))?;
-    serde_json::from_slice(&prepared.upstream_body)
+    serde_json::from_slice(&prepared.upstream_body.to_bytes())
         .map_err(|err| format!("the rewrite is not JSON: {err}"))
 }
 

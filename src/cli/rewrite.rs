@@ -128,7 +128,7 @@ fn rewritten(
         Ok(Processed::passthrough(body, &call.headers, protocol, true))
     }?;
     if !args.title {
-        return Ok(processed.prepared.upstream_body.to_vec());
+        return Ok(processed.prepared.upstream_body.to_bytes().to_vec());
     }
     let facts = processed.facts.ok_or(CliError::NothingToTitle)?;
     let ask = TitleAsk {

@@ -8,11 +8,13 @@
 //! (`protocols::{chat, responses, messages, gemini}`) builds it; a harness turns it into the
 //! upstream Chat Completions body; `mapping` says how the upstream's answer is mapped back
 //! (`ResponsePlan`, `CallMapper`). Also: `view` (the message views the title facts read),
-//! `action` (what a text-protocol harness makes of a whole answer), `seal` (the proxy's reasoning
+//! `action` (what a text-protocol harness makes of a whole answer), `body_parts` (an upstream
+//! body as runs of bytes, a harness's prompts shared, not copied), `seal` (the proxy's reasoning
 //! seal in a client's opaque field, whose key `routes::inbound` hands the renderers).
 
 pub mod action;
 pub mod answer;
+pub mod body_parts;
 pub mod mapping;
 pub mod seal;
 pub mod view;

@@ -49,7 +49,8 @@ impl Harness for PlainChat {
         // client either way.
         let chat = super::plain::chat_request(conversation, true);
         Ok(Prepared {
-            upstream_body: super::sized(serde_json::to_vec(&chat).map_err(HarnessError::Encode)?),
+            upstream_body: super::sized(serde_json::to_vec(&chat).map_err(HarnessError::Encode)?)
+                .into(),
             rewritten: true,
             response: ResponsePlan::Reshape(Reshape {
                 client_stream: conversation.options.stream,

@@ -83,7 +83,7 @@ pub fn reader(prepared: &Prepared) -> Arc<dyn ActionReader> {
 
 /// The upstream body.
 pub fn body(prepared: &Prepared) -> Value {
-    serde_json::from_slice(&prepared.upstream_body).expect("JSON")
+    serde_json::from_slice(&prepared.upstream_body.to_bytes()).expect("JSON")
 }
 
 /// Every built-in harness's name.

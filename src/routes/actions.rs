@@ -304,7 +304,7 @@ async fn decide(first: BodyStream, sse: bool, acting: Acting) -> Result<Bytes, U
         slots,
     };
     let harness = reader.harness();
-    let base: Option<Value> = serde_json::from_slice(&outbound.body).ok();
+    let base: Option<Value> = serde_json::from_slice(&outbound.body.to_bytes()).ok();
     let mut appended: Vec<Value> = Vec::new();
     let mut attempts = Attempts::default();
     let (mut body, mut sse) = (first, sse);

@@ -49,7 +49,7 @@ pub(crate) struct Resend {
     pub(crate) path: String,
     pub(crate) headers: http::HeaderMap,
     pub(crate) client_authorization: Option<http::HeaderValue>,
-    pub(crate) body: Bytes,
+    pub(crate) body: crate::conversation::body_parts::BodyParts,
     /// A Messages request to a Messages upstream (`Outbound::messages`).
     pub(crate) messages: bool,
 }
@@ -71,7 +71,7 @@ impl Resend {
             method: http::Method::POST,
             path: self.path.clone(),
             headers: self.headers.clone(),
-            body: Bytes::from(serde_json::to_vec(body).ok()?),
+            body: serde_json::to_vec(body).ok()?.into(),
             client_authorization: self.client_authorization.clone(),
             dispatched: None,
             messages: self.messages,
@@ -430,7 +430,8 @@ impl State {
 
     /// The request first sent, with the model's turn and a result for each of its calls.
     fn correction_request(&self, bad: &[u32]) -> Option<Outbound> {
-        let mut body: Value = serde_json::from_slice(&self.corrector.outbound.body).ok()?;
+        let mut body: Value =
+            serde_json::from_slice(&self.corrector.outbound.body.to_bytes()).ok()?;
         let messages = body.get_mut("messages")?.as_array_mut()?;
         let turn = self.turn_text();
         let calls: Vec<HeldCall<'_>> = self

@@ -71,7 +71,9 @@ fn rebuilt_tokens(
     })?;
     // The body as it goes: a Messages one on a Messages upstream (claude-code's).
     Ok(match wire {
-        Wire::Chat => crate::protocols::chat::tokens::estimate(&prepared.upstream_body),
-        Wire::Messages => messages::tokens::estimate(&messages::read(&prepared.upstream_body)?),
+        Wire::Chat => crate::protocols::chat::tokens::estimate(&prepared.upstream_body.to_bytes()),
+        Wire::Messages => {
+            messages::tokens::estimate(&messages::read(&prepared.upstream_body.to_bytes())?)
+        }
     })
 }

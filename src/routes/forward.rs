@@ -76,7 +76,7 @@ async fn forward(
         method: parts.method.clone(),
         path,
         headers: upstream_headers(&parts.headers, &state.harness_header, false, &id.0),
-        body,
+        body: body.into(),
         client_authorization: parts.headers.get(header::AUTHORIZATION).cloned(),
         dispatched: None,
         messages: false,

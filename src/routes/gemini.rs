@@ -196,7 +196,7 @@ async fn upstream_models(state: &AppState, call: &Call) -> Result<Vec<String>, R
         method: Method::GET,
         path: "/models".to_owned(),
         headers,
-        body: Bytes::new(),
+        body: Bytes::new().into(),
         client_authorization: client_authorization(&call.headers, true),
         dispatched: None,
         messages: false,

@@ -53,7 +53,7 @@ impl Processed {
         .map(|peek| ConversationFacts::from_views(peek.model(), peek.views()));
         Self {
             prepared: Prepared {
-                upstream_body: body.clone(),
+                upstream_body: body.clone().into(),
                 rewritten: false,
                 response: ResponsePlan::Passthrough,
                 dropped_tools: Vec::new(),

@@ -10,6 +10,7 @@ use axum::http::{HeaderMap, Method};
 use bytes::Bytes;
 
 use crate::config::{ReasoningMode, Wire};
+use crate::conversation::body_parts::BodyParts;
 use crate::harness::{Harness, Prepared, TitleAsk};
 use crate::memory::answer_witness::MemoSink;
 use crate::memory::facts::ConversationFacts;
@@ -92,7 +93,7 @@ impl Turn<'_> {
     pub(crate) fn outbound(
         &self,
         client_body: &Bytes,
-        upstream_body: Bytes,
+        upstream_body: BodyParts,
         rewritten: bool,
     ) -> Outbound {
         let (call, translated) = (self.call, self.translated);
@@ -159,7 +160,7 @@ impl Turn<'_> {
             harness: self.harness.name(),
             protocol: self.front.protocol.name(),
             client: (&self.call.path, &self.call.headers, client_body),
-            upstream: (&outbound.path, &outbound.headers, &outbound.body),
+            upstream: (&outbound.path, &outbound.headers, &outbound.body.to_bytes()),
             tools,
         });
     }

@@ -335,7 +335,7 @@ impl TitleService {
                 method: Method::POST,
                 path: request.path.to_owned(),
                 headers: request.headers.clone(),
-                body: request.body.clone(),
+                body: request.body.clone().into(),
                 client_authorization,
                 dispatched,
                 messages: request.messages,

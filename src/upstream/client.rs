@@ -33,6 +33,7 @@ use tokio::net::TcpStream;
 use tower::ServiceExt as _;
 
 use super::EnvSource;
+use crate::conversation::body_parts::BodyParts;
 
 pub(super) type Response = http::Response<hyper::body::Incoming>;
 
@@ -321,20 +322,27 @@ impl Write for Conn {
     }
 }
 
-/// A request body of one chunk. With a signal it reports when the client starts sending it:
-/// the request head has been written by then, so a caller can order two requests without
-/// waiting for an answer.
+/// A request body, one frame per run of `BodyParts` (hyper queues them for one vectored write).
+/// With a signal it reports when the client starts sending it: the request head has been written
+/// by then, so a caller can order two requests without waiting for an answer.
 pub(super) struct OutBody {
-    data: Option<Bytes>,
+    data: BodyParts,
+    /// The next run to send.
+    next: usize,
     signal: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
 impl OutBody {
-    pub(super) fn new(data: Bytes, signal: Option<tokio::sync::oneshot::Sender<()>>) -> Self {
+    pub(super) fn new(data: BodyParts, signal: Option<tokio::sync::oneshot::Sender<()>>) -> Self {
         Self {
-            data: (!data.is_empty()).then_some(data),
+            data,
+            next: 0,
             signal,
         }
+    }
+
+    fn left(&self) -> &[Bytes] {
+        self.data.parts().get(self.next..).unwrap_or_default()
     }
 }
 
@@ -350,16 +358,20 @@ impl Body for OutBody {
         if let Some(signal) = this.signal.take() {
             let _ = signal.send(());
         }
-        Poll::Ready(this.data.take().map(|data| Ok(Frame::data(data))))
+        let run = this.left().first().cloned();
+        if run.is_some() {
+            this.next += 1;
+        }
+        Poll::Ready(run.map(|run| Ok(Frame::data(run))))
     }
 
     fn is_end_stream(&self) -> bool {
         // A body with a signal is polled even when empty, so the signal goes.
-        self.data.is_none() && self.signal.is_none()
+        self.left().is_empty() && self.signal.is_none()
     }
 
     fn size_hint(&self) -> SizeHint {
-        SizeHint::with_exact(self.data.as_ref().map_or(0, |d| d.len() as u64))
+        SizeHint::with_exact(self.left().iter().map(|run| run.len() as u64).sum())
     }
 }
 

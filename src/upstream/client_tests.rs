@@ -34,7 +34,7 @@ fn post(path: &str) -> Outbound {
         method: Method::POST,
         path: path.to_owned(),
         headers: HeaderMap::new(),
-        body: Bytes::from_static(b"{}"),
+        body: Bytes::from_static(b"{}").into(),
         client_authorization: None,
         dispatched: None,
         messages: false,
@@ -222,4 +222,64 @@ fn only_the_upstream_s_own_refusal_counts_as_unprocessed() {
     }
     let io = std::io::Error::other("connection reset");
     assert!(!super::refused_unprocessed(&io));
+}
+
+/// Reads one request whole (its head and the `content-length` bytes after it), answers `204`.
+async fn record_whole(listener: TcpListener) -> (String, Vec<u8>) {
+    let (mut socket, _) = listener.accept().await.expect("accepts");
+    let mut read = Vec::new();
+    let mut buf = [0u8; 4096];
+    let (head, length) = loop {
+        let n = socket.read(&mut buf).await.expect("reads");
+        assert!(n > 0, "the request ended before its head");
+        read.extend_from_slice(&buf[..n]);
+        if let Some(end) = read.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&read[..end]).to_lowercase();
+            let length = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length: "))
+                .and_then(|v| v.trim().parse::<usize>().ok())
+                .expect("a content-length");
+            read.drain(..end + 4);
+            break (head, length);
+        }
+    };
+    while read.len() < length {
+        let n = socket.read(&mut buf).await.expect("reads");
+        assert!(n > 0, "the body ended early");
+        read.extend_from_slice(&buf[..n]);
+    }
+    socket
+        .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
+        .await
+        .expect("answers");
+    (head, read)
+}
+
+#[tokio::test]
+async fn a_body_of_several_runs_reaches_the_upstream_whole_with_its_length() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let upstream = upstream(&base, env_of(&[])).expect("builds");
+    let recorded = tokio::spawn(record_whole(listener));
+    let prompt = Bytes::from("\"a kept prompt\"".repeat(400));
+    let mut outbound = post("/chat/completions");
+    outbound.body = crate::conversation::body_parts::BodyParts::from_parts(vec![
+        Bytes::from_static(b"{\"messages\":[{\"role\":\"system\",\"content\":"),
+        prompt.clone(),
+        Bytes::from_static(b"}]}"),
+    ]);
+    let whole = outbound.body.to_bytes();
+    let response = upstream
+        .send(outbound)
+        .await
+        .map_err(|e| e.to_string())
+        .expect("answers");
+    assert_eq!(response.status.as_u16(), 204);
+    let (head, body) = recorded.await.expect("records");
+    assert!(
+        head.contains(&format!("content-length: {}", whole.len())),
+        "{head}"
+    );
+    assert_eq!(body, whole, "every run, in order");
 }

@@ -30,6 +30,7 @@ use http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, Uri, header};
 use http_body_util::BodyExt as _;
 
 use crate::config::{UpstreamConfig, Wire};
+use crate::conversation::body_parts::BodyParts;
 
 // The upstream's error is classified in the error core, which `ProxyError` carries it from;
 // made here, where the HTTP client is known (`classify`, `describe`).
@@ -50,7 +51,8 @@ pub struct Outbound {
     pub path: String,
     /// End-to-end headers to forward (already filtered by the caller).
     pub headers: HeaderMap,
-    pub body: Bytes,
+    /// Its runs go out in order, a harness's kept prompt among them uncopied (`BodyParts`).
+    pub body: BodyParts,
     /// The client's `Authorization`, used when no upstream key is configured.
     pub client_authorization: Option<HeaderValue>,
     /// Told when the request body starts going out (its head is written): "dispatched".
@@ -497,7 +499,7 @@ mod tests {
             method: Method::POST,
             path: "/chat/completions".to_owned(),
             headers: HeaderMap::new(),
-            body: Bytes::from_static(b"{}"),
+            body: Bytes::from_static(b"{}").into(),
             client_authorization: None,
             dispatched: None,
             messages: false,
@@ -532,7 +534,7 @@ mod tests {
                 method: Method::DELETE,
                 path: path.to_owned(),
                 headers: HeaderMap::new(),
-                body: Bytes::new(),
+                body: Bytes::new().into(),
                 client_authorization: None,
                 dispatched: None,
                 messages: false,

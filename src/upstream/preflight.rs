@@ -10,7 +10,6 @@
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use bytes::Bytes;
 use http::{HeaderValue, Method, header};
 
 use super::Upstream;
@@ -33,7 +32,7 @@ impl Upstream {
         let Some(uri) = self.target.root() else {
             return;
         };
-        let mut request = http::Request::new(super::client::OutBody::new(Bytes::new(), None));
+        let mut request = http::Request::new(super::client::OutBody::new(Default::default(), None));
         *request.method_mut() = Method::HEAD;
         *request.uri_mut() = uri;
         let headers = request.headers_mut();

@@ -123,8 +123,9 @@ pub fn opencode() {
                 now,
             };
             if let Ok(prepared) = harness.prepare(request) {
-                let parsed: serde_json::Value = serde_json::from_slice(&prepared.upstream_body)
-                    .expect("the upstream body is JSON");
+                let parsed: serde_json::Value =
+                    serde_json::from_slice(&prepared.upstream_body.to_bytes())
+                        .expect("the upstream body is JSON");
                 assert!(parsed["messages"].is_array(), "{parsed}");
             }
         },

@@ -74,7 +74,7 @@ fn upstream_body(registry: &Registry, case: &Value) -> Value {
             now,
         })
         .expect("the harness rebuilds the request");
-    serde_json::from_slice(&prepared.upstream_body).expect("upstream JSON")
+    serde_json::from_slice(&prepared.upstream_body.to_bytes()).expect("upstream JSON")
 }
 
 fn run_case(body: &Value, expect: &Value) -> Vec<String> {

@@ -148,7 +148,8 @@ fn run_request_case(case: &Value) -> Vec<String> {
         let built = harness()
             .build(inbound.conversation.clone(), &headers(case), now)
             .expect("harness builds");
-        let upstream: Value = serde_json::from_slice(&built.body).expect("upstream JSON");
+        let upstream: Value =
+            serde_json::from_slice(&built.body.to_bytes()).expect("upstream JSON");
         let rest: Vec<Value> = upstream["messages"].as_array().expect("messages")[1..].to_vec();
         check(
             "upstream messages after the system one",

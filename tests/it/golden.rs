@@ -111,7 +111,8 @@ fn run_case(case: &Value) -> Vec<String> {
     if expect.get("error").is_some() {
         return vec!["expected an error, the request was built".to_owned()];
     }
-    let actual: Value = serde_json::from_slice(&built.body).expect("upstream body is JSON");
+    let actual: Value =
+        serde_json::from_slice(&built.body.to_bytes()).expect("upstream body is JSON");
     let mut failures = Vec::new();
     let mut check = |what: &str, want: &Value, got: &Value| {
         // Compact text comparison: key order matters, as on the wire.
@@ -243,7 +244,7 @@ fn without_a_configured_zone_the_date_is_in_the_hosts_offset() {
         let built = harness
             .build(request, &HeaderMap::new(), now)
             .expect("builds");
-        let actual: Value = serde_json::from_slice(&built.body).expect("JSON");
+        let actual: Value = serde_json::from_slice(&built.body.to_bytes()).expect("JSON");
         let system = actual["messages"][0]["content"]
             .as_str()
             .unwrap_or_default();

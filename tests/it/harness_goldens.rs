@@ -78,7 +78,7 @@ pub(crate) fn upstream_body(
             now,
         })
         .expect("the harness rebuilds the request");
-    serde_json::from_slice(&prepared.upstream_body).expect("upstream JSON")
+    serde_json::from_slice(&prepared.upstream_body.to_bytes()).expect("upstream JSON")
 }
 
 fn run_case(registry: &Registry, case: &Value) -> Vec<String> {

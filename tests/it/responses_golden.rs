@@ -163,7 +163,8 @@ fn run_request_case(case: &Value) -> Vec<String> {
         let built = harness()
             .build(request, &harness_headers, now)
             .expect("harness builds");
-        let upstream: Value = serde_json::from_slice(&built.body).expect("upstream JSON");
+        let upstream: Value =
+            serde_json::from_slice(&built.body.to_bytes()).expect("upstream JSON");
         if let Some(want) = expect.get("upstream_messages") {
             let rest = upstream["messages"]
                 .as_array()
@@ -201,7 +202,7 @@ fn run_request_case(case: &Value) -> Vec<String> {
             .flatten()
         {
             let text = text.as_str().expect("string");
-            if String::from_utf8_lossy(&built.body).contains(text) {
+            if String::from_utf8_lossy(&built.body.to_bytes()).contains(text) {
                 failures.push(format!("upstream body must not contain `{text}`"));
             }
         }

@@ -109,7 +109,7 @@ fn every_front_and_profile_sends_the_user_s_words_and_titles_from_them() {
             let built = harness
                 .build(inbound.conversation, &headers, now)
                 .expect("the harness builds");
-            let upstream: Value = serde_json::from_slice(&built.body).unwrap();
+            let upstream: Value = serde_json::from_slice(&built.body.to_bytes()).unwrap();
             let users: Vec<&Value> = upstream["messages"]
                 .as_array()
                 .unwrap()

@@ -364,7 +364,7 @@ pub fn prepared(
     let calls: Option<Arc<dyn CallMapper>> =
         (!bridge.tools.is_empty()).then(|| Arc::new(bridge) as Arc<dyn CallMapper>);
     Ok(Prepared {
-        upstream_body: crate::harness::sized(body.to_vec().map_err(HarnessError::Encode)?),
+        upstream_body: crate::harness::sized(body.to_vec().map_err(HarnessError::Encode)?).into(),
         rewritten: true,
         response: ResponsePlan::Reshape(Reshape {
             client_stream: conversation.options.stream,

@@ -81,6 +81,14 @@ pub enum OutMessage {
 impl OutMessage {
     /// About how many bytes this message takes in the upstream JSON (escapes aside), so the body
     /// buffer can be sized once instead of doubling through a large history.
+    /// The message's content when it is a token kept beyond this request (the system prompt's).
+    pub fn kept_token(&self) -> Option<&Arc<RawValue>> {
+        match self {
+            Self::Raw { content, .. } => Some(&content.0),
+            _ => None,
+        }
+    }
+
     pub fn approx_len(&self) -> usize {
         const FRAMING: usize = 64;
         FRAMING

@@ -35,6 +35,7 @@ use crate::clients::profiles::{Profile, Profiles};
 use crate::clients::subagent::{FinishReader, LocalCall};
 use crate::config::{ExtraTools, InstructionsMode, OpencodeConfig};
 use crate::conversation::action::ActionReader;
+use crate::conversation::body_parts::BodyParts;
 use crate::conversation::mapping::{CallMapper, Reshape, ResponsePlan};
 use crate::conversation::{Conversation, Item, Message, Role, ToolDefinition};
 use crate::prompts::Prompts;
@@ -78,7 +79,7 @@ pub enum SetupError {
 
 /// The upstream request for one client request, plus what the route needs to know about it.
 pub struct Built {
-    pub body: Bytes,
+    pub body: BodyParts,
     pub dropped_tools: Vec<String>,
     /// Client tools sent upstream as the client defined them (`x-harness-passthrough-tools`).
     pub passthrough_tools: Vec<String>,
@@ -371,7 +372,7 @@ impl Opencode {
 
 impl Built {
     /// What the route needs of a body written and the bridge that chose its tools.
-    fn of(body: Bytes, bridge: Bridge, conversation: &Conversation) -> Self {
+    fn of(body: BodyParts, bridge: Bridge, conversation: &Conversation) -> Self {
         let dropped_tools = bridge.dropped();
         let passthrough_tools = bridge.kept();
         // Every call goes through the bridge, the identity profile's too: a client's own `bash`
@@ -395,7 +396,7 @@ impl Built {
     /// A turn answered on the client's side with `call`: no body, the call as the client's own.
     fn local(call: LocalCall, conversation: &Conversation) -> Self {
         Self {
-            body: Bytes::new(),
+            body: BodyParts::default(),
             dropped_tools: Vec::new(),
             passthrough_tools: Vec::new(),
             client_stream: conversation.options.stream,
@@ -427,12 +428,25 @@ fn messages(items: &[Item]) -> impl Iterator<Item = &Message> {
     })
 }
 
-/// The body, compact. Sized up front from its messages and tools (an eighth more for escapes, 1 KiB
-/// for the fields around them): a doubling buffer would copy a large body on each growth. The
-/// slack is given back once written (`harness::sized`); a buffer of the body's size class, not a
-/// large one, keeps that step a small copy.
-fn write_body(body: &UpstreamBody<'_>) -> Result<Bytes, HarnessError> {
-    let messages: usize = body.messages.iter().map(OutMessage::approx_len).sum();
+/// The body, compact, its system prompt's token not copied but a run of its own
+/// (`harness::shared_runs`: the token is kept for the conversation's next turns). What is copied is
+/// sized up front from the messages and tools (an eighth more for escapes, 1 KiB for the fields
+/// around them): a doubling buffer would copy a large body on each growth. The slack is given
+/// back once written (`harness::sized`); a buffer of the body's size class, not a large one, keeps
+/// that step a small copy.
+fn write_body(body: &UpstreamBody<'_>) -> Result<BodyParts, HarnessError> {
+    let shared: Vec<Arc<RawValue>> = body
+        .messages
+        .iter()
+        .filter_map(OutMessage::kept_token)
+        .cloned()
+        .collect();
+    let messages: usize = body
+        .messages
+        .iter()
+        .map(OutMessage::approx_len)
+        .sum::<usize>()
+        .saturating_sub(shared.iter().map(|token| token.get().len()).sum());
     // The tools are JSON already (the catalog's texts, a client's own definitions).
     let tools: usize = body
         .tools
@@ -441,9 +455,8 @@ fn write_body(body: &UpstreamBody<'_>) -> Result<Bytes, HarnessError> {
         .map(|tool| tool.get().len() + 1)
         .sum();
     let approx = messages + tools;
-    let mut bytes = Vec::with_capacity(approx + approx / 8 + 1024);
-    serde_json::to_writer(&mut bytes, body).map_err(HarnessError::Encode)?;
-    Ok(crate::harness::sized(bytes))
+    super::shared_runs::write(body, &shared, approx + approx / 8 + 1024)
+        .map_err(HarnessError::Encode)
 }
 
 impl Harness for Opencode {

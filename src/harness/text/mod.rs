@@ -191,7 +191,8 @@ pub fn prepared(
     Ok(Prepared {
         upstream_body: crate::harness::sized(
             serde_json::to_vec(body).map_err(HarnessError::Encode)?,
-        ),
+        )
+        .into(),
         rewritten: true,
         response: ResponsePlan::Reshape(Reshape {
             client_stream: conversation.options.stream,

@@ -79,8 +79,6 @@ pub enum OutMessage {
 }
 
 impl OutMessage {
-    /// About how many bytes this message takes in the upstream JSON (escapes aside), so the body
-    /// buffer can be sized once instead of doubling through a large history.
     /// The message's content when it is a token kept beyond this request (the system prompt's).
     pub fn kept_token(&self) -> Option<&Arc<RawValue>> {
         match self {
@@ -89,6 +87,8 @@ impl OutMessage {
         }
     }
 
+    /// About how many bytes this message takes in the upstream JSON (escapes aside), so the body
+    /// buffer can be sized once instead of doubling through a large history.
     pub fn approx_len(&self) -> usize {
         const FRAMING: usize = 64;
         FRAMING

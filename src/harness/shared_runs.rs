@@ -18,6 +18,11 @@ use crate::conversation::body_parts::BodyParts;
 /// more than copying a few hundred bytes.
 const MIN_SHARED: usize = 2048;
 
+/// The first run's room when a kept token may split the body: what comes before one is a few
+/// fields (opencode's, before its system prompt: about 160 bytes). The whole estimate there would
+/// be allocated twice, for this run and again for the next, a long history's size each time.
+const HEAD_CAPACITY: usize = 512;
+
 /// `value` as compact JSON; each of `shared` (at least `MIN_SHARED` long) that `value` writes
 /// as a raw token is a run of its own. `capacity`: about what is copied (the body without the
 /// shared tokens), so the buffer written into grows seldom; what is left over is given back
@@ -27,15 +32,20 @@ pub(crate) fn write<T: Serialize + ?Sized>(
     shared: &[Arc<RawValue>],
     capacity: usize,
 ) -> Result<BodyParts, serde_json::Error> {
-    let runs = RefCell::new(Runs {
-        current: Vec::with_capacity(capacity),
-        left: capacity,
-        done: Vec::new(),
-    });
     let shared: Vec<&Arc<RawValue>> = shared
         .iter()
         .filter(|token| token.get().len() >= MIN_SHARED)
         .collect();
+    let first = if shared.is_empty() {
+        capacity
+    } else {
+        capacity.min(HEAD_CAPACITY)
+    };
+    let runs = RefCell::new(Runs {
+        current: Vec::with_capacity(first),
+        left: capacity,
+        done: Vec::new(),
+    });
     let splitter = Splitter {
         runs: &runs,
         shared: &shared,

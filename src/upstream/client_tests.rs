@@ -226,7 +226,16 @@ fn only_the_upstream_s_own_refusal_counts_as_unprocessed() {
 
 /// Reads one request whole (its head and the `content-length` bytes after it), answers `204`.
 async fn record_whole(listener: TcpListener) -> (String, Vec<u8>) {
-    let (mut socket, _) = listener.accept().await.expect("accepts");
+    let (socket, _) = listener.accept().await.expect("accepts");
+    answer_whole(
+        socket,
+        b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n",
+    )
+    .await
+}
+
+/// Reads one request whole from `socket`, answers `answer`; returns the head and the body.
+async fn answer_whole(mut socket: tokio::net::TcpStream, answer: &[u8]) -> (String, Vec<u8>) {
     let mut read = Vec::new();
     let mut buf = [0u8; 4096];
     let (head, length) = loop {
@@ -249,10 +258,7 @@ async fn record_whole(listener: TcpListener) -> (String, Vec<u8>) {
         assert!(n > 0, "the body ended early");
         read.extend_from_slice(&buf[..n]);
     }
-    socket
-        .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
-        .await
-        .expect("answers");
+    socket.write_all(answer).await.expect("answers");
     (head, read)
 }
 
@@ -282,4 +288,40 @@ async fn a_body_of_several_runs_reaches_the_upstream_whole_with_its_length() {
         "{head}"
     );
     assert_eq!(body, whole, "every run, in order");
+}
+
+#[tokio::test]
+async fn a_body_of_several_runs_is_sent_whole_again_after_a_503() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let config = UpstreamConfig {
+        base_url: format!("http://{}/v1", listener.local_addr().expect("addr")),
+        max_retries: 1,
+        ..UpstreamConfig::default()
+    };
+    let upstream = Upstream::new(&config, env_of(&[])).expect("builds");
+    let recorded = tokio::spawn(async move {
+        let (first, _) = listener.accept().await.expect("accepts");
+        let busy = b"HTTP/1.1 503 Service Unavailable\r\nretry-after: 0\r\nconnection: close\r\ncontent-length: 0\r\n\r\n";
+        let (_, once) = answer_whole(first, busy).await;
+        let (second, _) = listener.accept().await.expect("accepts again");
+        let done = b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n";
+        let (_, again) = answer_whole(second, done).await;
+        (once, again)
+    });
+    let mut outbound = post("/chat/completions");
+    outbound.body = crate::conversation::body_parts::BodyParts::from_parts(vec![
+        Bytes::from_static(b"{\"content\":"),
+        Bytes::from("\"kept\"".repeat(600)),
+        Bytes::from_static(b"}"),
+    ]);
+    let whole = outbound.body.to_bytes();
+    let response = upstream
+        .send(outbound)
+        .await
+        .map_err(|e| e.to_string())
+        .expect("answers after the resend");
+    assert_eq!(response.status.as_u16(), 204);
+    let (once, again) = recorded.await.expect("records");
+    assert_eq!(once, whole, "the first send");
+    assert_eq!(again, whole, "the resend, every run again");
 }

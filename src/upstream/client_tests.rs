@@ -262,19 +262,19 @@ async fn answer_whole(mut socket: tokio::net::TcpStream, answer: &[u8]) -> (Stri
     (head, read)
 }
 
-#[tokio::test]
-async fn a_body_of_several_runs_reaches_the_upstream_whole_with_its_length() {
-    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
-    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
-    let upstream = upstream(&base, env_of(&[])).expect("builds");
-    let recorded = tokio::spawn(record_whole(listener));
-    let prompt = Bytes::from("\"a kept prompt\"".repeat(400));
+/// A POST whose body is three runs, the middle one long (as opencode's kept system prompt).
+fn post_in_runs() -> Outbound {
     let mut outbound = post("/chat/completions");
     outbound.body = crate::conversation::body_parts::BodyParts::from_parts(vec![
         Bytes::from_static(b"{\"messages\":[{\"role\":\"system\",\"content\":"),
-        prompt.clone(),
+        Bytes::from("\"a kept prompt\"".repeat(400)),
         Bytes::from_static(b"}]}"),
     ]);
+    outbound
+}
+
+/// Sends `outbound` and checks its `204`; returns what its body is as one run.
+async fn send_expecting_204(upstream: &Upstream, outbound: Outbound) -> Bytes {
     let whole = outbound.body.to_bytes();
     let response = upstream
         .send(outbound)
@@ -282,6 +282,16 @@ async fn a_body_of_several_runs_reaches_the_upstream_whole_with_its_length() {
         .map_err(|e| e.to_string())
         .expect("answers");
     assert_eq!(response.status.as_u16(), 204);
+    whole
+}
+
+#[tokio::test]
+async fn a_body_of_several_runs_reaches_the_upstream_whole_with_its_length() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("binds");
+    let base = format!("http://{}/v1", listener.local_addr().expect("addr"));
+    let upstream = upstream(&base, env_of(&[])).expect("builds");
+    let recorded = tokio::spawn(record_whole(listener));
+    let whole = send_expecting_204(&upstream, post_in_runs()).await;
     let (head, body) = recorded.await.expect("records");
     assert!(
         head.contains(&format!("content-length: {}", whole.len())),
@@ -308,19 +318,7 @@ async fn a_body_of_several_runs_is_sent_whole_again_after_a_503() {
         let (_, again) = answer_whole(second, done).await;
         (once, again)
     });
-    let mut outbound = post("/chat/completions");
-    outbound.body = crate::conversation::body_parts::BodyParts::from_parts(vec![
-        Bytes::from_static(b"{\"content\":"),
-        Bytes::from("\"kept\"".repeat(600)),
-        Bytes::from_static(b"}"),
-    ]);
-    let whole = outbound.body.to_bytes();
-    let response = upstream
-        .send(outbound)
-        .await
-        .map_err(|e| e.to_string())
-        .expect("answers after the resend");
-    assert_eq!(response.status.as_u16(), 204);
+    let whole = send_expecting_204(&upstream, post_in_runs()).await;
     let (once, again) = recorded.await.expect("records");
     assert_eq!(once, whole, "the first send");
     assert_eq!(again, whole, "the resend, every run again");

@@ -156,6 +156,9 @@ async fn flow(
     };
     let memo_scope = caller.memo_scope();
     let processed = inbound::process(state, harness, front, &scoped, &body, memo_scope).await?;
+    // The stamped copy of the client's headers (about 1 KB) is not kept while the upstream's
+    // head is awaited: under a burst of streams most of them wait at once.
+    drop(scoped);
     let (turn, started) = identified(state, harness, (call, front), &caller.owner, &processed)?;
     exchange.conversation_id = Some(turn.conversation.clone());
     turn.preflight(&processed.prepared).await;

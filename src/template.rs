@@ -265,7 +265,23 @@ impl Template {
     }
 }
 
+/// A piece of a pattern, in order: literal text, or the hole of that index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatternPiece<'a> {
+    Text(&'a str),
+    Hole(usize),
+}
+
 impl Pattern {
+    /// The pattern's pieces in order, for a caller that keeps its literal runs in a form of its
+    /// own (a body's shared runs).
+    pub fn segments(&self) -> impl Iterator<Item = PatternPiece<'_>> {
+        self.pieces.iter().map(|piece| match piece {
+            Piece::Text(text) => PatternPiece::Text(text),
+            Piece::Hole(index) => PatternPiece::Hole(*index),
+        })
+    }
+
     /// The text with hole `i` replaced by `holes[i]` (an absent value leaves the hole empty).
     #[must_use]
     pub fn fill(&self, holes: &[&str]) -> String {
@@ -277,21 +293,6 @@ impl Pattern {
             }
         }
         text
-    }
-
-    /// The same pattern with every literal run passed through `f` (a JSON escape, say), its holes
-    /// kept.
-    #[must_use]
-    pub fn map_texts(&self, f: impl Fn(&str) -> String) -> Pattern {
-        let pieces = self
-            .pieces
-            .iter()
-            .map(|piece| match piece {
-                Piece::Text(text) => Piece::Text(f(text)),
-                Piece::Hole(index) => Piece::Hole(*index),
-            })
-            .collect();
-        Pattern { pieces }
     }
 
     /// A pattern whose fill is this one's fill with its trailing whitespace trimmed, whatever
@@ -370,13 +371,19 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn a_pattern_ending_in_text_trims_and_maps_as_its_fill_would() {
+    fn a_pattern_ending_in_text_trims_as_its_fill_would_and_shows_its_pieces() {
         let template = Template::parse("Hi {{who}} \"x\"\n\n").expect("parses");
         let pattern = template.bind(&[], &["who"]).expect("binds");
         let trimmed = pattern.trimmed_end().expect("ends in text");
         assert_eq!(trimmed.fill(&["ann "]), pattern.fill(&["ann "]).trim_end());
-        let upper = trimmed.map_texts(|t| t.to_uppercase());
-        assert_eq!(upper.fill(&["ann"]), "HI ann \"X\"");
+        assert_eq!(
+            trimmed.segments().collect::<Vec<_>>(),
+            [
+                PatternPiece::Text("Hi "),
+                PatternPiece::Hole(0),
+                PatternPiece::Text(" \"x\"")
+            ]
+        );
         let ends_in_hole = Template::parse("Hi {{who}}\n").expect("parses");
         let hole = ends_in_hole.bind(&[], &["who"]).expect("binds");
         assert!(

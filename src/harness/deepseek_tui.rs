@@ -24,7 +24,7 @@ use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAs
 use crate::conversation::Conversation;
 use crate::prompt_file;
 use crate::prompts::Builtin;
-use crate::template::Pattern;
+use crate::template::{Pattern, PatternPiece};
 
 const BASE: Builtin = prompt_file!("deepseek-tui/base.md");
 const PERSONALITY: Builtin = prompt_file!("deepseek-tui/personality.md");
@@ -49,17 +49,40 @@ const GAP: &str = "\\n\\n";
 /// every request, and escaping them once is most of what writing the body costs (`family::body`).
 pub struct DeepseekTui {
     common: Common,
-    /// The base prompt, end-trimmed, with `{{model_id}}` a hole; its literal runs escaped when the
-    /// trim cannot reach the model's name (`escaped_base`), else escaped per request.
+    /// The base prompt, end-trimmed, with `{{model_id}}` a hole; its literal runs escaped and kept
+    /// when the trim cannot reach the model's name (`escaped_base`), else escaped per request.
     base: Pattern,
-    escaped_base: Option<Pattern>,
+    escaped_base: Option<Vec<BasePiece>>,
     /// Personality, mode and approvals, each end-trimmed, joined by a blank line; escaped.
-    stance: String,
+    stance: Bytes,
     environment: Pattern,
     /// Context management, compaction and the authority recap, likewise.
-    closing: String,
+    closing: Bytes,
     hint: String,
     tools: ToolSet,
+}
+
+/// A piece of the escaped base prompt: a literal run, kept (sent as a run of its own when long),
+/// or where the model's name goes (its only hole).
+enum BasePiece {
+    Text(Bytes),
+    Model,
+}
+
+impl BasePiece {
+    fn escaped(base: &Pattern) -> Vec<Self> {
+        base.segments()
+            .map(|segment| match segment {
+                PatternPiece::Text(text) => Self::Text(kept(text)),
+                PatternPiece::Hole(_) => Self::Model,
+            })
+            .collect()
+    }
+}
+
+/// `text` JSON-escaped, kept for every request.
+fn kept(text: &str) -> Bytes {
+    Bytes::copy_from_slice(escape(text).as_bytes())
 }
 
 impl DeepseekTui {
@@ -70,14 +93,14 @@ impl DeepseekTui {
         };
         let base = setup.prompts.read(&BASE)?.pattern(&["model_id"])?;
         Ok(Self {
-            escaped_base: base.trimmed_end().map(|p| p.map_texts(escape)),
+            escaped_base: base.trimmed_end().map(|p| BasePiece::escaped(&p)),
             base,
-            stance: escape(&[plain(&PERSONALITY)?, plain(&MODE)?, plain(&APPROVALS)?].join("\n\n")),
+            stance: kept(&[plain(&PERSONALITY)?, plain(&MODE)?, plain(&APPROVALS)?].join("\n\n")),
             environment: setup
                 .prompts
                 .read(&ENVIRONMENT)?
                 .pattern(&["platform", "shell", "pwd"])?,
-            closing: escape(
+            closing: kept(
                 &[
                     plain(&CONTEXT_MANAGEMENT)?,
                     plain(&COMPACT)?,
@@ -105,11 +128,18 @@ impl DeepseekTui {
     fn system(&self, model: &str, context: &Context) -> JsonText {
         let mut out = JsonText::with_capacity(32 * 1024);
         match &self.escaped_base {
-            Some(base) => out.push_escaped(&base.fill(&[&escape(model)])),
+            Some(base) => {
+                for piece in base {
+                    match piece {
+                        BasePiece::Text(text) => out.push_kept(text),
+                        BasePiece::Model => out.push(model),
+                    }
+                }
+            }
             None => out.push(self.base.fill(&[model]).trim_end()),
         }
         out.push_escaped(GAP);
-        out.push_escaped(&self.stance);
+        out.push_kept(&self.stance);
         if Self::has_cwd(context) {
             for block in &context.instructions {
                 let (source, text) = block
@@ -135,7 +165,7 @@ impl DeepseekTui {
                 .trim_end(),
         );
         out.push_escaped(GAP);
-        out.push_escaped(&self.closing);
+        out.push_kept(&self.closing);
         out
     }
 

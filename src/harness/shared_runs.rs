@@ -1,7 +1,9 @@
 //! A body serialized compactly, its large JSON tokens that outlive the request (a harness's system
-//! prompt, made once and kept) left out of the copy: each goes as a run of its own that points at
-//! the kept token (`BodyParts`). The body's bytes are the same as `serde_json::to_vec`'s; only the
-//! memory behind them differs.
+//! prompt, its tool definitions, made once and kept) left out of the copy: each goes as a run of
+//! its own that points at the kept text (`BodyParts`). The body's bytes are the same as a copy's;
+//! only the memory behind them differs. `write` does it for a serde value whose kept tokens are
+//! raw values (opencode); `Runs` is the builder under it, for a body written by hand
+//! (`family::body`).
 
 use std::cell::RefCell;
 use std::io;
@@ -17,6 +19,11 @@ use crate::conversation::body_parts::BodyParts;
 /// A shorter token is copied: a run of its own costs a part and an entry in the vectored write,
 /// more than copying a few hundred bytes.
 const MIN_SHARED: usize = 2048;
+
+/// At most this many runs a body: hyper queues up to 16 buffers (the head among them) for one
+/// vectored write and flushes before taking more, so a body of more runs would cost more writes.
+/// A kept text past the limit is copied.
+const MAX_RUNS: usize = 12;
 
 /// The first run's room when a kept token may split the body: what comes before one is a few
 /// fields (opencode's, before its system prompt: about 160 bytes). The whole estimate there would
@@ -36,31 +43,19 @@ pub(crate) fn write<T: Serialize + ?Sized>(
         .iter()
         .filter(|token| token.get().len() >= MIN_SHARED)
         .collect();
-    let first = if shared.is_empty() {
-        capacity
-    } else {
-        capacity.min(HEAD_CAPACITY)
-    };
-    let runs = RefCell::new(Runs {
-        current: Vec::with_capacity(first),
-        left: capacity,
-        done: Vec::new(),
-    });
+    let runs = RefCell::new(Runs::new(capacity, !shared.is_empty()));
     let splitter = Splitter {
         runs: &runs,
         shared: &shared,
     };
     let mut serializer = serde_json::Serializer::with_formatter(Writer(&runs), splitter);
     value.serialize(&mut serializer)?;
-    let Runs {
-        current, mut done, ..
-    } = runs.into_inner();
-    done.push(super::sized(current));
-    Ok(BodyParts::from_parts(done))
+    Ok(runs.into_inner().finish())
 }
 
-/// The runs written so far and the one being written.
-struct Runs {
+/// A body being written as runs: what is written is copied into the current run, and a kept
+/// text of at least `MIN_SHARED` bytes (`share`) closes it and goes as a run of its own.
+pub(crate) struct Runs {
     current: Vec<u8>,
     /// About how much more will be copied: the next run's starting capacity.
     left: usize,
@@ -68,6 +63,48 @@ struct Runs {
 }
 
 impl Runs {
+    /// `capacity`: about how much will be copied. `may_split`: whether a kept text may be
+    /// shared, so the first run may end early (`HEAD_CAPACITY`).
+    pub(crate) fn new(capacity: usize, may_split: bool) -> Self {
+        let first = if may_split {
+            capacity.min(HEAD_CAPACITY)
+        } else {
+            capacity
+        };
+        Self {
+            current: Vec::with_capacity(first),
+            left: capacity,
+            done: Vec::new(),
+        }
+    }
+
+    /// The run being written, to write into.
+    pub(crate) fn current(&mut self) -> &mut Vec<u8> {
+        &mut self.current
+    }
+
+    /// Whether `kept` is long enough for `share` to make it a run of its own.
+    pub(crate) fn shares(kept: &[u8]) -> bool {
+        kept.len() >= MIN_SHARED
+    }
+
+    /// `kept` as the body's next bytes: a run of its own (not copied) when it is long enough.
+    pub(crate) fn share(&mut self, kept: &Bytes) {
+        // This run, the kept one and the one after it.
+        if !Self::shares(kept) || self.done.len() + 3 > MAX_RUNS {
+            self.current.extend_from_slice(kept);
+            return;
+        }
+        self.close_current();
+        self.done.push(kept.clone());
+    }
+
+    /// The body's runs, the last one's slack given back.
+    pub(crate) fn finish(mut self) -> BodyParts {
+        self.done.push(super::sized(self.current));
+        BodyParts::from_parts(self.done)
+    }
+
     fn close_current(&mut self) {
         self.left = self.left.saturating_sub(self.current.len());
         let next = Vec::with_capacity(self.left);
@@ -114,10 +151,8 @@ impl Formatter for Splitter<'_> {
             .find(|token| std::ptr::eq(token.get(), fragment));
         match token {
             Some(token) => {
-                let mut runs = self.runs.borrow_mut();
-                runs.close_current();
-                runs.done
-                    .push(Bytes::from_owner(KeptToken(Arc::clone(token))));
+                let kept = Bytes::from_owner(KeptToken(Arc::clone(token)));
+                self.runs.borrow_mut().share(&kept);
                 Ok(())
             }
             None => writer.write_all(fragment.as_bytes()),

@@ -15,7 +15,8 @@ use crate::conversation::action::ActionReader;
 use crate::conversation::mapping::ResponsePlan;
 use crate::prompts::Prompts;
 
-fn registry() -> Registry {
+/// Every built-in harness, as the proxy builds them from its own prompts.
+pub fn registry() -> Registry {
     let mut config = Config::default();
     config.opencode.platform = Some("linux".into());
     config.opencode.timezone = Some("UTC".into());
@@ -34,6 +35,15 @@ fn registry() -> Registry {
 }
 
 fn run(harness: &str, request: &Value, headers: &[(&str, &str)]) -> Result<Prepared, String> {
+    run_in(&registry(), harness, request, headers)
+}
+
+fn run_in(
+    registry: &Registry,
+    harness: &str,
+    request: &Value,
+    headers: &[(&str, &str)],
+) -> Result<Prepared, String> {
     let body = Bytes::from(serde_json::to_vec(request).expect("request"));
     let conversation =
         crate::protocols::chat::request::parse_conversation(&body).expect("request parses");
@@ -48,7 +58,7 @@ fn run(harness: &str, request: &Value, headers: &[(&str, &str)]) -> Result<Prepa
         .with_ymd_and_hms(2025, 11, 29, 12, 0, 0)
         .single()
         .expect("date");
-    registry()
+    registry
         .get(harness)
         .expect("harness")
         .prepare(HarnessRequest {
@@ -63,6 +73,12 @@ fn run(harness: &str, request: &Value, headers: &[(&str, &str)]) -> Result<Prepa
 /// The request as `harness` prepares it.
 pub fn prepare(harness: &str, request: &Value, headers: &[(&str, &str)]) -> Prepared {
     run(harness, request, headers).expect("prepared")
+}
+
+/// The request as `harness` of `registry` prepares it: what the harness keeps for every request
+/// stays shared while `registry` lives.
+pub fn prepare_in(registry: &Registry, harness: &str, request: &Value) -> Prepared {
+    run_in(registry, harness, request, &[]).expect("prepared")
 }
 
 /// Why `harness` refuses the request.

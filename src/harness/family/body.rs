@@ -6,13 +6,23 @@
 //! system text is assembled from sections escaped once and only its per-request parts escaped
 //! (`JsonText`). Everything else in the body is written by serde_json as before.
 //!
+//! What is the same on every request is not copied either: a request's definitions are slices of
+//! their text joined once (`Definitions`: the definitions next to each other in the tools file
+//! are one slice), and a system text's long fixed sections are kept (`JsonText::push_kept`); a long
+//! slice or section goes out as a run of its own (`shared_runs::Runs`, `BodyParts`), so an open or
+//! waiting request holds only what is its own (issue 36).
+//!
 //! A body holds a `"tools": null` slot where the tools go (`Offered::slot`), so its key order stays
 //! the harness's; `Body` writes the slot with these tools, and the system text, when given, as the
 //! first message. Only the harness sets the slot's key, never a client, so it cannot be confused
 //! with a client's value.
 
+use bytes::Bytes;
 use serde_json::Value;
 use serde_json::value::RawValue;
+
+use crate::conversation::body_parts::BodyParts;
+use crate::harness::shared_runs::Runs;
 
 /// One of a harness's own tool definitions: its tree (for harnesses that reshape it, and its
 /// schema) and its text, serialized once.
@@ -30,16 +40,83 @@ impl Definition {
     }
 }
 
+/// A harness's definitions in its order, and their texts joined by commas once, as the array
+/// between its brackets holds them: a run of definitions next to each other is a slice of it.
+#[derive(Debug, Default)]
+pub struct Definitions {
+    list: Vec<Definition>,
+    joined: Bytes,
+    /// Each definition's text in `joined`.
+    spans: Vec<std::ops::Range<usize>>,
+}
+
+impl Definitions {
+    pub fn new(list: Vec<Definition>) -> Self {
+        let mut joined = Vec::new();
+        let mut spans = Vec::with_capacity(list.len());
+        for (n, definition) in list.iter().enumerate() {
+            if n > 0 {
+                joined.push(b',');
+            }
+            let start = joined.len();
+            joined.extend_from_slice(definition.raw.get().as_bytes());
+            spans.push(start..joined.len());
+        }
+        Self {
+            list,
+            joined: crate::harness::sized(joined),
+            spans,
+        }
+    }
+
+    pub fn iter(&self) -> std::slice::Iter<'_, Definition> {
+        self.list.iter()
+    }
+
+    /// The definitions `offer` picks, in order, with their text as slices of `joined`: one per
+    /// run of picked definitions next to each other.
+    pub fn pick(&self, offer: impl Fn(&Definition) -> bool) -> (Vec<&Definition>, Vec<Bytes>) {
+        let mut picked = Vec::new();
+        let mut slices = Vec::new();
+        let mut open: Option<std::ops::Range<usize>> = None;
+        for (definition, span) in self.list.iter().zip(&self.spans) {
+            if offer(definition) {
+                picked.push(definition);
+                open = Some(open.map_or(span.clone(), |run| run.start..span.end));
+            } else if let Some(run) = open.take() {
+                slices.push(self.joined.slice(run));
+            }
+        }
+        slices.extend(open.map(|run| self.joined.slice(run)));
+        (picked, slices)
+    }
+}
+
 /// The harness's definitions offered, in its order, then the client's kept tools.
 #[derive(Debug, Default)]
 pub struct Offered<'a> {
     own: Vec<&'a Definition>,
     client: Vec<Box<RawValue>>,
+    /// `own`'s text, as slices of the harness's joined text (`Definitions::pick`).
+    own_text: Vec<Bytes>,
 }
 
 impl<'a> Offered<'a> {
-    pub fn new(own: Vec<&'a Definition>, client: Vec<Box<RawValue>>) -> Self {
-        Self { own, client }
+    /// `own` and its text as `Definitions::pick` gives them.
+    pub fn new(
+        (own, own_text): (Vec<&'a Definition>, Vec<Bytes>),
+        client: Vec<Box<RawValue>>,
+    ) -> Self {
+        Self {
+            own,
+            client,
+            own_text,
+        }
+    }
+
+    /// Whether a run of the text is sent as it is kept (`shared_runs`), not copied.
+    fn shares(&self) -> bool {
+        self.own_text.iter().any(|text| Runs::shares(text))
     }
 
     pub fn is_empty(&self) -> bool {
@@ -64,40 +141,62 @@ impl<'a> Offered<'a> {
 }
 
 impl Offered<'_> {
-    fn text_len(&self) -> usize {
-        let own: usize = self.own.iter().map(|d| d.raw.get().len()).sum();
+    /// About how many bytes `write` copies.
+    fn copied_len(&self) -> usize {
+        let own: usize = self
+            .own_text
+            .iter()
+            .filter(|t| !Runs::shares(t))
+            .map(Bytes::len)
+            .sum();
         let client: usize = self.client.iter().map(|raw| raw.get().len()).sum();
-        own + client + self.own.len() + self.client.len() + 2
+        own + client + self.own_text.len() + self.client.len() + 2
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
-        out.push(b'[');
-        let texts = self.own.iter().map(|d| d.raw.get());
-        let texts = texts.chain(self.client.iter().map(|raw| raw.get()));
-        for (n, text) in texts.enumerate() {
-            if n > 0 {
-                out.push(b',');
+    fn write(&self, runs: &mut Runs) {
+        runs.current().push(b'[');
+        let mut first = true;
+        for text in &self.own_text {
+            if !std::mem::take(&mut first) {
+                runs.current().push(b',');
             }
-            out.extend_from_slice(text.as_bytes());
+            runs.share(text);
         }
-        out.push(b']');
+        for raw in &self.client {
+            if !std::mem::take(&mut first) {
+                runs.current().push(b',');
+            }
+            runs.current().extend_from_slice(raw.get().as_bytes());
+        }
+        runs.current().push(b']');
     }
 }
 
 /// A JSON string assembled from pieces: those known at start-up escaped once (`escape`), the
 /// rest escaped as they are pushed. JSON escaping is per character, so the escape of a
 /// concatenation is the concatenation of the escapes.
+///
+/// Long pieces the harness keeps (escaped once, the same on every request) are not copied in:
+/// `push_kept` notes where each goes, and the body sends it as a run of its own.
 #[derive(Debug, Default)]
 pub struct JsonText {
-    /// The escaped contents, without the quotes.
+    /// The escaped contents, without the quotes, but for the kept pieces.
     escaped: Vec<u8>,
+    /// The kept pieces, each with the length of `escaped` it follows.
+    kept: Vec<(usize, Bytes)>,
 }
 
 impl JsonText {
     pub fn with_capacity(bytes: usize) -> Self {
         Self {
             escaped: Vec::with_capacity(bytes),
+            kept: Vec::new(),
         }
+    }
+
+    /// Appends text escaped by `escape` and kept by the harness (`Bytes` of its own).
+    pub fn push_kept(&mut self, escaped: &Bytes) {
+        self.kept.push((self.escaped.len(), escaped.clone()));
     }
 
     /// Appends text already escaped by `escape`.
@@ -114,10 +213,16 @@ impl JsonText {
         self.escaped.remove(start);
     }
 
-    fn write(&self, out: &mut Vec<u8>) {
-        out.push(b'"');
-        out.extend_from_slice(&self.escaped);
-        out.push(b'"');
+    fn write(&self, runs: &mut Runs) {
+        runs.current().push(b'"');
+        let mut from = 0;
+        for (at, kept) in &self.kept {
+            runs.current().extend_from_slice(&self.escaped[from..*at]);
+            runs.share(kept);
+            from = *at;
+        }
+        runs.current().extend_from_slice(&self.escaped[from..]);
+        runs.current().push(b'"');
     }
 }
 
@@ -141,6 +246,7 @@ pub struct Body<'a> {
 static NO_TOOLS: Offered<'static> = Offered {
     own: Vec::new(),
     client: Vec::new(),
+    own_text: Vec::new(),
 };
 
 impl<'a> Body<'a> {
@@ -162,46 +268,49 @@ impl<'a> Body<'a> {
         self
     }
 
-    pub fn to_vec(&self) -> Result<Vec<u8>, serde_json::Error> {
+    /// The body's bytes, as runs: the kept tool set and system sections not copied.
+    pub fn to_parts(&self) -> Result<BodyParts, serde_json::Error> {
         let system = self.system.map_or(0, |s| s.escaped.len());
-        let mut out = Vec::with_capacity(system + self.tools.text_len() + 4096);
+        let kept = self.tools.shares() || self.system.is_some_and(|s| !s.kept.is_empty());
+        let mut runs = Runs::new(system + self.tools.copied_len() + 4096, kept);
         let Value::Object(fields) = self.fields else {
-            serde_json::to_writer(&mut out, self.fields)?;
-            return Ok(out);
+            serde_json::to_writer(runs.current(), self.fields)?;
+            return Ok(runs.finish());
         };
-        out.push(b'{');
+        runs.current().push(b'{');
         for (n, (key, value)) in fields.iter().enumerate() {
             if n > 0 {
-                out.push(b',');
+                runs.current().push(b',');
             }
-            serde_json::to_writer(&mut out, key)?;
-            out.push(b':');
+            serde_json::to_writer(runs.current(), key)?;
+            runs.current().push(b':');
             match (key.as_str(), value, self.system) {
-                ("tools", Value::Null, _) => self.tools.write(&mut out),
+                ("tools", Value::Null, _) => self.tools.write(&mut runs),
                 ("messages", Value::Array(messages), Some(system)) => {
-                    write_messages(system, messages, &mut out)?;
+                    write_messages(system, messages, &mut runs)?;
                 }
-                _ => serde_json::to_writer(&mut out, value)?,
+                _ => serde_json::to_writer(runs.current(), value)?,
             }
         }
-        out.push(b'}');
-        Ok(out)
+        runs.current().push(b'}');
+        Ok(runs.finish())
     }
 }
 
 fn write_messages(
     system: &JsonText,
     messages: &[Value],
-    out: &mut Vec<u8>,
+    runs: &mut Runs,
 ) -> Result<(), serde_json::Error> {
-    out.extend_from_slice(br#"[{"role":"system","content":"#);
-    system.write(out);
-    out.push(b'}');
+    runs.current()
+        .extend_from_slice(br#"[{"role":"system","content":"#);
+    system.write(runs);
+    runs.current().push(b'}');
     for message in messages {
-        out.push(b',');
-        serde_json::to_writer(&mut *out, message)?;
+        runs.current().push(b',');
+        serde_json::to_writer(runs.current(), message)?;
     }
-    out.push(b']');
+    runs.current().push(b']');
     Ok(())
 }
 
@@ -220,39 +329,93 @@ mod tests {
         .expect("definition");
         let client =
             serde_json::value::to_raw_value(&json!({"function": {"name": "b"}})).expect("raw");
-        let tools = Offered::new(vec![&own], vec![client]);
+        let own = Definitions::new(vec![own]);
+        let tools = Offered::new(own.pick(|_| true), vec![client]);
         let mut body = json!({"model": "m"});
         tools.slot(&mut body);
         body["after"] = json!(1);
-        let text = Body::new(&body, &tools).to_vec().expect("a body");
+        let text = Body::new(&body, &tools)
+            .to_parts()
+            .expect("a body")
+            .to_bytes();
         assert_eq!(
-            String::from_utf8(text).expect("utf-8"),
+            String::from_utf8(text.to_vec()).expect("utf-8"),
             r#"{"model":"m","tools":[{"function":{"name":"a","description":"say \"hi\"\n"}},{"function":{"name":"b"}}],"after":1}"#
         );
         assert_eq!(tools.into_values().len(), 2);
     }
 
+    fn definition(name: &str, description_len: usize) -> Definition {
+        let description = "d".repeat(description_len);
+        Definition::new(
+            name.into(),
+            json!({"type": "function", "function": {"name": name, "description": description}}),
+        )
+        .expect("definition")
+    }
+
+    #[test]
+    fn picked_definitions_next_to_each_other_are_one_slice_and_a_long_one_is_not_copied() {
+        let definitions = Definitions::new(vec![
+            definition("a", 1500),
+            definition("b", 1500),
+            definition("c", 10),
+            definition("d", 10),
+            definition("e", 10),
+        ]);
+        let (picked, slices) = definitions.pick(|d| d.name != "c");
+        let names: Vec<&str> = picked.iter().map(|d| d.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "d", "e"]);
+        assert_eq!(slices.len(), 2, "a and b, then d and e");
+        let tools = Offered::new((picked, slices), Vec::new());
+        let mut body = json!({"model": "m"});
+        tools.slot(&mut body);
+        let written = Body::new(&body, &tools).to_parts().expect("a body");
+        let expected = json!({"model": "m", "tools": [
+            definitions.list[0].value, definitions.list[1].value,
+            definitions.list[3].value, definitions.list[4].value]});
+        assert_eq!(
+            written.to_bytes(),
+            serde_json::to_vec(&expected).expect("json")
+        );
+        let shared = written
+            .parts()
+            .iter()
+            .filter(|run| definitions.joined.as_ptr_range().contains(&run.as_ptr()))
+            .count();
+        assert_eq!(
+            shared, 1,
+            "a and b (over 2 KiB) are the harness's own bytes; d and e copied"
+        );
+    }
+
     #[test]
     fn a_body_without_a_slot_is_written_as_serde_json_writes_it() {
         let body = json!({"model": "m", "tools": [1], "messages": [{"role": "user", "content": "é\u{1}\"\\"}]});
-        let text = Body::plain(&body).to_vec().expect("a body");
+        let text = Body::plain(&body).to_parts().expect("a body").to_bytes();
         assert_eq!(text, serde_json::to_vec(&body).expect("json"));
     }
 
     #[test]
-    fn the_system_text_from_escaped_and_raw_pieces_is_the_first_message() {
+    fn the_system_text_from_escaped_kept_and_raw_pieces_is_the_first_message() {
         let fixed = escape("Line \"one\"\n\t");
+        let long = "A long fixed section, \"quoted\".\n".repeat(100);
+        let kept = Bytes::from(escape(&long));
         let mut system = JsonText::default();
         system.push_escaped(&fixed);
+        system.push_kept(&kept);
         system.push("cwd: C:\\w\u{7f}\u{2028}é");
         let body =
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": true});
-        let text = Body::plain(&body)
+        let written = Body::plain(&body)
             .with_system(&system)
-            .to_vec()
+            .to_parts()
             .expect("a body");
+        assert_eq!(written.parts().len(), 3, "before, the kept section, after");
+        assert_eq!(written.parts()[1].as_ptr(), kept.as_ptr(), "not copied");
+        let text = written.to_bytes();
         let expected = json!({"model": "m", "messages": [
-            {"role": "system", "content": "Line \"one\"\n\tcwd: C:\\w\u{7f}\u{2028}é"},
+            {"role": "system", "content": format!("Line \"one\"\n\t{long}cwd: C:\\w\u{7f}\u{2028}é")},
             {"role": "user", "content": "hi"}], "stream": true});
         assert_eq!(text, serde_json::to_vec(&expected).expect("json"));
     }

@@ -34,8 +34,8 @@ use crate::conversation::{
 };
 use crate::prompts::{Builtin, PromptError, Prompts};
 
-use self::body::Definition;
 pub use self::body::{Body, Offered};
+use self::body::{Definition, Definitions};
 
 /// The reference's marker a runtime puts in front of a tool output it must not cut; a harness
 /// that strips it strips this.
@@ -45,7 +45,7 @@ pub const NO_TRUNCATE_MARKER: &str = "<open-interpreter-harness-no-truncate>\n";
 pub struct ToolSet {
     /// Parsed and serialized once at start-up: a request copies the text of the ones it offers
     /// (DeepSeek-TUI offers 84; see `offered`).
-    definitions: Vec<Definition>,
+    definitions: Definitions,
     tools: Arc<HarnessTools>,
 }
 
@@ -78,7 +78,7 @@ impl ToolSet {
             definitions.push(definition);
         }
         Ok(Self {
-            definitions,
+            definitions: Definitions::new(definitions),
             tools: Arc::new(HarnessTools::new(dialect, schemas)),
         })
     }
@@ -86,7 +86,7 @@ impl ToolSet {
     /// No tools of its own: the client's are offered as they came (`minimal`'s pass-through).
     pub fn none() -> Self {
         Self {
-            definitions: Vec::new(),
+            definitions: Definitions::default(),
             tools: Arc::new(HarnessTools::new(Arc::new(Profile::none()), Vec::new())),
         }
     }
@@ -117,13 +117,11 @@ impl ToolSet {
         }
         let kept = bridge.kept();
         let kept_names: HashSet<&str> = kept.iter().map(String::as_str).collect();
-        let own = self
-            .definitions
-            .iter()
-            .filter(|d| policy == ToolsPolicy::Reference || mapped.contains(d.name.as_str()))
-            // A kept client tool of the same name is the one the model's calls go to.
-            .filter(|d| !kept_names.contains(d.name.as_str()))
-            .collect();
+        let own = self.definitions.pick(|d| {
+            (policy == ToolsPolicy::Reference || mapped.contains(d.name.as_str()))
+                // A kept client tool of the same name is the one the model's calls go to.
+                && !kept_names.contains(d.name.as_str())
+        });
         let client = client_tools
             .iter()
             .filter(|def| def.name().is_some_and(|n| kept_names.contains(n)))
@@ -364,7 +362,7 @@ pub fn prepared(
     let calls: Option<Arc<dyn CallMapper>> =
         (!bridge.tools.is_empty()).then(|| Arc::new(bridge) as Arc<dyn CallMapper>);
     Ok(Prepared {
-        upstream_body: crate::harness::sized(body.to_vec().map_err(HarnessError::Encode)?).into(),
+        upstream_body: body.to_parts().map_err(HarnessError::Encode)?,
         rewritten: true,
         response: ResponsePlan::Reshape(Reshape {
             client_stream: conversation.options.stream,

@@ -126,7 +126,9 @@ impl DeepseekTui {
 
     /// The system text, JSON-escaped.
     fn system(&self, model: &str, context: &Context) -> JsonText {
-        let mut out = JsonText::with_capacity(32 * 1024);
+        // What is copied: the base's first lines, the model's name, the project's instructions
+        // and the environment; the rest is kept (`push_kept`).
+        let mut out = JsonText::with_capacity(4 * 1024);
         match &self.escaped_base {
             Some(base) => {
                 for piece in base {

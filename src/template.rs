@@ -300,10 +300,16 @@ impl Pattern {
     /// else `None` (the trim could reach into a hole's value).
     #[must_use]
     pub fn trimmed_end(&self) -> Option<Pattern> {
+        self.trimmed_end_with(str::trim_end)
+    }
+
+    /// As `trimmed_end`, for another trim of the end (`trim_end_matches('\n')`, say).
+    #[must_use]
+    pub fn trimmed_end_with(&self, trim: impl Fn(&str) -> &str) -> Option<Pattern> {
         let Some(Piece::Text(last)) = self.pieces.last() else {
             return None;
         };
-        let trimmed = last.trim_end();
+        let trimmed = trim(last);
         if trimmed.is_empty() {
             return None;
         }

@@ -16,7 +16,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use super::family::body::{JsonText, escape};
+use super::family::body::{JsonText, KeptPattern, kept};
 use super::family::builder_k;
 use super::family::context::Context;
 use super::family::{Body, Common, ToolSet, prepared, translate};
@@ -24,7 +24,7 @@ use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAs
 use crate::conversation::Conversation;
 use crate::prompt_file;
 use crate::prompts::Builtin;
-use crate::template::{Pattern, PatternPiece};
+use crate::template::Pattern;
 
 const BASE: Builtin = prompt_file!("deepseek-tui/base.md");
 const PERSONALITY: Builtin = prompt_file!("deepseek-tui/personality.md");
@@ -52,7 +52,7 @@ pub struct DeepseekTui {
     /// The base prompt, end-trimmed, with `{{model_id}}` a hole; its literal runs escaped and kept
     /// when the trim cannot reach the model's name (`escaped_base`), else escaped per request.
     base: Pattern,
-    escaped_base: Option<Vec<BasePiece>>,
+    escaped_base: Option<KeptPattern>,
     /// Personality, mode and approvals, each end-trimmed, joined by a blank line; escaped.
     stance: Bytes,
     environment: Pattern,
@@ -60,29 +60,6 @@ pub struct DeepseekTui {
     closing: Bytes,
     hint: String,
     tools: ToolSet,
-}
-
-/// A piece of the escaped base prompt: a literal run, kept (sent as a run of its own when long),
-/// or where the model's name goes (its only hole).
-enum BasePiece {
-    Text(Bytes),
-    Model,
-}
-
-impl BasePiece {
-    fn escaped(base: &Pattern) -> Vec<Self> {
-        base.segments()
-            .map(|segment| match segment {
-                PatternPiece::Text(text) => Self::Text(kept(text)),
-                PatternPiece::Hole(_) => Self::Model,
-            })
-            .collect()
-    }
-}
-
-/// `text` JSON-escaped, kept for every request.
-fn kept(text: &str) -> Bytes {
-    Bytes::copy_from_slice(escape(text).as_bytes())
 }
 
 impl DeepseekTui {
@@ -93,7 +70,7 @@ impl DeepseekTui {
         };
         let base = setup.prompts.read(&BASE)?.pattern(&["model_id"])?;
         Ok(Self {
-            escaped_base: base.trimmed_end().map(|p| BasePiece::escaped(&p)),
+            escaped_base: base.trimmed_end().map(|p| KeptPattern::new(&p)),
             base,
             stance: kept(&[plain(&PERSONALITY)?, plain(&MODE)?, plain(&APPROVALS)?].join("\n\n")),
             environment: setup
@@ -130,14 +107,7 @@ impl DeepseekTui {
         // and the environment; the rest is kept (`push_kept`).
         let mut out = JsonText::with_capacity(4 * 1024);
         match &self.escaped_base {
-            Some(base) => {
-                for piece in base {
-                    match piece {
-                        BasePiece::Text(text) => out.push_kept(text),
-                        BasePiece::Model => out.push(model),
-                    }
-                }
-            }
+            Some(base) => base.fill_into(&mut out, &[model]),
             None => out.push(self.base.fill(&[model]).trim_end()),
         }
         out.push_escaped(GAP);

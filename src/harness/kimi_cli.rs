@@ -12,6 +12,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::family::body::{JsonText, KeptPattern};
 use super::family::builder_k::{self, KIMI_BLANK};
 use super::family::context::Context;
 use super::family::{Body, Common, ToolSet, prepared, translate};
@@ -41,6 +42,9 @@ const HOLES: [&str; 9] = [
 pub struct KimiCli {
     common: Common,
     system: Pattern,
+    /// `system` with its trailing newlines trimmed, its literal runs escaped once and kept (12 KB
+    /// a request, sent as they are: `family::body`); `None` when the trim could reach a hole.
+    kept_system: Option<KeptPattern>,
     skills: String,
     tools: ToolSet,
 }
@@ -48,19 +52,24 @@ pub struct KimiCli {
 impl KimiCli {
     pub fn from_setup(setup: &super::Setup<'_>) -> Result<Self, SetupError> {
         let common = Common::from_setup(setup);
+        let system = setup.prompts.read(&SYSTEM)?.pattern(&HOLES)?;
         Ok(Self {
-            system: setup.prompts.read(&SYSTEM)?.pattern(&HOLES)?,
+            system: system.clone(),
+            kept_system: system
+                .trimmed_end_with(|text| text.trim_end_matches('\n'))
+                .map(|trimmed| KeptPattern::new(&trimmed)),
             skills: setup.prompts.read(&SKILLS)?.plain()?,
             tools: ToolSet::load(setup.prompts, &TOOLS, common.profiles.dialect("kimi-cli"))?,
             common,
         })
     }
 
-    fn system(&self, context: &Context) -> String {
+    /// The system text, JSON-escaped.
+    fn system(&self, context: &Context) -> JsonText {
         // The session's time in Kimi CLI's form: microseconds and a numeric offset.
         let now = format!("{}T00:00:00.000000+00:00", context.date.format("%Y-%m-%d"));
         let agents_md = context.instructions.join("\n\n");
-        let text = self.system.fill(&[
+        let holes = [
             "",
             context.kimi_os(),
             KIMI_SHELL,
@@ -70,8 +79,13 @@ impl KimiCli {
             &agents_md,
             &self.skills,
             "",
-        ]);
-        text.trim_end_matches('\n').to_owned()
+        ];
+        let mut out = JsonText::with_capacity(2 * 1024);
+        match &self.kept_system {
+            Some(kept) => kept.fill_into(&mut out, &holes),
+            None => out.push(self.system.fill(&holes).trim_end_matches('\n')),
+        }
+        out
     }
 }
 
@@ -121,8 +135,8 @@ impl Harness for KimiCli {
                 keep: self.common.keeps(),
                 ..K_CLI
             };
-            let mut messages = vec![json!({"role": "system", "content": self.system(&context)})];
-            messages.extend(builder_k::build(&items, options));
+            // The system message is written first by `Body::with_system`.
+            let messages = builder_k::build(&items, options);
             let tools = self
                 .tools
                 .offered(&conversation.tools, &bridge, self.common.config.tools);
@@ -142,7 +156,12 @@ impl Harness for KimiCli {
                 tools.slot(&mut body);
             }
             effort(&mut body, conversation.options.reasoning_effort.as_deref());
-            prepared(Body::new(&body, &tools), bridge, &conversation)
+            let system = self.system(&context);
+            prepared(
+                Body::new(&body, &tools).with_system(&system),
+                bridge,
+                &conversation,
+            )
         })
     }
 

@@ -13,6 +13,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
+use super::family::body::{JsonText, KeptPattern};
 use super::family::builder_k::{self, KIMI_BLANK};
 use super::family::context::Context;
 use super::family::{Body, Common, ToolSet, prepared, translate};
@@ -20,7 +21,6 @@ use super::{Harness, HarnessError, HarnessRequest, Prepared, SetupError, TitleAs
 use crate::conversation::Conversation;
 use crate::prompt_file;
 use crate::prompts::Builtin;
-use crate::template::Pattern;
 
 const SYSTEM: Builtin = prompt_file!("kimi-code/system.md");
 const REMINDER: Builtin = prompt_file!("kimi-code/reminder.md");
@@ -45,7 +45,8 @@ pub const KIMI_SHELL: &str = "bash (`/bin/bash`)";
 
 pub struct KimiCode {
     common: Common,
-    system: Pattern,
+    /// Its literal runs escaped once and kept (19 KB a request, sent as they are: `family::body`).
+    system: KeptPattern,
     reminder: String,
     skills: String,
     tools: ToolSet,
@@ -55,7 +56,7 @@ impl KimiCode {
     pub fn from_setup(setup: &super::Setup<'_>) -> Result<Self, SetupError> {
         let common = Common::from_setup(setup);
         Ok(Self {
-            system: setup.prompts.read(&SYSTEM)?.pattern(&HOLES)?,
+            system: KeptPattern::new(&setup.prompts.read(&SYSTEM)?.pattern(&HOLES)?),
             reminder: setup.prompts.read(&REMINDER)?.plain()?,
             skills: setup.prompts.read(&SKILLS)?.plain()?,
             tools: ToolSet::load(setup.prompts, &TOOLS, common.profiles.dialect("kimi-code"))?,
@@ -63,18 +64,24 @@ impl KimiCode {
         })
     }
 
-    fn system(&self, context: &Context) -> String {
-        self.system.fill(&[
-            "",
-            context.kimi_os(),
-            KIMI_SHELL,
-            &context.day_start(),
-            &context.cwd,
-            "",
-            "",
-            "",
-            &self.skills,
-        ])
+    /// The system text, JSON-escaped.
+    fn system(&self, context: &Context) -> JsonText {
+        let mut out = JsonText::with_capacity(2 * 1024);
+        self.system.fill_into(
+            &mut out,
+            &[
+                "",
+                context.kimi_os(),
+                KIMI_SHELL,
+                &context.day_start(),
+                &context.cwd,
+                "",
+                "",
+                "",
+                &self.skills,
+            ],
+        );
+        out
     }
 }
 
@@ -124,8 +131,8 @@ impl Harness for KimiCode {
                 keep: self.common.keeps(),
                 ..K_CODE
             };
-            let mut messages = vec![json!({"role": "system", "content": self.system(&context)})];
-            messages.extend(remind(builder_k::build(&items, options), &self.reminder));
+            // The system message is written first by `Body::with_system`.
+            let messages = remind(builder_k::build(&items, options), &self.reminder);
             let tools = self
                 .tools
                 .offered(&conversation.tools, &bridge, self.common.config.tools);
@@ -145,7 +152,12 @@ impl Harness for KimiCode {
                 tools.slot(&mut body);
             }
             body["thinking"] = json!({"type": "enabled", "keep": "all"});
-            prepared(Body::new(&body, &tools), bridge, &conversation)
+            let system = self.system(&context);
+            prepared(
+                Body::new(&body, &tools).with_system(&system),
+                bridge,
+                &conversation,
+            )
         })
     }
 

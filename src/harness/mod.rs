@@ -368,7 +368,7 @@ mod tests {
     /// The buffers behind a rebuilt body hold the body and nothing more: they live as long as the
     /// answer's stream (issue 36's memory per open stream). A run that is not the body's own is
     /// what the harness keeps for every request (`shared_runs`): opencode's system prompt, a
-    /// chat harness's tool set, DeepSeek-TUI's long system sections.
+    /// chat harness's long tool definitions, the long runs of the family's system texts.
     #[test]
     fn every_rebuilt_upstream_body_is_held_at_its_own_size() {
         let request = serde_json::json!({
@@ -412,6 +412,11 @@ mod tests {
                 "opencode" => assert_eq!(kept, 1, "opencode's system prompt is copied"),
                 // The base prompt after the model's name, its stance, its closing.
                 "deepseek-tui" => assert_eq!(kept, 3, "DeepSeek-TUI's system text is copied"),
+                // The system text's long literal runs, and a tool definition over 2 KiB
+                // (`run_shell_command`, `Bash`, `Shell`) offered for the client's `bash`.
+                "qwen-code" => assert_eq!(kept, 2, "Qwen Code's system text is copied"),
+                "kimi-code" => assert_eq!(kept, 3, "Kimi Code's system text is copied"),
+                "kimi-cli" => assert_eq!(kept, 2, "Kimi CLI's system text is copied"),
                 _ => assert!(kept <= 12, "{name}: {kept} shared runs"),
             }
         }

@@ -13,6 +13,7 @@
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
+use super::family::body::{JsonText, kept};
 use super::family::builder_k::{self, KIMI_BLANK};
 use super::family::context::Context;
 use super::family::{Body, Common, ToolSet, prepared, translate};
@@ -29,7 +30,8 @@ const TOOLS: Builtin = prompt_file!("qwen-code/tools.json");
 
 pub struct QwenCode {
     common: Common,
-    system: String,
+    /// Qwen Code's system prompt, escaped once and kept (22 KB, sent as it is: `family::body`).
+    system: Bytes,
     setup: Pattern,
     setup_reply: String,
     tools: ToolSet,
@@ -39,7 +41,7 @@ impl QwenCode {
     pub fn from_setup(setup: &super::Setup<'_>) -> Result<Self, SetupError> {
         let common = Common::from_setup(setup);
         Ok(Self {
-            system: setup.prompts.read(&SYSTEM)?.plain()?,
+            system: kept(&setup.prompts.read(&SYSTEM)?.plain()?),
             setup: setup.prompts.read(&SETUP)?.pattern(&[
                 "today",
                 "operating_system",
@@ -52,11 +54,13 @@ impl QwenCode {
         })
     }
 
-    fn system(&self, context: &Context) -> String {
-        let mut system = self.system.clone();
+    /// The system text, JSON-escaped.
+    fn system(&self, context: &Context) -> JsonText {
+        let mut system = JsonText::default();
+        system.push_kept(&self.system);
         if !context.instructions.is_empty() {
-            system.push_str("\n\n# Session Instructions\n\n");
-            system.push_str(context.instructions.join("\n\n").trim());
+            system.push("\n\n# Session Instructions\n\n");
+            system.push(context.instructions.join("\n\n").trim());
         }
         system
     }
@@ -164,8 +168,8 @@ impl Harness for QwenCode {
             .bridge(&conversation, request.headers, &self.tools)?;
         let items = translate(&conversation.items, &bridge);
         let context = Context::of(&items, request.headers, request.now, &self.common.context);
+        // The system message is written first by `Body::with_system`.
         let mut messages = vec![
-            json!({"role": "system", "content": self.system(&context)}),
             json!({"role": "user", "content": [{"type": "text", "text": self.setup_turn(&context)}]}),
             json!({"role": "assistant", "content": self.setup_reply}),
         ];
@@ -185,7 +189,8 @@ impl Harness for QwenCode {
         if !tools.is_empty() {
             tools.slot(&mut body);
         }
-        prepared(Body::new(&body, &tools), bridge, &conversation)
+        let system = self.system(&context);
+        prepared(Body::new(&body, &tools).with_system(&system), bridge, &conversation)
         })
     }
 

@@ -23,6 +23,7 @@ use serde_json::value::RawValue;
 
 use crate::conversation::body_parts::BodyParts;
 use crate::harness::shared_runs::Runs;
+use crate::template::{Pattern, PatternPiece};
 
 /// One of a harness's own tool definitions: its tree (for harnesses that reshape it, and its
 /// schema) and its text, serialized once.
@@ -224,6 +225,50 @@ impl JsonText {
         runs.current().extend_from_slice(&self.escaped[from..]);
         runs.current().push(b'"');
     }
+}
+
+/// A pattern bound at start-up whose literal runs are escaped once and kept: filled into a
+/// `JsonText`, only its holes' values are escaped and copied then (and its runs too short to be
+/// worth a run of their own, `shared_runs`).
+#[derive(Debug)]
+pub struct KeptPattern {
+    pieces: Vec<KeptPiece>,
+}
+
+#[derive(Debug)]
+enum KeptPiece {
+    /// Escaped.
+    Text(Bytes),
+    Hole(usize),
+}
+
+impl KeptPattern {
+    pub fn new(pattern: &Pattern) -> Self {
+        let pieces = pattern
+            .segments()
+            .map(|segment| match segment {
+                PatternPiece::Text(text) => KeptPiece::Text(kept(text)),
+                PatternPiece::Hole(index) => KeptPiece::Hole(index),
+            })
+            .collect();
+        Self { pieces }
+    }
+
+    /// Appends the pattern with hole `i` filled with `holes[i]` (an absent value leaves it empty),
+    /// as `Pattern::fill` would.
+    pub fn fill_into(&self, out: &mut JsonText, holes: &[&str]) {
+        for piece in &self.pieces {
+            match piece {
+                KeptPiece::Text(text) => out.push_kept(text),
+                KeptPiece::Hole(index) => out.push(holes.get(*index).copied().unwrap_or_default()),
+            }
+        }
+    }
+}
+
+/// `text` JSON-escaped, as bytes kept for every request (`JsonText::push_kept`).
+pub fn kept(text: &str) -> Bytes {
+    Bytes::copy_from_slice(escape(text).as_bytes())
 }
 
 /// `text` as it stands between the quotes of a JSON string.

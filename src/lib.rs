@@ -41,6 +41,7 @@ pub mod conversation;
 pub mod error;
 pub mod harness;
 pub mod inspect;
+pub mod json_escape;
 pub mod memory;
 pub mod prompts;
 pub mod protocols;

@@ -1,17 +1,12 @@
-//! A body serialized compactly, its large JSON tokens that outlive the request (a harness's system
-//! prompt, its tool definitions, made once and kept) left out of the copy: each goes as a run of
-//! its own that points at the kept text (`BodyParts`). The body's bytes are the same as a copy's;
-//! only the memory behind them differs. `write` does it for a serde value whose kept tokens are
-//! raw values (opencode); `Runs` is the builder under it, for a body written by hand
-//! (`family::body`).
+//! A body written compactly by hand, its large JSON texts that outlive the request (a harness's
+//! system prompt, its tool definitions, made once and kept) left out of the copy: each goes as a
+//! run of its own that points at the kept text (`BodyParts`). The body's bytes are the same as a
+//! copy's; only the memory behind them differs. `Runs` is the builder: opencode's body
+//! (`opencode::body`) and the family harnesses' (`family::body`) write into it.
 
-use std::cell::RefCell;
-use std::io;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use serde::Serialize;
-use serde_json::ser::Formatter;
 use serde_json::value::RawValue;
 
 use crate::conversation::body_parts::BodyParts;
@@ -29,29 +24,6 @@ const MAX_RUNS: usize = 12;
 /// fields (opencode's, before its system prompt: about 160 bytes). The whole estimate there would
 /// be allocated twice, for this run and again for the next, a long history's size each time.
 const HEAD_CAPACITY: usize = 512;
-
-/// `value` as compact JSON; each of `shared` (at least `MIN_SHARED` long) that `value` writes
-/// as a raw token is a run of its own. `capacity`: about what is copied (the body without the
-/// shared tokens), so the buffer written into grows seldom; what is left over is given back
-/// (`harness::sized`).
-pub(crate) fn write<T: Serialize + ?Sized>(
-    value: &T,
-    shared: &[Arc<RawValue>],
-    capacity: usize,
-) -> Result<BodyParts, serde_json::Error> {
-    let shared: Vec<&Arc<RawValue>> = shared
-        .iter()
-        .filter(|token| token.get().len() >= MIN_SHARED)
-        .collect();
-    let runs = RefCell::new(Runs::new(capacity, !shared.is_empty()));
-    let splitter = Splitter {
-        runs: &runs,
-        shared: &shared,
-    };
-    let mut serializer = serde_json::Serializer::with_formatter(Writer(&runs), splitter);
-    value.serialize(&mut serializer)?;
-    Ok(runs.into_inner().finish())
-}
 
 /// A body being written as runs: what is written is copied into the current run, and a kept
 /// text of at least `MIN_SHARED` bytes (`share`) closes it and goes as a run of its own.
@@ -99,6 +71,11 @@ impl Runs {
         self.done.push(kept.clone());
     }
 
+    /// A kept JSON token (opencode's system prompt) as the body's next bytes: `share`.
+    pub(crate) fn share_token(&mut self, token: &Arc<RawValue>) {
+        self.share(&Bytes::from_owner(KeptToken(Arc::clone(token))));
+    }
+
     /// The body's runs, the last one's slack given back.
     pub(crate) fn finish(mut self) -> BodyParts {
         self.done.push(super::sized(self.current));
@@ -110,53 +87,6 @@ impl Runs {
         let next = Vec::with_capacity(self.left);
         let written = std::mem::replace(&mut self.current, next);
         self.done.push(super::sized(written));
-    }
-}
-
-/// Appends to the run being written.
-struct Writer<'a>(&'a RefCell<Runs>);
-
-impl io::Write for Writer<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.borrow_mut().current.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
-        self.0.borrow_mut().current.extend_from_slice(buf);
-        Ok(())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-/// serde_json's compact formatting (every method's default), but a raw token that is one of
-/// `shared` (the same memory, not equal text) closes the run being written and goes as its own.
-struct Splitter<'a> {
-    runs: &'a RefCell<Runs>,
-    shared: &'a [&'a Arc<RawValue>],
-}
-
-impl Formatter for Splitter<'_> {
-    fn write_raw_fragment<W: ?Sized + io::Write>(
-        &mut self,
-        writer: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
-        let token = self
-            .shared
-            .iter()
-            .find(|token| std::ptr::eq(token.get(), fragment));
-        match token {
-            Some(token) => {
-                let kept = Bytes::from_owner(KeptToken(Arc::clone(token)));
-                self.runs.borrow_mut().share(&kept);
-                Ok(())
-            }
-            None => writer.write_all(fragment.as_bytes()),
-        }
     }
 }
 
@@ -173,46 +103,23 @@ impl AsRef<[u8]> for KeptToken {
 mod tests {
     use super::*;
 
-    #[derive(Serialize)]
-    struct Body<'a> {
-        model: &'a str,
-        messages: Vec<Message<'a>>,
-    }
-
-    #[derive(Serialize)]
-    struct Message<'a> {
-        role: &'a str,
-        content: &'a RawValue,
-    }
-
     fn token(text: &str) -> Arc<RawValue> {
         Arc::from(serde_json::value::to_raw_value(text).expect("a string"))
     }
 
     #[test]
-    fn a_long_shared_token_is_its_own_run_and_the_bytes_are_serde_jsons() {
+    fn a_long_kept_token_is_its_own_run_and_a_short_one_is_copied() {
         let prompt = token(&"You are opencode. \"Quoted\"\n".repeat(100));
         let short = token("short");
-        let kept = [prompt.clone(), short.clone()];
-        let body = Body {
-            model: "m",
-            messages: vec![
-                Message {
-                    role: "system",
-                    content: &prompt,
-                },
-                Message {
-                    role: "user",
-                    content: &short,
-                },
-            ],
-        };
-        let written = write(&body, &kept, 64).expect("JSON");
-        assert_eq!(
-            written.to_bytes(),
-            serde_json::to_vec(&body).expect("JSON"),
-            "the same bytes as serde_json's"
-        );
+        let mut runs = Runs::new(64, true);
+        runs.current().extend_from_slice(b"[");
+        runs.share_token(&prompt);
+        runs.current().push(b',');
+        runs.share_token(&short);
+        runs.current().push(b']');
+        let written = runs.finish();
+        let want = format!("[{},{}]", prompt.get(), short.get());
+        assert_eq!(written.to_bytes(), want.as_bytes());
         let parts = written.parts();
         assert_eq!(parts.len(), 3, "before the prompt, the prompt, after it");
         assert_eq!(
@@ -227,18 +134,14 @@ mod tests {
     }
 
     #[test]
-    fn an_equal_token_elsewhere_in_memory_is_copied() {
+    fn past_the_run_limit_a_kept_text_is_copied() {
         let prompt = token(&"p".repeat(4096));
-        let copy = token(&"p".repeat(4096));
-        let body = Body {
-            model: "m",
-            messages: vec![Message {
-                role: "system",
-                content: &copy,
-            }],
-        };
-        let written = write(&body, &[prompt], 16).expect("JSON");
-        assert_eq!(written.parts().len(), 1);
-        assert_eq!(written.to_bytes(), serde_json::to_vec(&body).expect("JSON"));
+        let mut runs = Runs::new(16, true);
+        for _ in 0..MAX_RUNS {
+            runs.share_token(&prompt);
+        }
+        let written = runs.finish();
+        assert!(written.parts().len() <= MAX_RUNS);
+        assert_eq!(written.to_bytes(), prompt.get().repeat(MAX_RUNS).as_bytes());
     }
 }

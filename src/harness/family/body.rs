@@ -23,6 +23,7 @@ use serde_json::value::RawValue;
 
 use crate::conversation::body_parts::BodyParts;
 use crate::harness::shared_runs::Runs;
+use crate::json_escape::{push_escaped, push_string, push_value};
 use crate::template::{Pattern, PatternPiece};
 
 /// One of a harness's own tool definitions: its tree (for harnesses that reshape it, and its
@@ -207,11 +208,7 @@ impl JsonText {
 
     /// Appends text, escaping it now.
     pub fn push(&mut self, text: &str) {
-        let start = self.escaped.len();
-        // Writing a string into a Vec cannot fail; it writes `"…"`, whose quotes are dropped.
-        let _ = serde_json::to_writer(&mut self.escaped, text);
-        self.escaped.pop();
-        self.escaped.remove(start);
+        push_escaped(&mut self.escaped, text);
     }
 
     fn write(&self, runs: &mut Runs) {
@@ -314,49 +311,44 @@ impl<'a> Body<'a> {
     }
 
     /// The body's bytes, as runs: the kept tool set and system sections not copied.
-    pub fn to_parts(&self) -> Result<BodyParts, serde_json::Error> {
+    pub fn to_parts(&self) -> BodyParts {
         let system = self.system.map_or(0, |s| s.escaped.len());
         let kept = self.tools.shares() || self.system.is_some_and(|s| !s.kept.is_empty());
         let mut runs = Runs::new(system + self.tools.copied_len() + 4096, kept);
         let Value::Object(fields) = self.fields else {
-            serde_json::to_writer(runs.current(), self.fields)?;
-            return Ok(runs.finish());
+            push_value(runs.current(), self.fields);
+            return runs.finish();
         };
         runs.current().push(b'{');
         for (n, (key, value)) in fields.iter().enumerate() {
             if n > 0 {
                 runs.current().push(b',');
             }
-            serde_json::to_writer(runs.current(), key)?;
+            push_string(runs.current(), key);
             runs.current().push(b':');
             match (key.as_str(), value, self.system) {
                 ("tools", Value::Null, _) => self.tools.write(&mut runs),
                 ("messages", Value::Array(messages), Some(system)) => {
-                    write_messages(system, messages, &mut runs)?;
+                    write_messages(system, messages, &mut runs);
                 }
-                _ => serde_json::to_writer(runs.current(), value)?,
+                _ => push_value(runs.current(), value),
             }
         }
         runs.current().push(b'}');
-        Ok(runs.finish())
+        runs.finish()
     }
 }
 
-fn write_messages(
-    system: &JsonText,
-    messages: &[Value],
-    runs: &mut Runs,
-) -> Result<(), serde_json::Error> {
+fn write_messages(system: &JsonText, messages: &[Value], runs: &mut Runs) {
     runs.current()
         .extend_from_slice(br#"[{"role":"system","content":"#);
     system.write(runs);
     runs.current().push(b'}');
     for message in messages {
         runs.current().push(b',');
-        serde_json::to_writer(runs.current(), message)?;
+        push_value(runs.current(), message);
     }
     runs.current().push(b']');
-    Ok(())
 }
 
 #[cfg(test)]
@@ -379,10 +371,7 @@ mod tests {
         let mut body = json!({"model": "m"});
         tools.slot(&mut body);
         body["after"] = json!(1);
-        let text = Body::new(&body, &tools)
-            .to_parts()
-            .expect("a body")
-            .to_bytes();
+        let text = Body::new(&body, &tools).to_parts().to_bytes();
         assert_eq!(
             String::from_utf8(text.to_vec()).expect("utf-8"),
             r#"{"model":"m","tools":[{"function":{"name":"a","description":"say \"hi\"\n"}},{"function":{"name":"b"}}],"after":1}"#
@@ -415,7 +404,7 @@ mod tests {
         let tools = Offered::new((picked, slices), Vec::new());
         let mut body = json!({"model": "m"});
         tools.slot(&mut body);
-        let written = Body::new(&body, &tools).to_parts().expect("a body");
+        let written = Body::new(&body, &tools).to_parts();
         let expected = json!({"model": "m", "tools": [
             definitions.list[0].value, definitions.list[1].value,
             definitions.list[3].value, definitions.list[4].value]});
@@ -437,7 +426,7 @@ mod tests {
     #[test]
     fn a_body_without_a_slot_is_written_as_serde_json_writes_it() {
         let body = json!({"model": "m", "tools": [1], "messages": [{"role": "user", "content": "é\u{1}\"\\"}]});
-        let text = Body::plain(&body).to_parts().expect("a body").to_bytes();
+        let text = Body::plain(&body).to_parts().to_bytes();
         assert_eq!(text, serde_json::to_vec(&body).expect("json"));
     }
 
@@ -452,10 +441,7 @@ mod tests {
         system.push("cwd: C:\\w\u{7f}\u{2028}é");
         let body =
             json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "stream": true});
-        let written = Body::plain(&body)
-            .with_system(&system)
-            .to_parts()
-            .expect("a body");
+        let written = Body::plain(&body).with_system(&system).to_parts();
         assert_eq!(written.parts().len(), 3, "before, the kept section, after");
         assert_eq!(written.parts()[1].as_ptr(), kept.as_ptr(), "not copied");
         let text = written.to_bytes();

@@ -362,7 +362,7 @@ pub fn prepared(
     let calls: Option<Arc<dyn CallMapper>> =
         (!bridge.tools.is_empty()).then(|| Arc::new(bridge) as Arc<dyn CallMapper>);
     Ok(Prepared {
-        upstream_body: body.to_parts().map_err(HarnessError::Encode)?,
+        upstream_body: body.to_parts(),
         rewritten: true,
         response: ResponsePlan::Reshape(Reshape {
             client_stream: conversation.options.stream,

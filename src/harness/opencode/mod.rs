@@ -27,6 +27,7 @@ use self::history::HistoryOptions;
 use self::title::TitleRecogniser;
 use self::tools::{Catalog, HostInfo, SelectRules};
 use super::collaboration::{Collaboration, Mode};
+use super::shared_runs::Runs;
 use super::{Harness, HarnessError, HarnessRequest, Prepared, TitleAsk};
 use crate::clients::bridge::{Bridge, Unmatched};
 use crate::clients::contextual::context_parts;
@@ -219,7 +220,7 @@ impl Opencode {
             temperature: flavour.has_temperature().then_some(1),
             reasoning_effort: conversation.options.reasoning_effort.as_deref(),
             prompt_cache_key: self.prompt_cache_key(conversation, headers),
-        })?;
+        });
         let finish = profile.subagent.finish.clone().filter(|_| subagent);
         let mut built = Built::of(body, bridge, conversation);
         built.subagent = subagent;
@@ -434,19 +435,20 @@ fn messages(items: &[Item]) -> impl Iterator<Item = &Message> {
 /// around them): a doubling buffer would copy a large body on each growth. The slack is given
 /// back once written (`harness::sized`); a buffer of the body's size class, not a large one, keeps
 /// that step a small copy.
-fn write_body(body: &UpstreamBody<'_>) -> Result<BodyParts, HarnessError> {
-    let shared: Vec<Arc<RawValue>> = body
+fn write_body(body: &UpstreamBody<'_>) -> BodyParts {
+    let kept: usize = body
         .messages
         .iter()
         .filter_map(OutMessage::kept_token)
-        .cloned()
-        .collect();
+        .filter(|token| Runs::shares(token.get().as_bytes()))
+        .map(|token| token.get().len())
+        .sum();
     let messages: usize = body
         .messages
         .iter()
         .map(OutMessage::approx_len)
         .sum::<usize>()
-        .saturating_sub(shared.iter().map(|token| token.get().len()).sum());
+        .saturating_sub(kept);
     // The tools are JSON already (the catalog's texts, a client's own definitions).
     let tools: usize = body
         .tools
@@ -455,8 +457,9 @@ fn write_body(body: &UpstreamBody<'_>) -> Result<BodyParts, HarnessError> {
         .map(|tool| tool.get().len() + 1)
         .sum();
     let approx = messages + tools;
-    super::shared_runs::write(body, &shared, approx + approx / 8 + 1024)
-        .map_err(HarnessError::Encode)
+    let mut runs = Runs::new(approx + approx / 8 + 1024, kept > 0);
+    body.write(&mut runs);
+    runs.finish()
 }
 
 impl Harness for Opencode {

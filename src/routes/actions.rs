@@ -470,7 +470,7 @@ async fn resend(
         body.get_mut("messages")?
             .as_array_mut()?
             .extend(appended.iter().cloned());
-        outbound.with_body(&body)
+        Some(outbound.with_body(&body))
     });
     send(upstream, request).await
 }

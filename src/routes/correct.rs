@@ -65,17 +65,20 @@ impl Resend {
         }
     }
 
-    /// The same request with another body.
-    pub(crate) fn with_body(&self, body: &Value) -> Option<Outbound> {
-        Some(Outbound {
+    /// The same request with another body (the first one's, grown by the answered turn: its
+    /// strings written by `json_escape`, the whole history again).
+    pub(crate) fn with_body(&self, body: &Value) -> Outbound {
+        let mut written = Vec::with_capacity(self.body.len() + self.body.len() / 8 + 1024);
+        crate::json_escape::push_value(&mut written, body);
+        Outbound {
             method: http::Method::POST,
             path: self.path.clone(),
             headers: self.headers.clone(),
-            body: serde_json::to_vec(body).ok()?.into(),
+            body: crate::harness::sized(written).into(),
             client_authorization: self.client_authorization.clone(),
             dispatched: None,
             messages: self.messages,
-        })
+        }
     }
 }
 
@@ -450,7 +453,7 @@ impl State {
         } else {
             messages.extend(answered_calls(&turn.text, &turn.reasoning, &calls, mapper));
         }
-        self.corrector.outbound.with_body(&body)
+        Some(self.corrector.outbound.with_body(&body))
     }
 
     /// The text, reasoning and reasoning signature of the answer passed on so far.

@@ -47,16 +47,7 @@ pub fn push_value(out: &mut Vec<u8>, value: &serde_json::Value) {
             let _ = serde_json::to_writer(&mut *out, number);
         }
         Value::String(text) => push_string(out, text),
-        Value::Array(items) => {
-            out.push(b'[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                push_value(out, item);
-            }
-            out.push(b']');
-        }
+        Value::Array(items) => push_array(out, items, |item, out| push_value(out, item)),
         Value::Object(fields) => {
             out.push(b'{');
             for (i, (key, item)) in fields.iter().enumerate() {
@@ -70,6 +61,18 @@ pub fn push_value(out: &mut Vec<u8>, value: &serde_json::Value) {
             out.push(b'}');
         }
     }
+}
+
+/// `items` as a JSON array, each written by `write`.
+pub fn push_array<T>(out: &mut Vec<u8>, items: &[T], write: impl Fn(&T, &mut Vec<u8>)) {
+    out.push(b'[');
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        write(item, out);
+    }
+    out.push(b']');
 }
 
 /// The index of the first byte at or after `from` that needs an escape.

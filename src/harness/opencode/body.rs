@@ -11,7 +11,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::harness::shared_runs::Runs;
-use crate::json_escape::push_string;
+use crate::json_escape::{push_array, push_string};
 
 #[derive(Debug)]
 #[cfg_attr(test, derive(Serialize))]
@@ -225,14 +225,10 @@ impl UpstreamBody<'_> {
         let out = runs.current();
         out.push(b']');
         if let Some(tools) = &self.tools {
-            out.extend_from_slice(b",\"tools\":[");
-            for (i, tool) in tools.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
+            out.extend_from_slice(b",\"tools\":");
+            push_array(out, tools, |tool, out| {
                 out.extend_from_slice(tool.get().as_bytes());
-            }
-            out.push(b']');
+            });
         }
         if let Some(temperature) = self.temperature {
             push_number(out, b",\"temperature\":", temperature);
@@ -255,30 +251,13 @@ impl OutMessage {
                 role,
                 content,
                 reasoning_content,
-            } => {
-                push_role_and_content(out, role, content);
-                push_field(
-                    out,
-                    b",\"reasoning_content\":",
-                    reasoning_content.as_deref(),
-                );
-            }
+            } => push_turn(out, role, content, reasoning_content.as_deref()),
             Self::Parts { role, content } => {
-                out.extend_from_slice(b"{\"role\":");
-                push_string(out, role);
-                out.extend_from_slice(b",\"content\":[");
-                for (i, part) in content.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    part.write(out);
-                }
-                out.push(b']');
+                push_role(out, role);
+                push_array(out, content, OutPart::write);
             }
             Self::Raw { role, content } => {
-                out.extend_from_slice(b"{\"role\":");
-                push_string(out, role);
-                out.extend_from_slice(b",\"content\":");
+                push_role(out, role);
                 runs.share_token(&content.0);
             }
             Self::Calls {
@@ -287,20 +266,9 @@ impl OutMessage {
                 reasoning_content,
                 tool_calls,
             } => {
-                push_role_and_content(out, role, content);
-                push_field(
-                    out,
-                    b",\"reasoning_content\":",
-                    reasoning_content.as_deref(),
-                );
-                out.extend_from_slice(b",\"tool_calls\":[");
-                for (i, call) in tool_calls.iter().enumerate() {
-                    if i > 0 {
-                        out.push(b',');
-                    }
-                    call.write(out);
-                }
-                out.push(b']');
+                push_turn(out, role, content, reasoning_content.as_deref());
+                out.extend_from_slice(b",\"tool_calls\":");
+                push_array(out, tool_calls, OutCall::write);
             }
             Self::ToolResult {
                 role,
@@ -346,12 +314,23 @@ impl OutCall {
     }
 }
 
-/// `{"role":…,"content":…` (the object left open for what follows).
-fn push_role_and_content(out: &mut Vec<u8>, role: &str, content: &str) {
+/// `{"role":…,"content":` (the content and the rest of the object to follow).
+fn push_role(out: &mut Vec<u8>, role: &str) {
     out.extend_from_slice(b"{\"role\":");
     push_string(out, role);
     out.extend_from_slice(b",\"content\":");
+}
+
+/// `{"role":…,"content":…` (the object left open for what follows).
+fn push_role_and_content(out: &mut Vec<u8>, role: &str, content: &str) {
+    push_role(out, role);
     push_string(out, content);
+}
+
+/// `{"role":…,"content":…` and the reasoning, if any (the object left open for what follows).
+fn push_turn(out: &mut Vec<u8>, role: &str, content: &str, reasoning: Option<&str>) {
+    push_role_and_content(out, role, content);
+    push_field(out, b",\"reasoning_content\":", reasoning);
 }
 
 /// `name` then `value` as a JSON string, when there is one (serde's `skip_serializing_if`).
